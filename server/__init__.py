@@ -1,0 +1,1 @@
+"""Table42 backgammon lobby and match server."""

