@@ -1,0 +1,62 @@
+"""Rating engine for backgammon: Table42 Elo, FIBS and classic Elo.
+
+The formulas are pure (no I/O) and live in submodules:
+
+* :mod:`rating_plugin.table42` — Table42 Elo for ranked single games (integer ratings, cube
+  coefficient, K 32/16, versioned presets);
+* :mod:`rating_plugin.fibs` — the FIBS rating for n-point matches (experience multiplier);
+* :mod:`rating_plugin.elo` — classic chess-style Elo with draws (K presets, FIDE rules);
+* :mod:`rating_plugin.errors` — the exception tree (everything is a ``ValueError``).
+
+The Redis-backed store (``RatingStore`` and its result values) is imported lazily on first
+use, so ``import rating_plugin`` never imports redis.
+"""
+
+from __future__ import annotations
+
+from importlib import import_module
+from typing import Any
+
+from rating_plugin import elo, errors, fibs, table42
+from rating_plugin.errors import InvalidInputError, RatingError
+from rating_plugin.rounding import round_half_away
+
+__all__ = [
+    "InvalidInputError",
+    "RatingError",
+    "elo",
+    "errors",
+    "fibs",
+    "round_half_away",
+    "table42",
+]
+
+# Names served by rating_plugin.store, which needs redis: imported on first access only.
+_STORE_NAMES = frozenset(
+    {
+        "BoostedResult",
+        "HistoryEntry",
+        "Ladder",
+        "LeaderboardEntry",
+        "PlayerChange",
+        "PlayerRating",
+        "PodiumAward",
+        "RatingStore",
+        "Settlement",
+    }
+)
+
+
+def __getattr__(name: str) -> Any:
+    if name in _STORE_NAMES:
+        try:
+            store = import_module("rating_plugin.store")
+        except ModuleNotFoundError as error:
+            if error.name != "rating_plugin.store":
+                raise  # the store exists but a dependency (redis) is missing: say so
+            raise AttributeError(
+                f"module {__name__!r} has no attribute {name!r} (rating_plugin.store is not "
+                "installed)"
+            ) from error
+        return getattr(store, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
