@@ -6,6 +6,7 @@ The formulas are pure (no I/O) and live in submodules:
   coefficient, K 32/16, versioned presets);
 * :mod:`rating_plugin.fibs` — the FIBS rating for n-point matches (experience multiplier);
 * :mod:`rating_plugin.elo` — classic chess-style Elo with draws (K presets, FIDE rules);
+* :mod:`rating_plugin.stakes` — what each player of a pairing stands to win or lose;
 * :mod:`rating_plugin.errors` — the exception tree (everything is a ``ValueError``).
 
 The Redis-backed store (``RatingStore`` and its result values) is imported lazily on first
@@ -17,7 +18,7 @@ from __future__ import annotations
 from importlib import import_module
 from typing import Any
 
-from rating_plugin import elo, errors, fibs, table42
+from rating_plugin import elo, errors, fibs, stakes, table42
 from rating_plugin.errors import InvalidInputError, RatingError
 from rating_plugin.rounding import round_half_away
 
@@ -28,6 +29,7 @@ __all__ = [
     "errors",
     "fibs",
     "round_half_away",
+    "stakes",
     "table42",
 ]
 
