@@ -5,7 +5,7 @@ One function per rating system; each returns a frozen :class:`StakePreview` with
 game, so the preview and the settlement cannot disagree. ``to_dict()`` gives the JSON-ready
 shape a lobby sends to its clients; ``table42_stakes(1500, 1800).player.to_dict()`` is::
 
-    {"rating": 1500, "expected_score": 0.3599350001971149, "win": 20, "loss": -12, "k": 32}
+    {"rating": 1500, "expected_score": 0.35993500019711494, "win": 20, "loss": -12, "k": 32}
 """
 
 from __future__ import annotations
