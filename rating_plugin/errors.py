@@ -5,7 +5,10 @@ the standard library can still catch it::
 
     ValueError
      └── RatingError                 base of everything this package raises on purpose
-          └── InvalidInputError      a formula got a value it cannot use; ``.field`` names it
+          ├── InvalidInputError      a formula got a value it cannot use; ``.field`` names it
+          │    ├── SamePlayerError   the same player on both sides (or twice on a podium)
+          │    └── UnknownLadderError  a ladder name the store does not know
+          └── AlreadySettledConflict  a game or tournament id reused with other players/terms
 
 The store layer adds its own subclasses of :class:`RatingError` here (a reused game id, an
 unknown ladder, ...). Each error carries a stable ``code`` string that a server can forward to
@@ -14,7 +17,13 @@ its clients unchanged.
 
 from __future__ import annotations
 
-__all__ = ["InvalidInputError", "RatingError"]
+__all__ = [
+    "AlreadySettledConflict",
+    "InvalidInputError",
+    "RatingError",
+    "SamePlayerError",
+    "UnknownLadderError",
+]
 
 
 class RatingError(ValueError):
@@ -36,3 +45,48 @@ class InvalidInputError(RatingError):
         super().__init__(f"{field}: {problem}")
         self.field = field
         self.problem = problem
+
+
+class SamePlayerError(InvalidInputError):
+    """The same player was named on both sides of a game (or twice on one podium)."""
+
+    code = "same_player"
+
+    def __init__(self, field: str, player: str, problem: str | None = None) -> None:
+        super().__init__(field, problem or f"{player!r} is on both sides of the game")
+        self.player = player
+
+
+class UnknownLadderError(InvalidInputError):
+    """A ladder name the rating store does not know (or one this call does not accept)."""
+
+    code = "unknown_ladder"
+
+    def __init__(self, ladder: object, allowed: tuple[str, ...]) -> None:
+        text = repr(ladder)
+        text = text if len(text) <= 40 else text[:37] + "..."
+        super().__init__("ladder", f"must be one of {', '.join(allowed)}, got {text}")
+        self.ladder = ladder
+
+
+class AlreadySettledConflict(RatingError):
+    """A game or tournament id was settled before with other players or terms.
+
+    Nothing was applied. ``field`` names the id argument (``"game_id"``, ``"tournament_id"``),
+    ``ref`` is the id, ``differences`` the fields that differ from the stored result and
+    ``stored`` the stored result itself (a ``Settlement``, ``PodiumAward`` or
+    ``BoostedResult``).
+    """
+
+    code = "already_settled_conflict"
+
+    def __init__(
+        self, field: str, ref: str, differences: tuple[str, ...], stored: object
+    ) -> None:
+        super().__init__(
+            f"{field}: {ref!r} was already settled with a different {', '.join(differences)}"
+        )
+        self.field = field
+        self.ref = ref
+        self.differences = differences
+        self.stored = stored

@@ -1,0 +1,835 @@
+"""The rating store: ratings, 7-day windows, settlements, leaderboards and history in Redis.
+
+This is the only module of the package that talks to Redis. Each write is one Lua script
+(``rating_plugin/lua/*.lua``, KEYS/ARGV/return documented in each file's header) run with one
+``EVALSHA``: reading the ratings, scoring the game, writing the results and remembering the
+game id happen in one atomic step and one round trip. Because the ratings are read inside that
+step, the scripts also do the rating arithmetic; Python passes in everything that does not
+depend on stored state (cube coefficient, K values and threshold, window bounds, sqrt of the
+match length) and the scripts repeat :mod:`rating_plugin.table42` and :mod:`rating_plugin.fibs`
+operation for operation, so the numbers are bit-for-bit those of the pure functions.
+
+Keys are built by :class:`rating_plugin.keys.KeySpace` (layout and hash tags there). Every
+method returns frozen values, never raw replies. Errors (all ``ValueError``, see
+:mod:`rating_plugin.errors`): :class:`InvalidInputError` naming the field,
+:class:`SamePlayerError`, :class:`UnknownLadderError`, :class:`AlreadySettledConflict`.
+Redis errors (connection lost, ...) pass through unchanged; a settlement that failed that way
+may or may not have been applied, and calling :meth:`RatingStore.settle` again with the same
+game id is always safe.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from collections.abc import Awaitable, Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+from importlib import resources
+from typing import Any, Final, cast
+
+import redis.asyncio as aioredis
+
+from rating_plugin import fibs, table42
+from rating_plugin.errors import (
+    AlreadySettledConflict,
+    InvalidInputError,
+    SamePlayerError,
+    UnknownLadderError,
+)
+from rating_plugin.keys import KeySpace
+from rating_plugin.rounding import round_half_away
+
+__all__ = [
+    "DEFAULT_HISTORY_LIMIT",
+    "DEFAULT_LATE_GRACE_SECONDS",
+    "MAX_GAME_ID_LENGTH",
+    "MAX_MATCH_LENGTH",
+    "MAX_PAGE",
+    "MAX_PLAYER_ID_LENGTH",
+    "REASONS",
+    "BoostedResult",
+    "HistoryEntry",
+    "Ladder",
+    "LeaderboardEntry",
+    "PlayerChange",
+    "PlayerRating",
+    "PodiumAward",
+    "PodiumPlace",
+    "RatingStore",
+    "Settlement",
+]
+
+
+class Ladder(StrEnum):
+    """A leaderboard of the store. Games are settled on the two rated ladders only."""
+
+    TABLE42 = "table42"  # Competitive single games, integer Table42 Elo
+    FIBS = "fibs"  # rated n-point matches, decimal FIBS rating plus experience
+    BOOSTED = "boosted"  # Boosted game points; never Elo (add_boosted_points)
+
+
+RATED_LADDERS: Final = (Ladder.TABLE42, Ladder.FIBS)
+ALL_LADDERS: Final = (Ladder.TABLE42, Ladder.FIBS, Ladder.BOOSTED)
+_LADDER_NAMES: Final = {str(ladder): ladder for ladder in ALL_LADDERS}
+
+#: Why a game ended; stored and shown, never used in the numbers ("podium" is reserved).
+REASONS: Final = frozenset(
+    {"normal", "gammon", "backgammon", "resign", "drop", "timeout", "disconnect", "leave"}
+)
+MAX_GAME_ID_LENGTH: Final = 128
+MAX_PLAYER_ID_LENGTH: Final = 64
+MAX_MATCH_LENGTH: Final = 99
+#: Most game points one Boosted game can earn: a backgammon (3) at the maximum cube.
+MAX_BOOSTED_POINTS: Final = 3 * table42.MAX_CUBE
+MAX_PODIUM_PRIZE: Final = 1000
+MAX_PAGE: Final = 100
+MAX_OFFSET: Final = 1_000_000
+#: Latest accepted time (Unix seconds, year 5138): keeps every millisecond count exact.
+MAX_TIME: Final = 1e11
+DEFAULT_HISTORY_LIMIT: Final = 200
+MAX_HISTORY_LIMIT: Final = 10_000
+#: How late (in finish time) a settlement may come after the player's newest game and still
+#: see an exact 7-day count: windows keep 7 days + this before their newest game.
+DEFAULT_LATE_GRACE_SECONDS: Final = 24 * 3600.0
+MAX_LATE_GRACE_SECONDS: Final = 30 * 24 * 3600.0
+WINDOW_MS: Final = table42.WINDOW_SECONDS * 1000
+
+
+def _lua(name: str) -> str:
+    return resources.files("rating_plugin").joinpath("lua", name).read_text(encoding="utf-8")
+
+
+_SETTLE_TABLE42: Final = _lua("settle_table42.lua")
+_SETTLE_FIBS: Final = _lua("settle_fibs.lua")
+_AWARD_PODIUM: Final = _lua("award_podium.lua")
+_ADD_BOOSTED: Final = _lua("add_boosted.lua")
+_BOARD_PAGE: Final = _lua("board_page.lua")
+_BOARD_RANK: Final = _lua("board_rank.lua")
+
+# Values a script needs that depend on no stored state: computed here once.
+_K_NORMAL: Final = table42.k_factor(0)
+_K_HEAVY: Final = table42.k_factor(table42.HEAVY_WEEK_GAMES)
+_ROOTS: Final = {n: repr(math.sqrt(n)) for n in range(1, MAX_MATCH_LENGTH + 1)}
+_COEFFICIENTS: Final = {cube: repr(table42.cube_coefficient(cube)) for cube in table42.CUBE_VALUES}
+
+
+# ---------------------------------------------------------------------------------------------
+# Values
+
+
+@dataclass(frozen=True, slots=True)
+class PlayerChange:
+    """One player's side of a settlement: what a client is shown.
+
+    ``rating_before``/``rating_after``/``change`` are ints on Table42 and floats on FIBS
+    (``rating_after == rating_before + change``). ``expected_score`` is the player's win
+    chance before the game (Table42 expected score, FIBS win probability). Table42 only:
+    ``k`` (32 or 16), ``cube_coefficient`` and ``recent_games`` (Competitive games in the
+    7 days before the game, the game itself not counted); FIBS only: ``multiplier`` (the
+    new-player multiplier) and ``experience_before``. Fields of the other ladder are None.
+    """
+
+    player: str
+    rating_before: float
+    rating_after: float
+    change: float
+    k: int | None
+    multiplier: float | None
+    expected_score: float
+    cube_coefficient: float | None
+    recent_games: int | None
+    experience_before: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class Settlement:
+    """The stored result of one settled game (or FIBS match).
+
+    ``applied`` is True for the call that applied it and False when the game id had already
+    been settled (the stored result is returned, nothing changed). ``seq`` is the game's
+    place in its ladder's applied order (1, 2, ...; shared with podium awards on Table42):
+    replaying a ladder's settlements by ``seq`` reproduces its ratings. ``match_length`` is
+    None on Table42; ``finished_at`` is Unix seconds as first given.
+    """
+
+    game_id: str
+    ladder: Ladder
+    reason: str
+    finished_at: float
+    cube: int
+    match_length: int | None
+    winner: PlayerChange
+    loser: PlayerChange
+    applied: bool
+    seq: int
+
+
+@dataclass(frozen=True, slots=True)
+class PodiumPlace:
+    """One podium place: ``place`` (1 = first), the player, the prize and the Table42 rating
+    before and after it (``rating_after == rating_before + prize``)."""
+
+    place: int
+    player: str
+    prize: int
+    rating_before: int
+    rating_after: int
+
+
+@dataclass(frozen=True, slots=True)
+class PodiumAward:
+    """The stored podium award of one tournament.
+
+    ``applied`` is False when the tournament had already been awarded (the first award is
+    returned, nothing changed). ``seq`` is the award's place in the Table42 applied order.
+    """
+
+    tournament_id: str
+    awarded_at: float
+    places: tuple[PodiumPlace, ...]
+    applied: bool
+    seq: int
+
+    @property
+    def changes(self) -> dict[str, int]:
+        """Player -> rating points awarded, ready to push to the players."""
+        return {place.player: place.prize for place in self.places}
+
+
+@dataclass(frozen=True, slots=True)
+class BoostedResult:
+    """The stored result of one Boosted game: ``points`` (result x cube) went to ``winner``,
+    whose Boosted total is now ``winner_total``. ``applied`` is False on a repeat."""
+
+    game_id: str
+    winner: str
+    loser: str
+    points: int
+    winner_total: int
+    finished_at: float
+    applied: bool
+
+
+@dataclass(frozen=True, slots=True)
+class PlayerRating:
+    """A player's standing on one ladder (a player never seen is at the start rating).
+
+    ``rating`` is an int on Table42, a float on FIBS. ``experience`` (FIBS only, None on
+    Table42) is the sum of the player's rated match lengths; ``is_new`` is True on FIBS while
+    it is below 10: the rating is then shown as "new" and the player is off the leaderboard.
+    """
+
+    player: str
+    ladder: Ladder
+    rating: float
+    games: int
+    wins: int
+    losses: int
+    experience: int | None
+    is_new: bool
+
+    @property
+    def shown(self) -> str:
+        """The rating as players see it: "new", a whole number (Table42) or 2 decimals."""
+        if self.is_new:
+            return "new"
+        if self.ladder is Ladder.FIBS:
+            return f"{self.rating:.2f}"
+        return str(self.rating)
+
+
+@dataclass(frozen=True, slots=True)
+class LeaderboardEntry:
+    """One leaderboard row. ``rank`` is a competition rank (equal scores share it: 1, 2, 2, 4);
+    ``rating`` is the Table42 rating (int), FIBS rating (float) or Boosted points (int)."""
+
+    rank: int
+    player: str
+    rating: float
+
+
+@dataclass(frozen=True, slots=True)
+class HistoryEntry:
+    """One rating change in a player's history, for a rating graph.
+
+    ``ref`` is the game id, or the tournament id for ``reason == "podium"``. ``at`` is the
+    finish (or award) time in Unix seconds. ``opponent`` and ``won`` are None for a podium
+    award, whose ``place`` (1..3) is set instead.
+    """
+
+    seq: int
+    ladder: Ladder
+    ref: str
+    reason: str
+    at: float
+    opponent: str | None
+    won: bool | None
+    place: int | None
+    rating_before: float
+    rating_after: float
+    change: float
+
+
+# ---------------------------------------------------------------------------------------------
+# Input checks (each names the field it rejects)
+
+
+def _describe(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _check_id(value: object, field: str, limit: int) -> str:
+    if type(value) is not str:
+        raise InvalidInputError(field, f"must be a str, got {_describe(value)}")
+    if not value:
+        raise InvalidInputError(field, "must not be empty")
+    if len(value) > limit:
+        raise InvalidInputError(field, f"must be at most {limit} characters, got {len(value)}")
+    if "{" in value or "}" in value:
+        raise InvalidInputError(field, f"must not contain '{{' or '}}', got {_describe(value)}")
+    if not value.isprintable():
+        raise InvalidInputError(field, f"must not contain control characters, got {value!r:.40}")
+    return value
+
+
+def _check_player(value: object, field: str) -> str:
+    return _check_id(value, field, MAX_PLAYER_ID_LENGTH)
+
+
+def _check_time(value: object, field: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise InvalidInputError(field, f"must be a number (Unix seconds), got {_describe(value)}")
+    try:
+        seconds = float(value)
+    except OverflowError:
+        seconds = math.inf
+    if not math.isfinite(seconds):
+        raise InvalidInputError(field, f"must be a finite number, got {_describe(value)}")
+    if not 0 <= seconds <= MAX_TIME:
+        raise InvalidInputError(field, f"must be between 0 and {MAX_TIME:.0f}, got {value!r}")
+    return seconds
+
+
+def _check_int(value: object, field: str, low: int, high: int) -> int:
+    if type(value) is not int:
+        raise InvalidInputError(field, f"must be a whole number, got {_describe(value)}")
+    if not low <= value <= high:
+        raise InvalidInputError(field, f"must be between {low} and {high}, got {value}")
+    return value
+
+
+def _check_reason(value: object) -> str:
+    if type(value) is str and value in REASONS:
+        return value
+    raise InvalidInputError("reason", f"must be one of {', '.join(sorted(REASONS))}, got "
+                            f"{_describe(value)}")
+
+
+def _ladder(value: object, allowed: tuple[Ladder, ...]) -> Ladder:
+    ladder = _LADDER_NAMES.get(value) if isinstance(value, str) else None
+    if ladder is None or ladder not in allowed:
+        raise UnknownLadderError(value, tuple(str(name) for name in allowed))
+    return ladder
+
+
+def _ms(seconds: float) -> int:
+    """Unix seconds -> the nearest integer millisecond (the windows' score unit)."""
+    return round_half_away(seconds * 1000)
+
+
+# ---------------------------------------------------------------------------------------------
+# Reply parsing (scripts return JSON whose numbers are exact decimal strings)
+
+
+def _text(value: bytes | str) -> str:
+    return value.decode() if isinstance(value, bytes) else value
+
+
+def _int_or_none(value: str | None) -> int | None:
+    return None if value is None else int(value)
+
+
+def _change(side: dict[str, str], ladder: Ladder, coefficient: float | None) -> PlayerChange:
+    if ladder is Ladder.TABLE42:
+        return PlayerChange(
+            player=side["p"],
+            rating_before=int(side["b"]),
+            rating_after=int(side["a"]),
+            change=int(side["d"]),
+            k=int(side["k"]),
+            multiplier=None,
+            expected_score=float(side["e"]),
+            cube_coefficient=coefficient,
+            recent_games=int(side["n"]),
+            experience_before=None,
+        )
+    return PlayerChange(
+        player=side["p"],
+        rating_before=float(side["b"]),
+        rating_after=float(side["a"]),
+        change=float(side["d"]),
+        k=None,
+        multiplier=float(side["m"]),
+        expected_score=float(side["e"]),
+        cube_coefficient=None,
+        recent_games=None,
+        experience_before=int(side["x"]),
+    )
+
+
+def _settlement(record: dict[str, Any], applied: bool) -> Settlement:
+    ladder = Ladder(record["ladder"])
+    coefficient = float(record["c"]) if "c" in record else None
+    return Settlement(
+        game_id=record["game"],
+        ladder=ladder,
+        reason=record["reason"],
+        finished_at=float(record["at"]),
+        cube=int(record["cube"]),
+        match_length=_int_or_none(record.get("len")),
+        winner=_change(record["w"], ladder, coefficient),
+        loser=_change(record["l"], ladder, coefficient),
+        applied=applied,
+        seq=int(record["seq"]),
+    )
+
+
+def _podium(record: dict[str, Any], applied: bool) -> PodiumAward:
+    places = tuple(
+        PodiumPlace(
+            place=int(place["place"]),
+            player=place["p"],
+            prize=int(place["prize"]),
+            rating_before=int(place["b"]),
+            rating_after=int(place["a"]),
+        )
+        for place in record["places"]
+    )
+    return PodiumAward(
+        tournament_id=record["tournament"],
+        awarded_at=float(record["at"]),
+        places=places,
+        applied=applied,
+        seq=int(record["seq"]),
+    )
+
+
+def _boosted(record: dict[str, Any], applied: bool) -> BoostedResult:
+    return BoostedResult(
+        game_id=record["game"],
+        winner=record["w"],
+        loser=record["l"],
+        points=int(record["pts"]),
+        winner_total=int(float(record["total"])),
+        finished_at=float(record["at"]),
+        applied=applied,
+    )
+
+
+def _history(raw: bytes | str, ladder: Ladder) -> HistoryEntry:
+    entry: dict[str, str] = json.loads(raw)
+    number = int if ladder is Ladder.TABLE42 else float
+    result = entry.get("res")
+    return HistoryEntry(
+        seq=int(entry["seq"]),
+        ladder=ladder,
+        ref=entry["ref"],
+        reason=entry["reason"],
+        at=float(entry["at"]),
+        opponent=entry.get("opp"),
+        won=None if result is None else result == "win",
+        place=_int_or_none(entry.get("place")),
+        rating_before=number(entry["b"]),
+        rating_after=number(entry["a"]),
+        change=number(entry["d"]),
+    )
+
+
+def _score(raw: bytes | str, ladder: Ladder) -> float:
+    value = float(raw)
+    return value if ladder is Ladder.FIBS else int(value)
+
+
+# ---------------------------------------------------------------------------------------------
+# The store
+
+
+class RatingStore:
+    """Ratings of the Table42 and FIBS ladders, Boosted points and podium awards in Redis.
+
+    ``redis`` is a ``redis.asyncio.Redis`` client (``decode_responses`` either way; a cluster
+    client works too, every script touches one hash slot). ``prefix`` starts every key (no
+    braces, at most 64 characters). ``history_limit`` bounds each player's history per
+    ladder (newest kept). ``late_grace`` (seconds) is how much older than a player's newest
+    game a settlement may be and still count its 7-day window exactly: windows keep
+    7 days + ``late_grace`` before their newest game (see README, "rating-store").
+    The scripts are registered once per store; the first call of each loads it into Redis.
+    """
+
+    def __init__(
+        self,
+        redis: aioredis.Redis,
+        prefix: str = "",
+        *,
+        history_limit: int = DEFAULT_HISTORY_LIMIT,
+        late_grace: float = DEFAULT_LATE_GRACE_SECONDS,
+    ) -> None:
+        self.redis = redis
+        self.keys = KeySpace(prefix)
+        self.history_limit = _check_int(history_limit, "history_limit", 1, MAX_HISTORY_LIMIT)
+        if isinstance(late_grace, bool) or not isinstance(late_grace, (int, float)):
+            raise InvalidInputError("late_grace", f"must be a number, got {_describe(late_grace)}")
+        if not 0 <= late_grace <= MAX_LATE_GRACE_SECONDS:
+            raise InvalidInputError(
+                "late_grace", f"must be between 0 and {MAX_LATE_GRACE_SECONDS:.0f} seconds"
+            )
+        self.late_grace = float(late_grace)
+        self._retention_ms = WINDOW_MS + _ms(self.late_grace)
+        self._settle_table42 = redis.register_script(_SETTLE_TABLE42)
+        self._settle_fibs = redis.register_script(_SETTLE_FIBS)
+        self._award_podium = redis.register_script(_AWARD_PODIUM)
+        self._add_boosted = redis.register_script(_ADD_BOOSTED)
+        self._board_page = redis.register_script(_BOARD_PAGE)
+        self._board_rank = redis.register_script(_BOARD_RANK)
+
+    @property
+    def prefix(self) -> str:
+        """The prefix every key of this store starts with."""
+        return self.keys.prefix
+
+    # -- settling ------------------------------------------------------------------------------
+
+    async def settle(
+        self,
+        game_id: str,
+        *,
+        ladder: Ladder | str,
+        winner: str,
+        loser: str,
+        cube: int = 1,
+        match_length: int | None = None,
+        finished_at: float,
+        reason: str = "normal",
+    ) -> Settlement:
+        """Settle one finished game exactly once, in one atomic step and one round trip.
+
+        ``game_id``: the game's (FIBS: the match's) unique id, 1..128 printable characters
+        without braces; ``ladder``: ``"table42"`` (Competitive single games) or ``"fibs"``
+        (rated n-point matches); ``winner``/``loser``: player ids (1..64 characters, same
+        rules), different; ``cube``: the cube value when the game ended (1, 2, 4 ... 64;
+        forfeits at the cube of that moment); ``match_length``: FIBS only, 1..99 (None or 1 on
+        Table42); ``finished_at``: Unix seconds (finite, 0..1e11), the time the 7-day window
+        is counted back from; ``reason``: one of :data:`REASONS` (stored, never changes the
+        numbers).
+
+        Returns the :class:`Settlement` with both players' :class:`PlayerChange`. When the
+        game id was settled before, nothing changes and the stored settlement comes back with
+        ``applied=False`` (a different ``finished_at`` or ``reason`` is ignored); if the
+        stored one has other players, ladder, cube or match length,
+        :class:`AlreadySettledConflict` is raised instead. Bad input raises
+        :class:`InvalidInputError` naming the field (:class:`SamePlayerError`,
+        :class:`UnknownLadderError` are kinds of it).
+        """
+        game_id = _check_id(game_id, "game_id", MAX_GAME_ID_LENGTH)
+        rated = _ladder(ladder, RATED_LADDERS)
+        winner = _check_player(winner, "winner")
+        loser = _check_player(loser, "loser")
+        if winner == loser:
+            raise SamePlayerError("loser", loser)
+        coefficient = _COEFFICIENTS[table42.check_cube(cube)]
+        at = _check_time(finished_at, "finished_at")
+        reason = _check_reason(reason)
+        keys = self.keys
+        if rated is Ladder.TABLE42:
+            if match_length is not None and (type(match_length) is not int or match_length != 1):
+                raise InvalidInputError(
+                    "match_length", f"must be None (or 1) on table42, got {_describe(match_length)}"
+                )
+            match_length = None
+            finish_ms = _ms(at)
+            reply = await self._settle_table42(
+                keys=(
+                    keys.game(game_id),
+                    keys.seq(rated),
+                    keys.rating(rated, winner),
+                    keys.rating(rated, loser),
+                    keys.window(winner),
+                    keys.window(loser),
+                    keys.history(rated, winner),
+                    keys.history(rated, loser),
+                    keys.board(rated),
+                ),
+                args=(
+                    game_id,
+                    winner,
+                    loser,
+                    cube,
+                    coefficient,
+                    repr(at),
+                    finish_ms,
+                    finish_ms - WINDOW_MS,
+                    self._retention_ms,
+                    _K_NORMAL,
+                    _K_HEAVY,
+                    table42.HEAVY_WEEK_GAMES,
+                    table42.DIVISOR,
+                    table42.START_RATING,
+                    reason,
+                    self.history_limit,
+                ),
+            )
+        else:
+            length = _check_int(match_length, "match_length", 1, MAX_MATCH_LENGTH)
+            match_length = length
+            reply = await self._settle_fibs(
+                keys=(
+                    keys.game(game_id),
+                    keys.seq(rated),
+                    keys.rating(rated, winner),
+                    keys.rating(rated, loser),
+                    keys.history(rated, winner),
+                    keys.history(rated, loser),
+                    keys.board(rated),
+                ),
+                args=(
+                    game_id,
+                    winner,
+                    loser,
+                    cube,
+                    length,
+                    _ROOTS[length],
+                    repr(at),
+                    fibs.START_RATING,
+                    fibs.MAX_MULTIPLIER,
+                    fibs.NEW_PLAYER_EXPERIENCE,
+                    reason,
+                    self.history_limit,
+                ),
+            )
+        applied = reply[0] == 1
+        settlement = _settlement(json.loads(reply[1]), applied)
+        if not applied:
+            differences = tuple(
+                name
+                for name, stored, given in (
+                    ("ladder", settlement.ladder, rated),
+                    ("winner", settlement.winner.player, winner),
+                    ("loser", settlement.loser.player, loser),
+                    ("cube", settlement.cube, cube),
+                    ("match_length", settlement.match_length, match_length),
+                )
+                if stored != given
+            )
+            if differences:
+                raise AlreadySettledConflict("game_id", game_id, differences, settlement)
+        return settlement
+
+    async def settlement(self, game_id: str) -> Settlement | None:
+        """The stored settlement of ``game_id`` (``applied=False``), or None if never settled."""
+        game_id = _check_id(game_id, "game_id", MAX_GAME_ID_LENGTH)
+        raw = await self.redis.get(self.keys.game(game_id))
+        return None if raw is None else _settlement(json.loads(raw), False)
+
+    async def award_podium(
+        self,
+        tournament_id: str,
+        players: Sequence[str],
+        prizes: Sequence[int] = (50, 25, 15),
+        *,
+        awarded_at: float | None = None,
+    ) -> PodiumAward:
+        """Add fixed Table42 points to a tournament's podium, once per tournament id.
+
+        ``tournament_id``: 1..128 printable characters without braces; ``players``: first,
+        second, third (1 to 3 distinct player ids, best first); ``prizes``: rating points per
+        place (whole numbers 0..1000, at least one per player; extra prizes are unused);
+        ``awarded_at``: Unix seconds for the history (default: now). Games, wins and losses
+        do not change; each player gets a history entry with the reason ``"podium"``.
+
+        Returns the :class:`PodiumAward` (``changes`` maps player -> points). A repeat
+        returns the first award with ``applied=False``; a repeat with other players or
+        prizes raises :class:`AlreadySettledConflict`.
+        """
+        tournament_id = _check_id(tournament_id, "tournament_id", MAX_GAME_ID_LENGTH)
+        if isinstance(players, str) or not isinstance(players, Sequence):
+            raise InvalidInputError("players", f"must be a list of 1 to 3 player ids, got "
+                                    f"{_describe(players)}")
+        if not 1 <= len(players) <= 3:
+            raise InvalidInputError("players", f"must name 1 to 3 players, got {len(players)}")
+        names = [_check_player(player, "players") for player in players]
+        for i, name in enumerate(names):
+            if name in names[:i]:
+                raise SamePlayerError("players", name, f"names {name!r} twice")
+        if isinstance(prizes, str) or not isinstance(prizes, Sequence):
+            raise InvalidInputError("prizes", f"must be a list of whole numbers, got "
+                                    f"{_describe(prizes)}")
+        if len(prizes) < len(names):
+            raise InvalidInputError(
+                "prizes", f"must have a prize for each of the {len(names)} players"
+            )
+        awards = [_check_int(prize, "prizes", 0, MAX_PODIUM_PRIZE) for prize in prizes]
+        awards = awards[: len(names)]
+        at = time.time() if awarded_at is None else _check_time(awarded_at, "awarded_at")
+        keys = self.keys
+        ladder = Ladder.TABLE42
+        script_keys = [keys.podium(tournament_id), keys.seq(ladder), keys.board(ladder)]
+        args: list[str | int] = [
+            tournament_id, repr(at), table42.START_RATING, self.history_limit, len(names)
+        ]
+        for name, prize in zip(names, awards, strict=True):
+            script_keys += (keys.rating(ladder, name), keys.history(ladder, name))
+            args += (name, prize)
+        reply = await self._award_podium(keys=script_keys, args=args)
+        applied = reply[0] == 1
+        award = _podium(json.loads(reply[1]), applied)
+        if not applied:
+            differences = tuple(
+                name
+                for name, stored, given in (
+                    ("players", [place.player for place in award.places], names),
+                    ("prizes", [place.prize for place in award.places], awards),
+                )
+                if stored != given
+            )
+            if differences:
+                raise AlreadySettledConflict("tournament_id", tournament_id, differences, award)
+        return award
+
+    async def add_boosted_points(
+        self, game_id: str, *, winner: str, loser: str, points: int, finished_at: float
+    ) -> BoostedResult:
+        """Add a Boosted game's points to the winner's Boosted total, once per game id.
+
+        ``game_id``: 1..128 printable characters without braces (Boosted ids are their own
+        namespace); ``winner``/``loser``: different player ids; ``points``: game points,
+        result x cube (1 .. 192); ``finished_at``: Unix seconds. Elo never changes.
+
+        Returns the :class:`BoostedResult`; a repeat returns the first with ``applied=False``,
+        a repeat with other players or points raises :class:`AlreadySettledConflict`.
+        """
+        game_id = _check_id(game_id, "game_id", MAX_GAME_ID_LENGTH)
+        winner = _check_player(winner, "winner")
+        loser = _check_player(loser, "loser")
+        if winner == loser:
+            raise SamePlayerError("loser", loser)
+        points = _check_int(points, "points", 1, MAX_BOOSTED_POINTS)
+        at = _check_time(finished_at, "finished_at")
+        reply = await self._add_boosted(
+            keys=(self.keys.boosted_game(game_id), self.keys.board(Ladder.BOOSTED)),
+            args=(game_id, winner, loser, points, repr(at)),
+        )
+        applied = reply[0] == 1
+        result = _boosted(json.loads(reply[1]), applied)
+        if not applied:
+            differences = tuple(
+                name
+                for name, stored, given in (
+                    ("winner", result.winner, winner),
+                    ("loser", result.loser, loser),
+                    ("points", result.points, points),
+                )
+                if stored != given
+            )
+            if differences:
+                raise AlreadySettledConflict("game_id", game_id, differences, result)
+        return result
+
+    # -- reading -------------------------------------------------------------------------------
+
+    async def rating(self, player: str, ladder: Ladder | str) -> PlayerRating:
+        """``player``'s :class:`PlayerRating` on a rated ladder (``"table42"`` or ``"fibs"``);
+        a player never seen is at the start rating (1500) with no games."""
+        player = _check_player(player, "player")
+        rated = _ladder(ladder, RATED_LADDERS)
+        raw = await cast(
+            "Awaitable[list[bytes | str | None]]",
+            self.redis.hmget(
+                self.keys.rating(rated, player),
+                ["rating", "games", "wins", "losses", "experience"],
+            ),
+        )
+        rating_raw, games, wins, losses, experience_raw = raw
+        if rated is Ladder.TABLE42:
+            rating: float = table42.START_RATING if rating_raw is None else int(rating_raw)
+            experience = None
+            is_new = False
+        else:
+            rating = fibs.START_RATING if rating_raw is None else float(rating_raw)
+            experience = 0 if experience_raw is None else int(experience_raw)
+            is_new = experience < fibs.NEW_PLAYER_EXPERIENCE
+        return PlayerRating(
+            player=player,
+            ladder=rated,
+            rating=rating,
+            games=0 if games is None else int(games),
+            wins=0 if wins is None else int(wins),
+            losses=0 if losses is None else int(losses),
+            experience=experience,
+            is_new=is_new,
+        )
+
+    async def recent_games(self, player: str, at: float) -> int:
+        """How many Competitive (Table42) games ``player`` finished in [at - 7 days, at)
+        (``at`` in Unix seconds): the count that picks K for a game finishing at ``at``."""
+        player = _check_player(player, "player")
+        at_ms = _ms(_check_time(at, "at"))
+        return int(await self.redis.zcount(self.keys.window(player), at_ms - WINDOW_MS,
+                                           f"({at_ms}"))
+
+    async def boosted_points(self, player: str) -> int:
+        """``player``'s Boosted points total (0 if none)."""
+        player = _check_player(player, "player")
+        score = await self.redis.zscore(self.keys.board(Ladder.BOOSTED), player)
+        return 0 if score is None else int(score)
+
+    async def leaderboard(
+        self, ladder: Ladder | str, *, offset: int = 0, limit: int = 20
+    ) -> list[LeaderboardEntry]:
+        """One page of a leaderboard, best first: ``"table42"``, ``"fibs"`` (players with
+        experience >= 10 only) or ``"boosted"``. ``offset`` (0..1,000,000) skips that many
+        rows, ``limit`` (1..100) is the page size. Equal scores share a rank and are listed
+        in Redis order (player id descending)."""
+        board = _ladder(ladder, ALL_LADDERS)
+        offset = _check_int(offset, "offset", 0, MAX_OFFSET)
+        limit = _check_int(limit, "limit", 1, MAX_PAGE)
+        page = await self._board_page(
+            keys=(self.keys.board(board),), args=(offset, offset + limit - 1)
+        )
+        if not page:
+            return []
+        entries: list[LeaderboardEntry] = []
+        rank = int(page[0])
+        previous: float | None = None
+        for i in range(1, len(page), 2):
+            score = _score(page[i + 1], board)
+            position = offset + (i - 1) // 2
+            if previous is not None and score != previous:
+                rank = position + 1
+            entries.append(LeaderboardEntry(rank=rank, player=_text(page[i]), rating=score))
+            previous = score
+        return entries
+
+    async def rank(self, player: str, ladder: Ladder | str) -> int | None:
+        """``player``'s competition rank on a leaderboard (1 = best; equal scores share a
+        rank), or None when the player is not on it (never played; on FIBS: still "new")."""
+        player = _check_player(player, "player")
+        board = _ladder(ladder, ALL_LADDERS)
+        found = await self._board_rank(keys=(self.keys.board(board),), args=(player,))
+        return None if found is None else int(found[0])
+
+    async def history(
+        self, player: str, ladder: Ladder | str, *, limit: int = 50
+    ) -> list[HistoryEntry]:
+        """``player``'s last rating changes on a rated ladder, newest first (at most ``limit``,
+        1..``history_limit``; the store keeps ``history_limit`` per player and ladder)."""
+        player = _check_player(player, "player")
+        rated = _ladder(ladder, RATED_LADDERS)
+        limit = _check_int(limit, "limit", 1, self.history_limit)
+        raw = await cast(
+            "Awaitable[list[bytes | str]]",
+            self.redis.lrange(self.keys.history(rated, player), 0, limit - 1),
+        )
+        return [_history(entry, rated) for entry in raw]
