@@ -1,0 +1,236 @@
+"""Server settings: one frozen value holding every limit, read from flags and the environment.
+
+Every tunable of the server lives in :class:`Settings`, each with a default, an environment
+variable and a command-line flag, all derived from one table (:data:`OPTIONS`) so the three
+never drift apart. ``create_app(settings)`` is the only consumer; nothing reads the
+environment anywhere else.
+
+Environment variables are ``TABLE42_<FIELD>`` (for example ``TABLE42_DECISION_TIME``), except
+``REDIS_URL``, which keeps its conventional name. Flags are ``--field-name``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ipaddress
+import secrets
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, fields, replace
+from typing import Any
+
+IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
+
+ENV_PREFIX = "TABLE42_"
+
+
+class SettingsError(ValueError):
+    """A setting has a value outside its allowed range; the message names the setting."""
+
+
+def _new_node_id() -> str:
+    return secrets.token_hex(4)
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    """Everything the server can be tuned by. Times are seconds (float), sizes are bytes."""
+
+    # Network
+    host: str = "127.0.0.1"
+    port: int = 8080
+    # Redis; None means "start an embedded redis-server" (only ``python -m server`` does that).
+    redis_url: str | None = None
+    key_prefix: str = "t42:"
+    node_id: str = field(default_factory=_new_node_id)
+    # Comma-separated addresses or networks whose X-Forwarded-For header is believed.
+    trusted_proxies: tuple[str, ...] = ()
+
+    # Accounts
+    token_ttl: float = 7 * 24 * 3600.0
+    guest_token_ttl: float = 24 * 3600.0
+    scrypt_n: int = 2**14
+    scrypt_r: int = 8
+    scrypt_p: int = 1
+    max_concurrent_hashes: int = 4
+    http_max_body: int = 4096
+
+    # WebSocket
+    max_msg_size: int = 16 * 1024
+    heartbeat: float = 20.0
+    auth_timeout: float = 10.0
+    rate_limit: float = 30.0
+    rate_burst: int = 60
+    flood_close_after: int = 100
+    max_send_buffer: int = 256 * 1024
+    max_connections_per_player: int = 8
+
+    # Games
+    decision_time: float = 60.0
+    max_strikes: int = 3
+    grace_period: float = 60.0
+    max_match_length: int = 25
+    max_watchers: int = 200
+    max_open_tables: int = 10_000
+    list_limit: int = 100
+    finished_linger: float = 60.0
+    next_game_delay: float = 0.0
+
+    # Persistence
+    flush_interval: float = 0.05
+    event_log_max: int = 4000
+    event_log_ttl: float = 7 * 24 * 3600.0
+    inbox_max: int = 200
+    inbox_ttl: float = 30 * 24 * 3600.0
+    presence_ttl: float = 24 * 3600.0
+    shutdown_timeout: float = 10.0
+
+    def __post_init__(self) -> None:
+        _check(self)
+
+    @property
+    def trusted_networks(self) -> tuple[IPNetwork, ...]:
+        """``trusted_proxies`` parsed as networks (a single address is a /32 or /128)."""
+        return tuple(ipaddress.ip_network(p, strict=False) for p in self.trusted_proxies)
+
+    def with_changes(self, **changes: Any) -> Settings:
+        """A copy with some fields replaced (validated again)."""
+        return replace(self, **changes)
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str], **overrides: Any) -> Settings:
+        """Settings from environment variables (see :data:`OPTIONS`), then ``overrides``."""
+        values: dict[str, Any] = {}
+        for option in OPTIONS:
+            raw = environ.get(option.env)
+            if raw is not None and raw != "":
+                values[option.name] = option.parse(raw, option.env)
+        values.update(overrides)
+        return cls(**values)
+
+
+def _check(s: Settings) -> None:
+    def positive(name: str) -> None:
+        if not getattr(s, name) > 0:
+            raise SettingsError(f"{name} must be > 0, got {getattr(s, name)!r}")
+
+    for name in (
+        "token_ttl", "guest_token_ttl", "max_concurrent_hashes", "http_max_body",
+        "max_msg_size", "heartbeat", "auth_timeout", "rate_limit", "rate_burst",
+        "flood_close_after", "max_send_buffer", "max_connections_per_player",
+        "decision_time", "max_strikes", "grace_period", "max_match_length", "max_watchers",
+        "max_open_tables", "list_limit", "flush_interval", "event_log_max", "event_log_ttl",
+        "inbox_max", "inbox_ttl", "presence_ttl", "shutdown_timeout",
+    ):
+        positive(name)
+    if not 0 <= s.port <= 65535:
+        raise SettingsError(f"port must be in 0..65535, got {s.port}")
+    if s.scrypt_n < 2 or s.scrypt_n & (s.scrypt_n - 1):
+        raise SettingsError(f"scrypt_n must be a power of two >= 2, got {s.scrypt_n}")
+    if s.scrypt_r < 1 or s.scrypt_p < 1:
+        raise SettingsError("scrypt_r and scrypt_p must be >= 1")
+    if s.finished_linger < 0 or s.next_game_delay < 0:
+        raise SettingsError("finished_linger and next_game_delay must be >= 0")
+    if "{" in s.key_prefix or "}" in s.key_prefix:
+        raise SettingsError("key_prefix must not contain hash-tag braces")
+    if not s.node_id or not all(c.isalnum() or c in "-_" for c in s.node_id):
+        raise SettingsError(f"node_id must be letters, digits, '-' or '_', got {s.node_id!r}")
+    for proxy in s.trusted_proxies:
+        try:
+            ipaddress.ip_network(proxy, strict=False)
+        except ValueError as exc:
+            raise SettingsError(f"trusted_proxies: {proxy!r} is not an address") from exc
+
+
+@dataclass(frozen=True, slots=True)
+class Option:
+    """One setting as the outside world sees it: flag, environment variable, parser, help."""
+
+    name: str
+    parse_value: Callable[[str], Any]
+    help: str
+
+    @property
+    def env(self) -> str:
+        return "REDIS_URL" if self.name == "redis_url" else ENV_PREFIX + self.name.upper()
+
+    @property
+    def flag(self) -> str:
+        return "--" + self.name.replace("_", "-")
+
+    def parse(self, raw: str, source: str) -> Any:
+        try:
+            return self.parse_value(raw)
+        except ValueError as exc:
+            raise SettingsError(f"{source}: cannot parse {raw!r}: {exc}") from exc
+
+
+def _csv(raw: str) -> tuple[str, ...]:
+    return tuple(part.strip() for part in raw.split(",") if part.strip())
+
+
+OPTIONS: tuple[Option, ...] = (
+    Option("host", str, "address to listen on"),
+    Option("port", int, "TCP port to listen on (0 picks a free one)"),
+    Option("redis_url", str, "Redis URL; unset starts an embedded redis-server"),
+    Option("key_prefix", str, "prefix of every Redis key the server writes"),
+    Option("node_id", str, "this node's name in Redis (random when unset)"),
+    Option("trusted_proxies", _csv, "comma-separated proxy addresses/networks whose "
+           "X-Forwarded-For header gives the client address"),
+    Option("token_ttl", float, "lifetime of an account's bearer token, seconds"),
+    Option("guest_token_ttl", float, "lifetime of a guest's bearer token, seconds"),
+    Option("scrypt_n", int, "scrypt cost parameter n (power of two)"),
+    Option("scrypt_r", int, "scrypt block size r"),
+    Option("scrypt_p", int, "scrypt parallelism p"),
+    Option("max_concurrent_hashes", int, "password hashes computed at once (others wait)"),
+    Option("http_max_body", int, "largest HTTP request body, bytes"),
+    Option("max_msg_size", int, "largest WebSocket message, bytes (bigger closes with 1009)"),
+    Option("heartbeat", float, "WebSocket ping interval, seconds"),
+    Option("auth_timeout", float, "seconds a socket may stay unauthenticated"),
+    Option("rate_limit", float, "messages per second a connection may send on average"),
+    Option("rate_burst", int, "messages a connection may send in a burst"),
+    Option("flood_close_after", int, "rate-limited messages in a row before closing with 1008"),
+    Option("max_send_buffer", int, "unsent bytes queued for a socket before it is dropped"),
+    Option("max_connections_per_player", int, "sockets one player may hold at once"),
+    Option("decision_time", float, "seconds for each decision (roll/double, move, take)"),
+    Option("max_strikes", int, "timeouts in one game that forfeit it"),
+    Option("grace_period", float, "seconds a disconnected player has to come back"),
+    Option("max_match_length", int, "longest match a table may be created for, points"),
+    Option("max_watchers", int, "watchers per table"),
+    Option("max_open_tables", int, "tables waiting for an opponent, per node"),
+    Option("list_limit", int, "most tables one list reply carries"),
+    Option("finished_linger", float, "seconds a finished table stays for sync/watchers"),
+    Option("next_game_delay", float, "pause between the games of a match, seconds"),
+    Option("flush_interval", float, "write-behind flush period, seconds"),
+    Option("event_log_max", int, "events kept per table in Redis"),
+    Option("event_log_ttl", float, "seconds a table's event log is kept after its last event"),
+    Option("inbox_max", int, "undelivered rating events kept per player"),
+    Option("inbox_ttl", float, "seconds an undelivered rating event is kept"),
+    Option("presence_ttl", float, "seconds a player's presence record outlives its refresh"),
+    Option("shutdown_timeout", float, "seconds to wait for in-flight settlements on shutdown"),
+)
+
+assert {o.name for o in OPTIONS} == {f.name for f in fields(Settings)}, "OPTIONS out of sync"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Add one flag per setting; every flag defaults to None (meaning "not given")."""
+    for option in OPTIONS:
+        parser.add_argument(
+            option.flag, dest=option.name, default=None, metavar=option.name.upper(),
+            help=f"{option.help} (env {option.env})",
+        )
+
+
+def settings_from(argv: Sequence[str] | None, environ: Mapping[str, str]) -> Settings:
+    """Settings from the environment, overridden by flags in ``argv``."""
+    parser = argparse.ArgumentParser(
+        prog="python -m server", description="Table42 backgammon lobby and match server"
+    )
+    add_arguments(parser)
+    args = parser.parse_args(argv)
+    overrides: dict[str, Any] = {}
+    for option in OPTIONS:
+        raw = getattr(args, option.name)
+        if raw is not None:
+            overrides[option.name] = option.parse(raw, option.flag)
+    return Settings.from_env(environ, **overrides)

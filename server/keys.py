@@ -1,0 +1,67 @@
+"""Every Redis key and channel name the server uses, in one place.
+
+Keys that change together share a hash tag (the part in braces), so the layout also holds on a
+Redis Cluster: everything about one table is tagged ``{t:<table>}``, everything about one player
+``{p:<player>}``, one bearer token ``{tok:<digest>}``, one account ``{a:<name>}``. The lobby's
+table index is a single key. Channels are not keys, but are prefixed the same way so two
+deployments can share one Redis.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class Keys:
+    """Key names under one prefix (``settings.key_prefix``)."""
+
+    prefix: str
+
+    # Accounts and tokens
+    def account(self, name_key: str) -> str:
+        return f"{self.prefix}{{a:{name_key}}}:account"
+
+    def token(self, digest: str) -> str:
+        return f"{self.prefix}{{tok:{digest}}}:token"
+
+    # Players
+    def inbox(self, player: str) -> str:
+        """List of undelivered rating events (JSON), oldest first."""
+        return f"{self.prefix}{{p:{player}}}:inbox"
+
+    def seat(self, player: str) -> str:
+        """The table id where the player holds a seat (one at a time)."""
+        return f"{self.prefix}{{p:{player}}}:seat"
+
+    def presence(self, player: str) -> str:
+        """Hash node id -> number of that player's sockets on the node."""
+        return f"{self.prefix}{{p:{player}}}:presence"
+
+    # Tables
+    def table_owner(self, table: str) -> str:
+        return f"{self.prefix}{{t:{table}}}:owner"
+
+    def table_events(self, table: str) -> str:
+        """List of the table's events (JSON), each with its version ``v``; capped."""
+        return f"{self.prefix}{{t:{table}}}:events"
+
+    def table_snapshot(self, table: str) -> str:
+        """Latest full table state (JSON), written by the write-behind flusher."""
+        return f"{self.prefix}{{t:{table}}}:snapshot"
+
+    def table_results(self, table: str) -> str:
+        """List of finished game results (JSON), written before the game-end broadcast."""
+        return f"{self.prefix}{{t:{table}}}:results"
+
+    @property
+    def lobby(self) -> str:
+        """Hash table id -> JSON summary of every listed (public, not finished) table."""
+        return f"{self.prefix}lobby:tables"
+
+    # Nodes
+    def node_alive(self, node: str) -> str:
+        return f"{self.prefix}node:{node}:alive"
+
+    def node_channel(self, node: str) -> str:
+        return f"{self.prefix}node:{node}"

@@ -1,0 +1,122 @@
+"""Wire codec: the same message dicts as JSON in text frames or msgpack in binary frames.
+
+Pure: bytes in, Python objects out, and back. A client picks its format per frame (text frame
+= JSON, binary frame = msgpack) and the server answers in the format of the client's latest
+frame. Decoding refuses anything that is not a plain document: NaN/Infinity in JSON, msgpack
+extension types, non-string map keys, and nesting deeper than :data:`MAX_DEPTH`.
+"""
+
+from __future__ import annotations
+
+import json
+from enum import StrEnum
+from typing import Any
+
+import msgpack
+
+from server.protocol.errors import FrameError
+
+MAX_DEPTH = 32
+"""Deepest nesting a client document may have; no message needs more than 3."""
+
+
+class WireFormat(StrEnum):
+    JSON = "json"  # text frames
+    MSGPACK = "msgpack"  # binary frames
+
+    @property
+    def is_binary(self) -> bool:
+        return self is WireFormat.MSGPACK
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not allowed")
+
+
+_json_decoder = json.JSONDecoder(parse_constant=_reject_constant)
+_json_encoder = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+
+
+def _ext_hook(code: int, data: bytes) -> Any:
+    raise ValueError(f"msgpack extension type {code} is not allowed")
+
+
+def _depth_ok(obj: Any, limit: int) -> bool:
+    """True when ``obj`` nests no deeper than ``limit`` containers (iterative, no recursion)."""
+    stack: list[tuple[Any, int]] = [(obj, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict):
+            if depth > limit:
+                return False
+            stack.extend((v, depth + 1) for v in item.values())
+        elif isinstance(item, list):
+            if depth > limit:
+                return False
+            stack.extend((v, depth + 1) for v in item)
+    return True
+
+
+def decode(data: bytes | str, fmt: WireFormat, *, max_depth: int = MAX_DEPTH) -> Any:
+    """Decode one frame's payload. Raises :class:`FrameError` (code ``bad_frame``) on any fault.
+
+    Needs: the payload of a single frame (size already limited by the socket).
+    Promises: a JSON-compatible value (dicts have string keys; bytes only from msgpack bin).
+    """
+    try:
+        if fmt is WireFormat.JSON:
+            text = data.decode("utf-8") if isinstance(data, bytes) else data
+            obj = _json_decoder.decode(text)
+        else:
+            raw = data.encode("utf-8") if isinstance(data, str) else data
+            obj = msgpack.unpackb(
+                raw, raw=False, strict_map_key=True, ext_hook=_ext_hook, use_list=True,
+                timestamp=0,
+            )
+    except RecursionError:
+        raise FrameError(f"{fmt} document nests too deeply") from None
+    except Exception as exc:  # every decoder fault is the client's, whatever its class
+        raise FrameError(f"not a valid {fmt} document: {_short(exc)}") from None
+    if not _depth_ok(obj, max_depth):
+        raise FrameError(f"{fmt} document nests deeper than {max_depth}")
+    return obj
+
+
+def encode(obj: Any, fmt: WireFormat) -> bytes:
+    """Encode a server message (plain dicts, lists, str, int, float, bool, None) as frame bytes.
+
+    JSON is UTF-8 (sent in a text frame), msgpack uses the bin/str distinction.
+    """
+    if fmt is WireFormat.JSON:
+        return _json_encoder.encode(obj).encode("utf-8")
+    packed: bytes = msgpack.packb(obj, use_bin_type=True)
+    return packed
+
+
+def _short(exc: BaseException) -> str:
+    text = str(exc) or type(exc).__name__
+    return text if len(text) <= 120 else text[:117] + "..."
+
+
+class Outgoing:
+    """One server message, encoded lazily and at most once per wire format.
+
+    A broadcast builds one ``Outgoing`` and every recipient asks for the bytes in its own
+    format, so an event to 2 players and 50 watchers is encoded at most twice.
+    """
+
+    __slots__ = ("_json", "_msgpack", "obj")
+
+    def __init__(self, obj: dict[str, Any]) -> None:
+        self.obj = obj
+        self._json: bytes | None = None
+        self._msgpack: bytes | None = None
+
+    def frame(self, fmt: WireFormat) -> bytes:
+        if fmt is WireFormat.JSON:
+            if self._json is None:
+                self._json = encode(self.obj, WireFormat.JSON)
+            return self._json
+        if self._msgpack is None:
+            self._msgpack = encode(self.obj, WireFormat.MSGPACK)
+        return self._msgpack

@@ -1,0 +1,81 @@
+"""Error codes a client can receive, and the one exception that carries them.
+
+Exception tree::
+
+    ProtocolError(ValueError)       code, message, field, close_code
+      FrameError                    a frame could not be decoded at all (bad_frame)
+
+Every code is stable: clients and bots branch on it, ``PROTOCOL.md`` lists each one with its
+meaning. Rules errors raised by ``server.rules`` carry their own stable codes (``not_your_turn``,
+``illegal_play``, ``max_cube`` ...) and reach the client unchanged.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+
+class ErrorCode(StrEnum):
+    # Frames and messages
+    BAD_FRAME = "bad_frame"  # not valid JSON / msgpack
+    BAD_MESSAGE = "bad_message"  # decoded, but not an object with a string "type"
+    UNKNOWN_TYPE = "unknown_type"
+    MISSING_FIELD = "missing_field"
+    BAD_FIELD = "bad_field"  # wrong type, out of range, or not one of the allowed values
+    RATE_LIMITED = "rate_limited"
+    # Authentication
+    AUTH_REQUIRED = "auth_required"
+    AUTH_FAILED = "auth_failed"
+    ALREADY_AUTHENTICATED = "already_authenticated"
+    TOO_MANY_CONNECTIONS = "too_many_connections"
+    # Lobby
+    NO_SUCH_TABLE = "no_such_table"
+    TABLE_FULL = "table_full"
+    ALREADY_SEATED = "already_seated"
+    NOT_SEATED = "not_seated"
+    NOT_WATCHING = "not_watching"
+    TOO_MANY_WATCHERS = "too_many_watchers"
+    TOO_MANY_TABLES = "too_many_tables"
+    GUEST_NOT_ALLOWED = "guest_not_allowed"
+    SAME_PLAYER = "same_player"
+    # Games (the server's own; rules errors add their codes)
+    NOT_PLAYING = "not_playing"  # the table has no game in progress
+    GAME_OVER = "game_over"
+    # Server
+    UNAVAILABLE = "unavailable"  # the table's node or Redis did not answer
+    INTERNAL = "internal_error"
+    # HTTP only
+    NAME_TAKEN = "name_taken"
+    INVALID_CREDENTIALS = "invalid_credentials"
+    UNAUTHORIZED = "unauthorized"
+    BUSY = "busy"
+    BAD_REQUEST = "bad_request"
+
+
+class ProtocolError(ValueError):
+    """Something a client sent is refused. ``field`` names the offending field when there is one.
+
+    ``close_code`` is set only for faults that end the connection (for example 1008 for a
+    flood); the connection stays open otherwise.
+    """
+
+    def __init__(
+        self,
+        code: ErrorCode | str,
+        message: str,
+        *,
+        field: str | None = None,
+        close_code: int | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.code = str(code)
+        self.message = message
+        self.field = field
+        self.close_code = close_code
+
+
+class FrameError(ProtocolError):
+    """The frame's bytes are not a JSON / msgpack document."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(ErrorCode.BAD_FRAME, message)

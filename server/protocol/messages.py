@@ -1,0 +1,311 @@
+"""Client messages: one frozen dataclass per ``type``, and the validator that builds them.
+
+Pure. :func:`parse_message` takes whatever the codec decoded and returns a typed message, or
+raises :class:`~server.protocol.errors.ProtocolError` with a stable code and the field name:
+
+- not an object, or no string ``type``      -> ``bad_message``
+- a ``type`` nobody knows                   -> ``unknown_type``
+- a required field absent                   -> ``missing_field`` (``field`` names it)
+- a field of the wrong type / out of range  -> ``bad_field`` (``field`` names it)
+
+Fields a message does not define are ignored. Every message may carry ``id`` (a string of at
+most 64 characters or an integer); the server echoes it as ``ref`` in the reply or error.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import MISSING, dataclass, fields
+from enum import StrEnum
+from typing import Any, ClassVar
+
+from server.protocol.errors import ErrorCode, ProtocolError
+
+RequestId = str | int
+
+TABLE_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
+MAX_TOKEN = 256
+MAX_PLAY = 64
+MAX_TOURNAMENT_ID = 64
+MAX_ID = 64
+MAX_VERSION = 2**53
+
+
+class TableMode(StrEnum):
+    COMPETITIVE = "competitive"  # ranked: Table42 Elo (single game) or FIBS (match to n)
+    BOOSTED = "boosted"  # Boosted points, never Elo
+    PRIVATE = "private"  # a room with a friend: never rated, not listed
+    TOURNAMENT = "tournament"  # a tournament game: never rated, needs tournament_id
+
+
+class ResignKind(StrEnum):
+    SINGLE = "single"
+    GAMMON = "gammon"
+    BACKGAMMON = "backgammon"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Message:
+    """Base of every client message."""
+
+    TYPE: ClassVar[str] = ""
+    ref: RequestId | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Hello(Message):
+    """Authenticate a socket by bearer token (browsers cannot set the Authorization header)."""
+
+    TYPE: ClassVar[str] = "hello"
+    token: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Ping(Message):
+    TYPE: ClassVar[str] = "ping"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ListTables(Message):
+    TYPE: ClassVar[str] = "list_tables"
+    mode: TableMode | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CreateTable(Message):
+    TYPE: ClassVar[str] = "create_table"
+    mode: TableMode
+    match_length: int = 0  # 0 = a single game; n >= 1 = a match to n points
+    tournament_id: str | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TableMessage(Message):
+    """A message about one table."""
+
+    table: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Join(TableMessage):
+    TYPE: ClassVar[str] = "join"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Leave(TableMessage):
+    TYPE: ClassVar[str] = "leave"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Watch(TableMessage):
+    TYPE: ClassVar[str] = "watch"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Unwatch(TableMessage):
+    TYPE: ClassVar[str] = "unwatch"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Roll(TableMessage):
+    TYPE: ClassVar[str] = "roll"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Play(TableMessage):
+    TYPE: ClassVar[str] = "play"
+    play: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Double(TableMessage):
+    TYPE: ClassVar[str] = "double"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Take(TableMessage):
+    TYPE: ClassVar[str] = "take"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Drop(TableMessage):
+    TYPE: ClassVar[str] = "drop"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Resign(TableMessage):
+    TYPE: ClassVar[str] = "resign"
+    kind: ResignKind = ResignKind.SINGLE
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AcceptResign(TableMessage):
+    TYPE: ClassVar[str] = "accept_resign"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RejectResign(TableMessage):
+    TYPE: ClassVar[str] = "reject_resign"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Sync(TableMessage):
+    """Ask for the table's events with a version greater than ``since``, and its full state."""
+
+    TYPE: ClassVar[str] = "sync"
+    since: int = 0
+
+
+GAME_ACTIONS: tuple[type[TableMessage], ...] = (
+    Roll, Play, Double, Take, Drop, Resign, AcceptResign, RejectResign,
+)
+"""Messages that change a game; only a seated player may send them."""
+
+
+# --- field validators -------------------------------------------------------------------
+
+Validator = Callable[[str, Any], Any]
+
+
+def _bad(name: str, why: str) -> ProtocolError:
+    return ProtocolError(ErrorCode.BAD_FIELD, f"field {name!r} {why}", field=name)
+
+
+def _string(max_len: int, pattern: re.Pattern[str] | None = None) -> Validator:
+    def check(name: str, value: Any) -> str:
+        if not isinstance(value, str):
+            raise _bad(name, f"must be a string, got {_kind(value)}")
+        if not value or len(value) > max_len:
+            raise _bad(name, f"must have 1..{max_len} characters")
+        if pattern is not None and not pattern.fullmatch(value):
+            raise _bad(name, f"must match {pattern.pattern}")
+        return value
+
+    return check
+
+
+def _integer(low: int, high: int) -> Validator:
+    def check(name: str, value: Any) -> int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise _bad(name, f"must be an integer, got {_kind(value)}")
+        if not low <= value <= high:
+            raise _bad(name, f"must be in {low}..{high}, got {value}")
+        return value
+
+    return check
+
+
+def _choice(enum: type[StrEnum]) -> Validator:
+    allowed = ", ".join(e.value for e in enum)
+
+    def check(name: str, value: Any) -> StrEnum:
+        if not isinstance(value, str):
+            raise _bad(name, f"must be a string, got {_kind(value)}")
+        try:
+            return enum(value)
+        except ValueError:
+            raise _bad(name, f"must be one of {allowed}, got {value[:32]!r}") from None
+
+    return check
+
+
+def _kind(value: Any) -> str:
+    if value is None:
+        return "null"
+    return {bool: "boolean", int: "integer", float: "number", str: "string", list: "array",
+            dict: "object", bytes: "binary"}.get(type(value), type(value).__name__)
+
+
+FIELDS: dict[str, Validator] = {
+    "token": _string(MAX_TOKEN),
+    "table": _string(64, TABLE_ID),
+    "play": _string(MAX_PLAY),
+    "since": _integer(0, MAX_VERSION),
+    "mode": _choice(TableMode),
+    "kind": _choice(ResignKind),
+    # The upper bound is the server's max_match_length, checked by the lobby.
+    "match_length": _integer(0, 255),
+    "tournament_id": _string(MAX_TOURNAMENT_ID, TABLE_ID),
+}
+
+
+def _validate_ref(value: Any) -> RequestId:
+    if isinstance(value, bool) or not isinstance(value, str | int):
+        raise _bad("id", f"must be a string or an integer, got {_kind(value)}")
+    if isinstance(value, str) and len(value) > MAX_ID:
+        raise _bad("id", f"must have at most {MAX_ID} characters")
+    if isinstance(value, int) and not -MAX_VERSION <= value <= MAX_VERSION:
+        raise _bad("id", "is out of range")
+    return value
+
+
+@dataclass(frozen=True, slots=True)
+class _Schema:
+    cls: type[Message]
+    required: tuple[str, ...]
+    optional: tuple[str, ...]
+
+
+def _schema(cls: type[Message]) -> _Schema:
+    required: list[str] = []
+    optional: list[str] = []
+    for f in fields(cls):
+        if f.name == "ref":
+            continue
+        has_default = f.default is not MISSING or f.default_factory is not MISSING
+        (optional if has_default else required).append(f.name)
+    return _Schema(cls, tuple(required), tuple(optional))
+
+
+MESSAGE_TYPES: tuple[type[Message], ...] = (
+    Hello, Ping, ListTables, CreateTable, Join, Leave, Watch, Unwatch, Sync, *GAME_ACTIONS,
+)
+SCHEMAS: dict[str, _Schema] = {cls.TYPE: _schema(cls) for cls in MESSAGE_TYPES}
+ALIASES = {"auth": "hello"}
+
+
+def parse_message(obj: Any) -> Message:
+    """Build the typed message for a decoded frame, or raise :class:`ProtocolError`.
+
+    A ``null`` optional field counts as absent.
+    """
+    if not isinstance(obj, Mapping):
+        raise ProtocolError(ErrorCode.BAD_MESSAGE, f"a message is an object, got {_kind(obj)}")
+    kind = obj.get("type")
+    if kind is None:
+        raise ProtocolError(ErrorCode.MISSING_FIELD, "field 'type' is required", field="type")
+    if not isinstance(kind, str):
+        raise _bad("type", f"must be a string, got {_kind(kind)}")
+    schema = SCHEMAS.get(ALIASES.get(kind, kind))
+    if schema is None:
+        raise ProtocolError(
+            ErrorCode.UNKNOWN_TYPE, f"unknown message type {kind[:32]!r}", field="type"
+        )
+    values: dict[str, Any] = {}
+    ref = obj.get("id")
+    if ref is not None:
+        values["ref"] = _validate_ref(ref)
+    for name in schema.required:
+        value = obj.get(name)
+        if value is None:
+            raise ProtocolError(
+                ErrorCode.MISSING_FIELD, f"field {name!r} is required", field=name
+            )
+        values[name] = FIELDS[name](name, value)
+    for name in schema.optional:
+        value = obj.get(name)
+        if value is not None:
+            values[name] = FIELDS[name](name, value)
+    return schema.cls(**values)
+
+
+def ref_of(obj: Any) -> RequestId | None:
+    """The client's request id of a raw decoded frame, if it is a usable one (for errors)."""
+    if isinstance(obj, Mapping):
+        ref = obj.get("id")
+        if isinstance(ref, str) and len(ref) <= MAX_ID:
+            return ref
+        if isinstance(ref, int) and not isinstance(ref, bool) and abs(ref) <= MAX_VERSION:
+            return ref
+    return None

@@ -1,0 +1,182 @@
+"""Per-connection state machine, pure: authentication state, rate limit, frame format.
+
+The WebSocket handler feeds every received frame to :meth:`Session.receive` together with the
+current time, and acts on what comes back:
+
+- :class:`Accepted` - a valid message the player may send now; handle it.
+- :class:`Refused`  - send the error event; the connection stays usable.
+- :class:`CloseConnection` - close the socket with the given code (a flood: 1008).
+
+States::
+
+    AWAITING_AUTH --authenticate()--> READY --close()--> CLOSED
+         |                                                 ^
+         +------------ auth deadline passed / close() -----+
+
+Before authentication only ``hello`` (alias ``auth``) and ``ping`` are accepted; the shell
+resolves the token (that needs Redis) and calls :meth:`Session.authenticate`. A socket that
+arrived with a valid ``Authorization: Bearer`` header starts READY.
+
+Rate limit: a token bucket of ``burst`` messages refilled at ``rate`` per second. A message
+arriving with the bucket empty is refused (``rate_limited``) and not handled; after
+``flood_close_after`` refusals in a row the session asks to close with 1008 (policy violation).
+Refused frames of any kind count: a flood of garbage is still a flood.
+
+Format: replies follow the client's choice, which is the kind of its latest frame (text = JSON,
+binary = msgpack). Until the first frame, the format asked for at connect time is used.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+
+from server.protocol.codec import WireFormat, decode
+from server.protocol.errors import ErrorCode, ProtocolError
+from server.protocol.messages import Hello, Message, Ping, parse_message, ref_of
+
+CLOSE_POLICY_VIOLATION = 1008
+
+
+class SessionState(StrEnum):
+    AWAITING_AUTH = "awaiting_auth"
+    READY = "ready"
+    CLOSED = "closed"
+
+
+@dataclass(slots=True)
+class TokenBucket:
+    """``burst`` tokens at most, refilled continuously at ``rate`` tokens per second."""
+
+    rate: float
+    burst: float
+    tokens: float
+    updated: float
+
+    @classmethod
+    def full(cls, rate: float, burst: float, now: float) -> TokenBucket:
+        return cls(rate=rate, burst=burst, tokens=burst, updated=now)
+
+    def take(self, now: float) -> bool:
+        """Spend one token if there is one; refill first. Time going backwards refills nothing."""
+        elapsed = now - self.updated
+        if elapsed > 0:
+            self.tokens = min(self.burst, self.tokens + elapsed * self.rate)
+            self.updated = now
+        if self.tokens >= 1.0:
+            self.tokens -= 1.0
+            return True
+        return False
+
+
+@dataclass(frozen=True, slots=True)
+class SessionLimits:
+    rate: float
+    burst: int
+    flood_close_after: int
+    auth_timeout: float
+
+
+@dataclass(frozen=True, slots=True)
+class Accepted:
+    message: Message
+
+
+@dataclass(frozen=True, slots=True)
+class Refused:
+    error: ProtocolError
+    ref: str | int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class CloseConnection:
+    code: int
+    reason: str
+
+
+Outcome = Accepted | Refused | CloseConnection
+
+
+class Session:
+    """One connection's protocol state. Not thread-safe; one event loop drives it."""
+
+    __slots__ = ("_bucket", "_refused_in_row", "auth_deadline", "format", "limits", "player",
+                 "state")
+
+    def __init__(
+        self,
+        limits: SessionLimits,
+        *,
+        now: float,
+        fmt: WireFormat = WireFormat.JSON,
+        player: str | None = None,
+    ) -> None:
+        self.limits = limits
+        self.format = fmt
+        self.player = player
+        self.state = SessionState.READY if player is not None else SessionState.AWAITING_AUTH
+        self.auth_deadline = now + limits.auth_timeout
+        self._bucket = TokenBucket.full(limits.rate, limits.burst, now)
+        self._refused_in_row = 0
+
+    @property
+    def is_ready(self) -> bool:
+        return self.state is SessionState.READY
+
+    def receive(self, payload: bytes | str, *, binary: bool, now: float) -> Outcome:
+        """Judge one received data frame. See the module docstring for what to do with it."""
+        if self.state is SessionState.CLOSED:
+            return CloseConnection(1000, "closed")
+        self.format = WireFormat.MSGPACK if binary else WireFormat.JSON
+        if self.state is SessionState.AWAITING_AUTH and now > self.auth_deadline:
+            return self._close(CLOSE_POLICY_VIOLATION, "authentication timed out")
+        if not self._bucket.take(now):
+            self._refused_in_row += 1
+            if self._refused_in_row >= self.limits.flood_close_after:
+                return self._close(CLOSE_POLICY_VIOLATION, "rate limit exceeded")
+            return Refused(
+                ProtocolError(
+                    ErrorCode.RATE_LIMITED,
+                    f"more than {self.limits.rate:g} messages per second "
+                    f"(burst {self.limits.burst}); message dropped",
+                )
+            )
+        self._refused_in_row = 0
+        obj = None
+        try:
+            obj = decode(payload, self.format)
+            message = parse_message(obj)
+        except ProtocolError as exc:
+            return Refused(exc, ref_of(obj))
+        if self.state is SessionState.AWAITING_AUTH:
+            if not isinstance(message, Hello | Ping):
+                return Refused(
+                    ProtocolError(
+                        ErrorCode.AUTH_REQUIRED,
+                        "send hello with a bearer token first",
+                    ),
+                    message.ref,
+                )
+        elif isinstance(message, Hello):
+            return Refused(
+                ProtocolError(ErrorCode.ALREADY_AUTHENTICATED, "this socket is authenticated"),
+                message.ref,
+            )
+        return Accepted(message)
+
+    def authenticate(self, player: str) -> None:
+        """The shell resolved a token to ``player``; the session accepts every message now."""
+        if self.state is SessionState.CLOSED:
+            return
+        self.player = player
+        self.state = SessionState.READY
+
+    def is_auth_expired(self, now: float) -> bool:
+        return self.state is SessionState.AWAITING_AUTH and now > self.auth_deadline
+
+    def close(self) -> None:
+        self.state = SessionState.CLOSED
+
+    def _close(self, code: int, reason: str) -> CloseConnection:
+        self.state = SessionState.CLOSED
+        return CloseConnection(code, reason)
