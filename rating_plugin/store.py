@@ -823,11 +823,12 @@ class RatingStore:
     async def history(
         self, player: str, ladder: Ladder | str, *, limit: int = 50
     ) -> list[HistoryEntry]:
-        """``player``'s last rating changes on a rated ladder, newest first (at most ``limit``,
-        1..``history_limit``; the store keeps ``history_limit`` per player and ladder)."""
+        """``player``'s last rating changes on a rated ladder, newest first: at most ``limit``
+        (1..10,000) entries, and at most the ``history_limit`` the store keeps per player and
+        ladder (older entries are dropped as new ones come)."""
         player = _check_player(player, "player")
         rated = _ladder(ladder, RATED_LADDERS)
-        limit = _check_int(limit, "limit", 1, self.history_limit)
+        limit = min(_check_int(limit, "limit", 1, MAX_HISTORY_LIMIT), self.history_limit)
         raw = await cast(
             "Awaitable[list[bytes | str]]",
             self.redis.lrange(self.keys.history(rated, player), 0, limit - 1),
