@@ -1,0 +1,526 @@
+"""One game of backgammon as a state machine: opening roll, rolls, plays, cube, resignation.
+
+Phases (``Game.phase``) and who acts (``Game.to_act``)::
+
+    opening ──start()──▶ move ──play()──▶ roll ──roll()──▶ move ──play()──▶ roll …
+                                          │  ▲                    (no legal play: the
+                                   double()  take()                turn passes, roll)
+                                          ▼  │
+                                     double_offered ──drop()──▶ over
+    roll/move ──resign()──▶ resign_offered ──accept──▶ over   (reject: back where it was)
+    any phase but over ──forfeit()──▶ over                    (a play that wins ▶ over)
+
+``Game.to_dict()`` is the snapshot sent to clients; its fields:
+
+- ``phase``: one of ``opening``, ``roll``, ``double_offered``, ``move``, ``resign_offered``,
+  ``over``.
+- ``turn``: the side on roll (0/1), ``null`` before the opening roll.
+- ``to_act``: the side whose decision is awaited (the opponent of the doubler while a
+  double is offered, of the resigner while a resignation is offered), ``null`` when over.
+- ``board``: 24 signed ints seen from side 0: index ``i`` is side 0's point ``i + 1``;
+  positive = side 0's checkers, negative = side 1's. Side 1's point ``p`` is side 0's
+  point ``25 - p``.
+- ``bar``, ``off``, ``pips``: ``[side 0, side 1]``.
+- ``dice``: ``[d1, d2]`` while the side on roll has to move, else ``null``.
+- ``cube``: its value (1 = centred at the start); ``cube_owner``: 0/1, ``null`` = centred.
+- ``cube_enabled``: false in the Crawford game, in 1-point matches or when switched off;
+  ``crawford``: true in the Crawford game; ``max_cube``; ``can_double``: whether the side
+  on roll may offer a double now.
+- ``legal_plays``: the legal plays of the side on roll as whole-play text (``move`` phase
+  only, else ``[]``), each accepted back by ``play()``.
+- ``resignation``: ``{"side", "kind", "points"}`` while one is offered, else ``null``.
+- ``outcome``: ``{"winner", "kind", "reason", "cube", "points"}`` once over, else ``null``.
+- ``position_id``, ``match_id``: GNU Backgammon IDs of the current state.
+
+Default actions for a clock running out (``default_action()``): on roll → roll (no double);
+must move → the first legal play; double offered → take (a drop would end the game for a
+slow click, too harsh); resignation offered → reject.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+
+from server.rules.dice import DiceSource, Roll, SecretDice
+from server.rules.errors import IllegalActionError
+from server.rules.moves import format_play, legal_plays, parse_play
+from server.rules.position import Play, Position, ResultKind, Side, as_side
+
+MAX_CUBE = 64
+"""The highest cube value; no double is offered beyond it."""
+
+
+class Phase(StrEnum):
+    OPENING = "opening"
+    ROLL = "roll"
+    DOUBLE_OFFERED = "double_offered"
+    MOVE = "move"
+    RESIGN_OFFERED = "resign_offered"
+    OVER = "over"
+
+
+class EndReason(StrEnum):
+    NORMAL = "normal"
+    RESIGN = "resign"
+    DROP = "drop"
+    TIMEOUT = "timeout"
+    DISCONNECT = "disconnect"
+    LEAVE = "leave"
+
+    @property
+    def is_forfeit(self) -> bool:
+        return self in (EndReason.TIMEOUT, EndReason.DISCONNECT, EndReason.LEAVE)
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """How a game ended: ``points == kind.multiplier * cube`` always."""
+
+    winner: Side
+    kind: ResultKind
+    reason: EndReason
+    cube: int
+    points: int
+
+    def __post_init__(self) -> None:
+        if self.points != self.kind.multiplier * self.cube:
+            raise ValueError(f"points must be kind x cube, got {self.points} for {self}")
+
+    @classmethod
+    def of(cls, winner: Side, kind: ResultKind, reason: EndReason, cube: int) -> Outcome:
+        return cls(winner, kind, reason, cube, kind.multiplier * cube)
+
+    @property
+    def loser(self) -> Side:
+        return self.winner.opponent
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "winner": int(self.winner),
+            "kind": str(self.kind),
+            "reason": str(self.reason),
+            "cube": self.cube,
+            "points": self.points,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Resignation:
+    """A resignation on offer: ``side`` gives up a ``kind`` win to its opponent."""
+
+    side: Side
+    kind: ResultKind
+
+
+@dataclass(frozen=True, slots=True)
+class Record:
+    """One entry of ``Game.history``.
+
+    ``kind`` is ``"play"`` (with ``dice`` and ``play``; the empty play when the roll could
+    not be played, the opening play carries the opening dice), ``"double"``, ``"take"``,
+    ``"drop"``, ``"resign"`` (with ``result``), ``"accept"``, ``"reject"`` or
+    ``"forfeit"``.
+    """
+
+    kind: str
+    side: Side
+    dice: Roll | None = None
+    play: Play | None = None
+    result: ResultKind | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Action:
+    """A decision for ``side``: ``kind`` is ``"start"``, ``"roll"``, ``"play"`` (with
+    ``play``), ``"take"`` or ``"reject"``; see ``Game.default_action``."""
+
+    kind: str
+    side: Side | None
+    play: Play | None = None
+
+
+def _check_max_cube(max_cube: object) -> int:
+    if (
+        isinstance(max_cube, bool)
+        or not isinstance(max_cube, int)
+        or not 1 <= max_cube <= MAX_CUBE
+        or max_cube & (max_cube - 1)
+    ):
+        raise ValueError(f"max_cube must be a power of two in 1..{MAX_CUBE}, got {max_cube!r}")
+    return max_cube
+
+
+class Game:
+    """One game; the server drives it, every method checks phase and side first.
+
+    ``dice`` defaults to ``SecretDice()``. ``position`` (for tests and analysis) replaces
+    the standard starting position; the opening roll still decides who moves first.
+    ``crawford`` marks the Crawford game of a match (no doubling); ``match_length`` and
+    ``score`` (the score before this game) only feed the Match ID and the ``.mat`` export.
+    """
+
+    def __init__(
+        self,
+        *,
+        dice: DiceSource | None = None,
+        cube_enabled: bool = True,
+        max_cube: int = MAX_CUBE,
+        crawford: bool = False,
+        position: Position | None = None,
+        match_length: int = 0,
+        score: tuple[int, int] = (0, 0),
+    ) -> None:
+        self._dice_source: DiceSource = dice if dice is not None else SecretDice()
+        self.max_cube = _check_max_cube(max_cube)
+        self.crawford = bool(crawford)
+        self.cube_enabled = bool(cube_enabled) and not self.crawford
+        self.match_length = match_length
+        self.score = score
+        self.initial_position = position if position is not None else Position.initial()
+        self.position = self.initial_position
+        self.turn: Side | None = None
+        self.phase = Phase.OPENING
+        self.cube = 1
+        self.cube_owner: Side | None = None
+        self.dice: Roll | None = None
+        self.outcome: Outcome | None = None
+        self.resignation: Resignation | None = None
+        self.opening_rolls: list[Roll] = []
+        self.history: list[Record] = []
+        self._legal: list[Play] = []
+        self._phase_before_resign = Phase.ROLL
+
+    # -- reading ------------------------------------------------------------------------
+
+    @property
+    def legal_plays(self) -> list[Play]:
+        """The legal plays of the side on roll in the ``move`` phase (else ``[]``)."""
+        return list(self._legal) if self.phase == Phase.MOVE else []
+
+    @property
+    def is_over(self) -> bool:
+        return self.phase == Phase.OVER
+
+    @property
+    def to_act(self) -> Side | None:
+        """The side whose decision the game waits for (``None`` before start and when over)."""
+        if self.phase in (Phase.OPENING, Phase.OVER) or self.turn is None:
+            return None
+        if self.phase == Phase.DOUBLE_OFFERED:
+            return self.turn.opponent
+        if self.phase == Phase.RESIGN_OFFERED:
+            assert self.resignation is not None
+            return self.resignation.side.opponent
+        return self.turn
+
+    # -- the opening roll, rolls and plays --------------------------------------------
+
+    def start(self) -> Roll:
+        """The opening roll: each side rolls one die, ties roll again, the higher starts.
+
+        Returns the starter's dice ``(starter's die, other's die)``, which are also
+        ``self.dice``; ``opening_rolls`` keeps every ``(side 0, side 1)`` pair, ties too.
+        Phase becomes ``move`` for the starter.
+        """
+        self._require_phase(Phase.OPENING)
+        while True:
+            zero, one = self._dice_source.roll_die(), self._dice_source.roll_die()
+            self.opening_rolls.append((zero, one))
+            if zero != one:
+                break
+        self.turn = Side.ZERO if zero > one else Side.ONE
+        self.dice = (max(zero, one), min(zero, one))
+        self.position = self.position.with_turn(self.turn)
+        self._begin_move()
+        return self.dice
+
+    def roll(self, side: Side | int) -> Roll:
+        """Roll for the side on roll (phase ``roll``); phase becomes ``move``.
+
+        When the roll has no legal play the turn passes at once: the empty play is recorded
+        and phase is ``roll`` again, for the opponent.
+        """
+        who = self._require_turn(side, Phase.ROLL)
+        self.dice = (self._dice_source.roll_die(), self._dice_source.roll_die())
+        rolled = self.dice
+        self._begin_move()
+        if self._legal == [()]:
+            self.history.append(Record("play", who, rolled, ()))
+            self._pass_turn()
+        return rolled
+
+    def play(self, side: Side | int, play: Play | str | Sequence[Sequence[int]]) -> Outcome | None:
+        """Play for the side on roll (phase ``move``): ``play`` is a ``Play``, whole-play text
+        or ``[from, to]`` steps. Raises ``IllegalPlayError`` saying why when it is not legal.
+
+        Returns the ``Outcome`` when the play bears off the last checker, else ``None``
+        (and the turn passes).
+        """
+        who = self._require_turn(side, Phase.MOVE)
+        assert self.dice is not None
+        chosen = parse_play(play, self.position, self.dice)
+        self.history.append(Record("play", who, self.dice, chosen))
+        self.position = self.position.apply(chosen, pass_turn=False)
+        if self.position.winner is not None:
+            kind = self.position.result_kind(who)
+            return self._end(Outcome.of(who, kind, EndReason.NORMAL, self.cube))
+        self._pass_turn()
+        return None
+
+    # -- the cube -------------------------------------------------------------------------
+
+    def can_double(self, side: Side | int) -> bool:
+        """Whether ``side`` may offer a double now (never raises)."""
+        try:
+            self._check_double(side)
+        except IllegalActionError:
+            return False
+        return True
+
+    def double(self, side: Side | int) -> None:
+        """Offer a double before rolling: the owner of the cube, or either side while it is
+        centred. Phase becomes ``double_offered``; the opponent takes or drops."""
+        who = self._check_double(side)
+        self.history.append(Record("double", who))
+        self.phase = Phase.DOUBLE_OFFERED
+
+    def take(self, side: Side | int) -> None:
+        """Take the double: the cube doubles and passes to the taker; the doubler rolls."""
+        who = self._require_doubled(side)
+        self.history.append(Record("take", who))
+        self.cube *= 2
+        self.cube_owner = who
+        self.phase = Phase.ROLL
+
+    def drop(self, side: Side | int) -> Outcome:
+        """Drop the double: the game ends, the dropper loses a single game at the cube value
+        before the double (never a gammon)."""
+        who = self._require_doubled(side)
+        self.history.append(Record("drop", who))
+        return self._end(Outcome.of(who.opponent, ResultKind.SINGLE, EndReason.DROP, self.cube))
+
+    # -- resignations and forfeits -------------------------------------------------------
+
+    def resign(self, side: Side | int, kind: ResultKind | str = ResultKind.SINGLE) -> None:
+        """Offer to resign a ``kind`` win (single, gammon, backgammon) to the opponent.
+
+        Either side may offer in the ``roll`` or ``move`` phase; the opponent accepts or
+        rejects. Phase becomes ``resign_offered``.
+        """
+        who = as_side(side)
+        self._require_live()
+        if self.phase not in (Phase.ROLL, Phase.MOVE):
+            raise IllegalActionError(
+                f"a resignation can be offered only before rolling or moving (now {self.phase})",
+                code="wrong_phase",
+            )
+        level = _as_kind(kind)
+        self.history.append(Record("resign", who, result=level))
+        self.resignation = Resignation(who, level)
+        self._phase_before_resign = self.phase
+        self.phase = Phase.RESIGN_OFFERED
+
+    def accept_resignation(self, side: Side | int) -> Outcome:
+        """Accept the resignation on offer: the game ends at its level times the cube."""
+        offer = self._require_resignation(side)
+        self.history.append(Record("accept", offer.side.opponent))
+        return self._end(Outcome.of(offer.side.opponent, offer.kind, EndReason.RESIGN, self.cube))
+
+    def reject_resignation(self, side: Side | int) -> None:
+        """Reject the resignation on offer: the game goes on where it was."""
+        offer = self._require_resignation(side)
+        self.history.append(Record("reject", offer.side.opponent))
+        self.resignation = None
+        self.phase = self._phase_before_resign
+
+    def forfeit(self, side: Side | int, reason: EndReason | str) -> Outcome:
+        """``side`` forfeits (timeout, disconnect or leave): a single-game loss at the
+        current cube value, in any phase but ``over``."""
+        who = as_side(side)
+        self._require_live()
+        try:
+            why = EndReason(reason)
+        except ValueError:
+            why = None
+        if why is None or not why.is_forfeit:
+            raise IllegalActionError(
+                f"forfeit reason must be timeout, disconnect or leave, got {reason!r}",
+                code="invalid_reason",
+            )
+        self.history.append(Record("forfeit", who))
+        return self._end(Outcome.of(who.opponent, ResultKind.SINGLE, why, self.cube))
+
+    # -- clocks -----------------------------------------------------------------------------
+
+    def default_action(self) -> Action | None:
+        """What to do for the side to act when its clock runs out (``None`` when over).
+
+        Opening → ``start``; on roll → ``roll`` (no double); must move → ``play`` the first
+        legal play; double offered → ``take``; resignation offered → ``reject``.
+        """
+        if self.phase == Phase.OPENING:
+            return Action("start", None)
+        if self.phase == Phase.ROLL:
+            return Action("roll", self.turn)
+        if self.phase == Phase.MOVE:
+            return Action("play", self.turn, self._legal[0])
+        if self.phase == Phase.DOUBLE_OFFERED:
+            return Action("take", self.to_act)
+        if self.phase == Phase.RESIGN_OFFERED:
+            return Action("reject", self.to_act)
+        return None
+
+    def perform(self, action: Action) -> Outcome | None:
+        """Carry out an ``Action`` (as from ``default_action``); returns the outcome if any."""
+        if action.kind == "start":
+            self.start()
+            return None
+        if action.side is None:
+            raise IllegalActionError(f"{action.kind} needs a side", code="invalid_side")
+        if action.kind == "roll":
+            self.roll(action.side)
+            return None
+        if action.kind == "play":
+            assert action.play is not None
+            return self.play(action.side, action.play)
+        if action.kind == "take":
+            self.take(action.side)
+            return None
+        if action.kind == "reject":
+            self.reject_resignation(action.side)
+            return None
+        raise IllegalActionError(f"unknown action {action.kind!r}", code="wrong_phase")
+
+    # -- snapshot ---------------------------------------------------------------------------
+
+    def to_dict(self) -> dict[str, object]:
+        """The JSON/msgpack-able snapshot for clients (fields in the module docstring)."""
+        from server.rules.gnubg import match_id, position_id
+
+        pos = self.position
+        turn = self.turn
+        return {
+            "phase": str(self.phase),
+            "turn": None if turn is None else int(turn),
+            "to_act": None if self.to_act is None else int(self.to_act),
+            "board": list(pos.board),
+            "bar": list(pos.bar),
+            "off": list(pos.off),
+            "pips": [pos.pip_count(Side.ZERO), pos.pip_count(Side.ONE)],
+            "dice": list(self.dice) if self.dice is not None else None,
+            "cube": self.cube,
+            "cube_owner": None if self.cube_owner is None else int(self.cube_owner),
+            "cube_enabled": self.cube_enabled,
+            "crawford": self.crawford,
+            "max_cube": self.max_cube,
+            "can_double": turn is not None and self.can_double(turn),
+            "legal_plays": [format_play(p, pos) for p in self.legal_plays],
+            "resignation": None
+            if self.resignation is None
+            else {
+                "side": int(self.resignation.side),
+                "kind": str(self.resignation.kind),
+                "points": self.resignation.kind.multiplier * self.cube,
+            },
+            "outcome": None if self.outcome is None else self.outcome.to_dict(),
+            "position_id": position_id(pos),
+            "match_id": match_id(self),
+        }
+
+    # -- internals ------------------------------------------------------------------------
+
+    def _begin_move(self) -> None:
+        assert self.dice is not None
+        self._legal = list(legal_plays(self.position, self.dice))
+        self.phase = Phase.MOVE
+
+    def _pass_turn(self) -> None:
+        assert self.turn is not None
+        self.turn = self.turn.opponent
+        self.position = self.position.with_turn(self.turn)
+        self.dice = None
+        self._legal = []
+        self.phase = Phase.ROLL
+
+    def _end(self, outcome: Outcome) -> Outcome:
+        self.outcome = outcome
+        self.resignation = None
+        self._legal = []
+        self.phase = Phase.OVER
+        return outcome
+
+    def _require_live(self) -> None:
+        if self.phase == Phase.OVER:
+            raise IllegalActionError("the game is over", code="game_over")
+
+    def _require_phase(self, phase: Phase) -> None:
+        self._require_live()
+        if self.phase != phase:
+            raise IllegalActionError(
+                f"that needs phase {phase}, the game is in phase {self.phase}", code="wrong_phase"
+            )
+
+    def _require_turn(self, side: Side | int, phase: Phase) -> Side:
+        who = as_side(side)
+        self._require_phase(phase)
+        if who != self.turn:
+            raise IllegalActionError(f"it is side {self.turn}'s turn", code="not_your_turn")
+        return who
+
+    def _check_double(self, side: Side | int) -> Side:
+        who = self._require_turn(side, Phase.ROLL)
+        if not self.cube_enabled:
+            why = "no doubling in the Crawford game" if self.crawford else "the cube is off"
+            raise IllegalActionError(why, code="cube_disabled")
+        if self.cube_owner is not None and self.cube_owner != who:
+            raise IllegalActionError("your opponent owns the cube", code="cannot_double")
+        if self.cube * 2 > self.max_cube:
+            raise IllegalActionError(
+                f"the cube is at its maximum ({self.max_cube})", code="max_cube"
+            )
+        return who
+
+    def _require_doubled(self, side: Side | int) -> Side:
+        who = as_side(side)
+        self._require_phase(Phase.DOUBLE_OFFERED)
+        assert self.turn is not None
+        if who != self.turn.opponent:
+            raise IllegalActionError(
+                "only the side that was doubled can take or drop", code="not_your_turn"
+            )
+        return who
+
+    def _require_resignation(self, side: Side | int) -> Resignation:
+        who = as_side(side)
+        self._require_live()
+        if self.phase != Phase.RESIGN_OFFERED or self.resignation is None:
+            raise IllegalActionError("no resignation is on offer", code="no_resignation")
+        if who != self.resignation.side.opponent:
+            raise IllegalActionError(
+                "only the opponent of the resigning side can answer", code="not_your_turn"
+            )
+        return self.resignation
+
+
+def _as_kind(kind: ResultKind | str) -> ResultKind:
+    try:
+        return ResultKind(kind)
+    except ValueError:
+        raise IllegalActionError(
+            f"resignation kind must be single, gammon or backgammon, got {kind!r}",
+            code="invalid_kind",
+        ) from None
+
+
+__all__ = [
+    "MAX_CUBE",
+    "Action",
+    "EndReason",
+    "Game",
+    "Outcome",
+    "Phase",
+    "Record",
+    "Resignation",
+]

@@ -1,0 +1,520 @@
+"""Legal plays: the generator, whole-play text (parse and format) and the checked play.
+
+The generator works on two 26-lists in the mover's numbering (see ``Position.mover_view``)
+with apply/undo in place, no copies. Results are told apart by a compact key (the mover's
+26 counts as bytes, plus a bit mask of the points where an opponent blot was hit), which
+identifies the resulting position exactly. Answers are memoised per (position, roll).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Sequence
+from functools import lru_cache
+from itertools import permutations
+
+from server.rules.dice import Roll, check_roll
+from server.rules.errors import IllegalPlayError
+from server.rules.position import BAR, OFF, Play, Position, Step
+
+MAX_PLAY_TEXT = 200
+"""Longest whole-play text accepted (a four-step play needs about 30 characters)."""
+
+_Key = bytes | tuple[bytes, int]
+_Found = tuple[tuple[Play, ...], tuple[_Key, ...]]
+
+
+# -- the generator --------------------------------------------------------------------------
+
+
+def legal_plays(position: Position, roll: Roll) -> Iterator[Play]:
+    """Every legal play of ``roll`` for the side to move, one per distinct resulting position.
+
+    Rules: a checker on the bar enters before anything else moves; both dice are used when
+    any play uses both; when only one die can be used, the larger one if it can be; doubles
+    are played up to four times; bearing off needs all 15 checkers home, and a die larger
+    than needed bears off only from the highest occupied point; a blot landed on goes to
+    the bar. When nothing can move, the only legal play is the empty play ``()`` (the turn
+    passes). Steps within a play are in an order in which they can be played.
+    """
+    a, b = check_roll(roll)
+    return iter(_plays_with_keys(position, a, b)[0])
+
+
+@lru_cache(maxsize=8192)
+def _plays_with_keys(position: Position, a: int, b: int) -> _Found:
+    mine, theirs = position.mover_view()
+    found = _generate(mine, theirs, a, b)
+    if not found:
+        return ((),), (bytes(mine),)
+    return tuple(found.values()), tuple(found.keys())
+
+
+def _generate(mine: list[int], theirs: list[int], a: int, b: int) -> dict[_Key, Play]:
+    """The distinct legal plays keyed by resulting position (empty when nothing can move)."""
+    if a == b:
+        return _generate_doubles(mine, theirs, a)
+    hi, lo = (a, b) if a > b else (b, a)
+    results: dict[_Key, Play] = {}
+    singles: dict[int, list[Step]] = {hi: [], lo: []}
+    outside = sum(mine[7:26])
+    for first, second in ((hi, lo), (lo, hi)):
+        single = singles[first]
+        sources: Sequence[int] = (BAR,) if mine[BAR] else range(24, 0, -1)
+        for p in sources:
+            if not mine[p]:
+                continue
+            t = p - first
+            if t > 0:
+                if theirs[t] >= 2:
+                    continue
+            elif outside or (t < 0 and any(mine[t + first + 1 : 7])):
+                continue
+            else:
+                t = 0
+            # play the first step
+            mine[p] -= 1
+            mine[t] += 1
+            hit1 = t > 0 and theirs[t] == 1
+            out2 = outside - 1 if p > 6 >= t else outside
+            single.append(Step(p, t))
+            sources2: Sequence[int] = (BAR,) if mine[BAR] else range(24, 0, -1)
+            for q in sources2:
+                if not mine[q]:
+                    continue
+                u = q - second
+                if u > 0:
+                    if theirs[u] >= 2:
+                        continue
+                elif out2 or (u < 0 and any(mine[q + 1 : 7])):
+                    continue
+                else:
+                    u = 0
+                mine[q] -= 1
+                mine[u] += 1
+                mask = (1 << t if hit1 else 0) | (1 << u if u > 0 and theirs[u] == 1 else 0)
+                key: _Key = (bytes(mine), mask) if mask else bytes(mine)
+                if key not in results:
+                    results[key] = (Step(p, t), Step(q, u))
+                mine[u] -= 1
+                mine[q] += 1
+            mine[t] -= 1
+            mine[p] += 1
+    if results:
+        return results
+    for die in (hi, lo):
+        for step in singles[die]:
+            p, t = step
+            mine[p] -= 1
+            mine[t] += 1
+            mask = 1 << t if t > 0 and theirs[t] == 1 else 0
+            results[(bytes(mine), mask) if mask else bytes(mine)] = (step,)
+            mine[t] -= 1
+            mine[p] += 1
+        if results:
+            return results
+    return results
+
+
+def _generate_doubles(mine: list[int], theirs: list[int], d: int) -> dict[_Key, Play]:
+    """Doubles: depth-first over up to four steps with non-increasing source points.
+
+    Every legal sequence of equal dice can be reordered so that sources never increase
+    (a step never enables a step from a higher point), so this visits each multiset of
+    steps once; only the plays using the most dice are kept.
+    """
+    results: dict[_Key, Play] = {}
+    best = [1]
+    steps: list[Step] = []
+    outside = [sum(mine[7:26])]
+
+    def visit(start: int, mask: int) -> None:
+        moved = False
+        if len(steps) < 4:
+            top = BAR if mine[BAR] else min(start, 24)
+            for p in range(top, 0, -1):
+                if not mine[p]:
+                    continue
+                if mine[BAR] and p != BAR:
+                    break
+                t = p - d
+                if t > 0:
+                    if theirs[t] >= 2:
+                        continue
+                elif outside[0] or (t < 0 and any(mine[p + 1 : 7])):
+                    continue
+                else:
+                    t = 0
+                moved = True
+                mine[p] -= 1
+                mine[t] += 1
+                entered_home = p > 6 >= t
+                if entered_home:
+                    outside[0] -= 1
+                steps.append(Step(p, t))
+                visit(p, mask | (1 << t) if t > 0 and theirs[t] == 1 else mask)
+                steps.pop()
+                if entered_home:
+                    outside[0] += 1
+                mine[t] -= 1
+                mine[p] += 1
+        if moved or not steps:
+            return
+        depth = len(steps)
+        if depth < best[0]:
+            return
+        if depth > best[0]:
+            best[0] = depth
+            results.clear()
+        key: _Key = (bytes(mine), mask) if mask else bytes(mine)
+        if key not in results:
+            results[key] = tuple(steps)
+
+    visit(BAR, 0)
+    return results
+
+
+def legal_results(position: Position, roll: Roll) -> dict[Position, Play]:
+    """Each legal play of ``roll`` by the resulting position (the mover still to move)."""
+    a, b = check_roll(roll)
+    return dict(_results(position, a, b))
+
+
+@lru_cache(maxsize=1024)
+def _results(position: Position, a: int, b: int) -> tuple[tuple[Position, Play], ...]:
+    plays, keys = _plays_with_keys(position, a, b)
+    _, theirs = position.mover_view()
+    return tuple(
+        (_position_from_key(key, theirs, position), play)
+        for key, play in zip(keys, plays, strict=True)
+    )
+
+
+def _position_from_key(key: _Key, theirs: list[int], position: Position) -> Position:
+    raw, mask = (key, 0) if isinstance(key, bytes) else key
+    their_after = list(theirs)
+    if mask:
+        for point in range(1, 25):
+            if mask >> point & 1:
+                their_after[point] = 0
+                their_after[BAR] += 1
+    return Position.from_mover_view(list(raw), their_after, position.turn)
+
+
+# -- text -----------------------------------------------------------------------------------
+
+_TOKEN = re.compile(r"[^\s,;]+")
+_SEGMENT = re.compile(r"^(?P<chain>[0-9a-z]+(?:/[0-9a-z]+\*?)+)(?:\((?P<times>[1-4])\))?$")
+
+
+def _read_point(text: str, whole: str) -> int:
+    if text == "bar" or text == "b":
+        return BAR
+    if text == "off" or text == "o":
+        return OFF
+    if text.isdigit() and len(text) <= 2 and 0 <= int(text) <= 25:
+        return int(text)
+    raise IllegalPlayError(f"cannot read point {text!r} in {whole!r}", reason="syntax")
+
+
+def _parse_text(text: str) -> tuple[list[Step], set[int]]:
+    """Syntax only: the steps written (a step may span several dice) and the hits marked."""
+    if len(text) > MAX_PLAY_TEXT:
+        raise IllegalPlayError(
+            f"play text longer than {MAX_PLAY_TEXT} characters", reason="too_long"
+        )
+    whole = text
+    text = text.strip().lower()
+    if text in ("", "-", "pass", "no move", "none"):
+        return [], set()
+    steps: list[Step] = []
+    marked: set[int] = set()
+    for token in _TOKEN.findall(text):
+        match = _SEGMENT.match(token)
+        if not match:
+            raise IllegalPlayError(
+                f"cannot read {token!r} in {whole!r}: write moves like 24/18 13/8, "
+                "bar/20, 6/off, 8/4(2) or 24/18*/13",
+                reason="syntax",
+            )
+        parts = match["chain"].split("/")
+        times = int(match["times"] or 1)
+        points = [_read_point(part.rstrip("*"), whole) for part in parts]
+        for part, point in zip(parts[1:], points[1:], strict=True):
+            if part.endswith("*"):
+                marked.add(point)
+        chain = [Step(points[i], points[i + 1]) for i in range(len(points) - 1)]
+        for step in chain:
+            if not step.from_point > step.to_point:
+                raise IllegalPlayError(
+                    f"{step} moves the wrong way: checkers move from higher to lower points",
+                    reason="syntax",
+                )
+            if step.from_point != BAR and step.from_point > 24:
+                raise IllegalPlayError(f"no point {step.from_point}", reason="syntax")
+        steps.extend(chain * times)
+        if len(steps) > 4:
+            raise IllegalPlayError(
+                f"{whole!r} moves more than four checker steps", reason="too_long"
+            )
+    return steps, marked
+
+
+def _coerce_steps(value: object) -> list[Step]:
+    if not isinstance(value, (list, tuple)):
+        raise IllegalPlayError(
+            f"a play is text or a list of [from, to] steps, got {type(value).__name__}",
+            reason="syntax",
+        )
+    if len(value) > 4:
+        raise IllegalPlayError("a play has at most four steps", reason="too_long")
+    steps: list[Step] = []
+    for item in value:
+        if not isinstance(item, (list, tuple)) or len(item) != 2:
+            raise IllegalPlayError(f"a step is [from, to], got {item!r}", reason="syntax")
+        src, dst = item
+        for point in (src, dst):
+            if isinstance(point, bool) or not isinstance(point, int) or not 0 <= point <= 25:
+                raise IllegalPlayError(
+                    f"step points are ints 0..25 (25 bar, 0 off), got {item!r}",
+                    reason="syntax",
+                )
+        if not src > dst:
+            raise IllegalPlayError(f"step {src}/{dst} moves the wrong way", reason="syntax")
+        steps.append(Step(src, dst))
+    return steps
+
+
+def parse_play(
+    text_or_steps: str | Sequence[Sequence[int]],
+    position: Position | None = None,
+    roll: Roll | None = None,
+) -> Play:
+    """Read a play from text (``"24/18 13/8"``, ``"bar/20"``, ``"6/off"``, ``"8/4(2)"``,
+    ``"24/18*/13"``, ``"24/13"``) or from a list of ``[from, to]`` steps.
+
+    Without ``position`` and ``roll`` this is syntax only: the steps as written (a step may
+    span several dice). With both, the result is the legal play it names, with one step per
+    die in a playable order; anything else raises ``IllegalPlayError`` saying why. Steps
+    may be given in any order. Where a step spanning two dice could pass over a blot or
+    not, the route that does not hit is taken unless the hit is written (``24/18*/13``).
+    """
+    if isinstance(text_or_steps, str):
+        steps, marked = _parse_text(text_or_steps)
+    else:
+        steps, marked = _coerce_steps(text_or_steps), set()
+    if position is None and roll is None:
+        return tuple(steps)
+    if position is None or roll is None:
+        raise ValueError("parse_play needs both position and roll, or neither")
+    return resolve_play(position, check_roll(roll), steps, marked)
+
+
+def resolve_play(
+    position: Position, roll: Roll, steps: Sequence[Step], marked: set[int] | None = None
+) -> Play:
+    """The legal play of ``roll`` that ``steps`` describe, or ``IllegalPlayError`` with why."""
+    results = _results(position, *roll)
+    by_position = dict(results)
+    legal = [play for _, play in results]
+    if not steps:
+        if legal == [()]:
+            return ()
+        raise IllegalPlayError(
+            f"the roll {roll[0]}-{roll[1]} can be played; an empty play is only legal "
+            "when no checker can move",
+            reason="must_use_more_dice",
+        )
+    if legal == [()]:
+        raise IllegalPlayError(
+            f"no checker can move with {roll[0]}-{roll[1]}: the only legal play is to pass",
+            reason=_reason_for_pass(position, roll),
+        )
+    marked = marked or set()
+    first_error: IllegalPlayError | None = None
+    candidates: list[tuple[int, int, Position]] = []
+    orders = set(permutations(steps)) if len(steps) > 1 else {tuple(steps)}
+    for order in sorted(orders, key=lambda o: o != tuple(steps)):
+        for realised in _realise(position, roll, order, marked):
+            if isinstance(realised, IllegalPlayError):
+                if first_error is None:
+                    first_error = realised
+                continue
+            after, dice_used, implicit_hits = realised
+            candidates.append((implicit_hits, -dice_used, after))
+    matching = sorted(
+        (c for c in candidates if c[2] in by_position), key=lambda c: (c[0], c[1])
+    )
+    if matching:
+        return by_position[matching[0][2]]
+    if candidates:
+        used = -min(c[1] for c in candidates)
+        most = max(len(play) for play in legal)
+        if used < most:
+            what = "both dice" if roll[0] != roll[1] else f"{most} of the four dice"
+            raise IllegalPlayError(
+                f"the roll {roll[0]}-{roll[1]} allows a play using {what}; "
+                "as many dice as possible must be used",
+                reason="must_use_more_dice",
+            )
+        # Every sub-step was legal and as many dice were used as any play uses, so the
+        # play is legal unless it broke the larger-die rule.
+        raise IllegalPlayError(
+            f"only one die can be played and the larger die ({max(roll)}) can be, so it must be",
+            reason="must_use_larger_die",
+        )
+    assert first_error is not None
+    raise first_error
+
+
+def _reason_for_pass(position: Position, roll: Roll) -> str:
+    mine, _ = position.mover_view()
+    return "must_enter" if mine[BAR] else "blocked"
+
+
+_Realised = tuple[Position, int, int] | IllegalPlayError
+
+
+def _realise(
+    position: Position, roll: Roll, steps: Sequence[Step], marked: set[int]
+) -> list[_Realised]:
+    """Every way to play ``steps`` with the dice, one die per sub-step, checking each rule.
+
+    Returns ``(position after, dice used, hits not written)`` per way, and the errors met.
+    """
+    mine, theirs = position.mover_view()
+    dice = [roll[0]] * 4 if roll[0] == roll[1] else list(roll)
+    out: list[_Realised] = []
+
+    def sub_step(p: int, d: int) -> IllegalPlayError | int:
+        if mine[p] <= 0:
+            where = "on the bar" if p == BAR else f"on point {p}"
+            return IllegalPlayError(f"you have no checker {where}", reason="no_checker")
+        if mine[BAR] and p != BAR:
+            return IllegalPlayError(
+                "you have a checker on the bar: it must enter before any other checker moves",
+                reason="must_enter",
+            )
+        t = p - d
+        if t > 0:
+            if theirs[t] >= 2:
+                return IllegalPlayError(
+                    f"point {t} is held by the opponent ({theirs[t]} checkers)",
+                    reason="blocked",
+                )
+            return t
+        if sum(mine[7:26]):
+            return IllegalPlayError(
+                "you cannot bear off until all 15 of your checkers are in your home board",
+                reason="not_all_home",
+            )
+        if t < 0 and any(mine[p + 1 : 7]):
+            return IllegalPlayError(
+                f"a {d} bears off from point {p} only when no checker is on a higher point",
+                reason="higher_checker",
+            )
+        return OFF
+
+    def walk(index: int, cur: int, left: list[int], used: int, implicit: int) -> None:
+        if index == len(steps):
+            out.append((Position.from_mover_view(mine, theirs, position.turn), used, implicit))
+            return
+        target = steps[index].to_point
+        fits = False
+        for d in sorted(set(left), reverse=True):
+            if target != OFF and cur - d < target:
+                continue
+            fits = True
+            landing = sub_step(cur, d)
+            if isinstance(landing, IllegalPlayError):
+                out.append(landing)
+                continue
+            rest = list(left)
+            rest.remove(d)
+            mine[cur] -= 1
+            mine[landing] += 1
+            hit = landing != OFF and theirs[landing] == 1
+            if hit:
+                theirs[landing] = 0
+                theirs[BAR] += 1
+            if landing == target:
+                nxt = steps[index + 1].from_point if index + 1 < len(steps) else OFF
+                walk(index + 1, nxt, rest, used + 1, implicit)
+            else:
+                unwritten = 1 if hit and landing not in marked else 0
+                walk(index, landing, rest, used + 1, implicit + unwritten)
+            if hit:
+                theirs[landing] = 1
+                theirs[BAR] -= 1
+            mine[landing] -= 1
+            mine[cur] += 1
+        if not fits:
+            dice_text = "-".join(str(d) for d in roll)
+            what = "the dice left" if len(left) < len(dice) else f"the dice {dice_text}"
+            out.append(
+                IllegalPlayError(
+                    f"{_name(steps[index].from_point)}/{_name(target)} does not fit {what}",
+                    reason="dice",
+                )
+            )
+
+    walk(0, steps[0].from_point, dice, 0, 0)
+    return out
+
+
+def format_play(play: Play, position: Position | None = None) -> str:
+    """Whole-play text in the usual notation: ``"24/18 13/8"``, ``"bar/20"``, ``"6/off"``.
+
+    One checker's consecutive steps are joined (``"24/13"``), identical moves are counted
+    (``"8/4(2)"``) and, given the ``position`` the play starts from, hits are marked with
+    ``*`` (``"24/18*/13"``). The empty play is ``""``. ``parse_play`` reads the text back
+    to the same play.
+    """
+    if not play:
+        return ""
+    hits: set[int] = set()
+    if position is not None:
+        _, theirs = position.mover_view()
+        for _src, dst in play:
+            if dst != OFF and theirs[dst] == 1:
+                hits.add(dst)
+                theirs[dst] = 0
+    # A step that starts where an earlier one ended continues that checker's chain (the
+    # position is the same whichever checker it was); only hit points stay written inside.
+    chains: list[list[int]] = []
+    for src, dst in play:
+        for chain in chains:
+            if chain[-1] == src:
+                chain.append(dst)
+                break
+        else:
+            chains.append([src, dst])
+    texts = sorted(
+        (
+            -chain[0],
+            -chain[-1],
+            "/".join(
+                [_name(chain[0])]
+                + [f"{_name(p)}*" for p in chain[1:-1] if p in hits]
+                + [_name(chain[-1]) + ("*" if chain[-1] in hits else "")]
+            ),
+        )
+        for chain in chains
+    )
+    out: list[str] = []
+    i = 0
+    while i < len(texts):
+        j = i
+        while j < len(texts) and texts[j] == texts[i]:
+            j += 1
+        out.append(texts[i][2] + (f"({j - i})" if j - i > 1 else ""))
+        i = j
+    return " ".join(out)
+
+
+def _name(point: int) -> str:
+    if point == BAR:
+        return "bar"
+    if point == OFF:
+        return "off"
+    return str(point)
