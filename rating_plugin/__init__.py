@@ -16,7 +16,7 @@ use, so ``import rating_plugin`` never imports redis.
 from __future__ import annotations
 
 from importlib import import_module
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rating_plugin import elo, errors, fibs, stakes, table42
 from rating_plugin.errors import InvalidInputError, RatingError
@@ -33,6 +33,18 @@ __all__ = [
     "table42",
 ]
 
+if TYPE_CHECKING:  # type checkers see the real classes; at run time __getattr__ loads them
+    from rating_plugin.store import BoostedResult as BoostedResult
+    from rating_plugin.store import HistoryEntry as HistoryEntry
+    from rating_plugin.store import Ladder as Ladder
+    from rating_plugin.store import LeaderboardEntry as LeaderboardEntry
+    from rating_plugin.store import PlayerChange as PlayerChange
+    from rating_plugin.store import PlayerRating as PlayerRating
+    from rating_plugin.store import PodiumAward as PodiumAward
+    from rating_plugin.store import PodiumPlace as PodiumPlace
+    from rating_plugin.store import RatingStore as RatingStore
+    from rating_plugin.store import Settlement as Settlement
+
 # Names served by rating_plugin.store, which needs redis: imported on first access only.
 _STORE_NAMES = frozenset(
     {
@@ -43,6 +55,7 @@ _STORE_NAMES = frozenset(
         "PlayerChange",
         "PlayerRating",
         "PodiumAward",
+        "PodiumPlace",
         "RatingStore",
         "Settlement",
     }
