@@ -1,0 +1,62 @@
+"""``python -m server``: run one node of the match server.
+
+Settings come from flags and environment variables (``python -m server --help`` lists them;
+``server/config.py`` has the table). Without ``REDIS_URL`` an embedded redis-server is started
+for the life of the process. SIGTERM and SIGINT shut down cleanly: sockets are closed with 1001,
+in-flight settlements and the write-behind buffer are flushed, then Redis (if embedded) stops.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+from collections.abc import Sequence
+
+from aiohttp import web
+
+from server.app import create_app
+from server.config import SettingsError, settings_from
+from server.embedded_redis import EmbeddedRedis, EmbeddedRedisError
+
+log = logging.getLogger("server")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    logging.basicConfig(
+        level=os.environ.get("TABLE42_LOG_LEVEL", "INFO").upper(),
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+    try:
+        settings = settings_from(argv, os.environ)
+    except SettingsError as exc:
+        print(f"python -m server: {exc}", file=sys.stderr)
+        return 2
+    embedded: EmbeddedRedis | None = None
+    if not settings.redis_url:
+        try:
+            embedded = EmbeddedRedis().start()
+        except EmbeddedRedisError as exc:
+            print(f"python -m server: {exc}", file=sys.stderr)
+            return 1
+        settings = settings.with_changes(redis_url=embedded.url)
+        log.info("REDIS_URL not set: started an embedded redis-server at %s", embedded.url)
+    try:
+        app = create_app(settings)
+        web.run_app(
+            app,
+            host=settings.host,
+            port=settings.port,
+            shutdown_timeout=settings.shutdown_timeout,
+            handle_signals=True,
+            print=lambda text: log.info("%s", text.strip()),
+            access_log=None,
+        )
+    finally:
+        if embedded is not None:
+            embedded.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,108 @@
+"""``create_app(settings)``: the aiohttp application, with no module-level state.
+
+Application-wide objects live under typed ``web.AppKey``s and are opened and closed in
+``cleanup_ctx`` (Redis client, write-behind flusher, node bus, lobby). Shutdown order:
+
+1. ``on_shutdown``: every WebSocket is closed with 1001 (going away); the lobby stops its
+   timers first, so closing sockets forfeits nobody;
+2. cleanup: in-flight game settlements are awaited (``shutdown_timeout``), the write-behind
+   buffer is flushed, the node bus says goodbye, the Redis client closes.
+
+A finished result is written before it is announced, so nothing a player saw is lost.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator, Callable
+
+import redis.asyncio as aioredis
+from aiohttp import web
+
+from rating_plugin.store import RatingStore
+from server.accounts import Accounts
+from server.bus import NodeBus
+from server.config import Settings, SettingsError
+from server.connection import CLOSE_GOING_AWAY, Hub
+from server.http_api import AccountRoutes
+from server.keys import Keys
+from server.lobby import Lobby
+from server.persistence import Persistence
+from server.rules import DiceSource, SecretDice
+from server.ws import SocketHandler
+
+log = logging.getLogger(__name__)
+
+DiceFactory = Callable[[], DiceSource]
+
+SETTINGS = web.AppKey("settings", Settings)
+REDIS = web.AppKey("redis", aioredis.Redis)
+DICE_FACTORY: web.AppKey[DiceFactory] = web.AppKey("dice_factory")
+PERSISTENCE = web.AppKey("persistence", Persistence)
+ACCOUNTS = web.AppKey("accounts", Accounts)
+RATINGS = web.AppKey("ratings", RatingStore)
+BUS = web.AppKey("bus", NodeBus)
+HUB = web.AppKey("hub", Hub)
+LOBBY = web.AppKey("lobby", Lobby)
+
+
+def create_app(settings: Settings, *, dice_factory: DiceFactory | None = None) -> web.Application:
+    """Build the server. ``settings.redis_url`` must be set (``python -m server`` starts an
+    embedded Redis when it is not). ``dice_factory`` makes the dice of each new table
+    (default: ``SecretDice``); tests pass scripted dice."""
+    if not settings.redis_url:
+        raise SettingsError("redis_url is required (python -m server starts one if unset)")
+    app = web.Application(client_max_size=settings.http_max_body)
+    app[SETTINGS] = settings
+    app[DICE_FACTORY] = dice_factory if dice_factory is not None else SecretDice
+    app.cleanup_ctx.append(_services)
+    app.on_shutdown.append(_close_sockets)
+    return app
+
+
+async def _services(app: web.Application) -> AsyncIterator[None]:
+    settings = app[SETTINGS]
+    assert settings.redis_url is not None
+    redis = aioredis.Redis.from_url(
+        settings.redis_url, socket_connect_timeout=5.0, health_check_interval=30
+    )
+    keys = Keys(settings.key_prefix)
+    persistence = Persistence(redis, keys, settings)
+    accounts = Accounts(redis, keys, settings)
+    ratings = RatingStore(redis, settings.key_prefix)
+    bus = NodeBus(redis, keys, settings.node_id)
+    hub = Hub(settings.max_send_buffer)
+    lobby = Lobby(settings, persistence, bus, hub, ratings, app[DICE_FACTORY])
+    app[REDIS] = redis
+    app[PERSISTENCE] = persistence
+    app[ACCOUNTS] = accounts
+    app[RATINGS] = ratings
+    app[BUS] = bus
+    app[HUB] = hub
+    app[LOBBY] = lobby
+    AccountRoutes(accounts, persistence, settings.node_id).add_to(app)
+    app.router.add_get("/ws", SocketHandler(settings, accounts, lobby, hub))
+    persistence.start()
+    await bus.start(lobby.on_node_message)
+    log.info("node %s ready (key prefix %r)", settings.node_id, settings.key_prefix)
+    try:
+        yield
+    finally:
+        await lobby.drain(settings.shutdown_timeout)
+        await persistence.stop()
+        await bus.stop()
+        await redis.aclose()
+        log.info("node %s stopped", settings.node_id)
+
+
+async def _close_sockets(app: web.Application) -> None:
+    lobby = app.get(LOBBY)
+    hub = app.get(HUB)
+    if lobby is None or hub is None:
+        return
+    lobby.closing = True
+    for table in lobby.tables.values():
+        table.shutdown()
+    await hub.flush()
+    for conn in hub.all():
+        await conn.close(CLOSE_GOING_AWAY, "server shutting down")

@@ -1,0 +1,141 @@
+"""Node-to-node messages over Redis pub/sub: every node listens on its own channel.
+
+A table lives on one node (its owner). A player's socket may be on another node; commands for
+the table travel to the owner's channel, events for the player travel back to the node holding
+the socket. Same-node traffic never touches Redis.
+
+Sending is fire-and-forget and ordered per destination node: :meth:`NodeBus.send` only queues;
+one publisher task drains the queue with pipelined ``PUBLISH`` calls, so a burst of events
+costs one round trip. A message for a node that is gone is simply lost (pub/sub has no
+backlog); clients recover with ``sync`` (versioned events are kept in Redis).
+
+Each node also refreshes ``{prefix}node:<id>:alive`` (expiring) so others can tell a dead owner
+from a quiet one. Messages are msgpack maps with an ``op`` field; see ``lobby.py`` for the ops.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections import deque
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import msgpack
+import redis.asyncio as aioredis
+from redis.exceptions import RedisError
+
+from server.keys import Keys
+
+log = logging.getLogger(__name__)
+
+ALIVE_TTL = 15.0
+ALIVE_REFRESH = 5.0
+MAX_BATCH = 512
+
+Handler = Callable[[dict[str, Any]], Awaitable[None]]
+
+
+class NodeBus:
+    """Publish to other nodes' channels; deliver this node's channel to ``handler``."""
+
+    def __init__(self, redis: aioredis.Redis, keys: Keys, node_id: str) -> None:
+        self._redis = redis
+        self._keys = keys
+        self.node_id = node_id
+        self._handler: Handler | None = None
+        self._queue: deque[tuple[str, bytes]] = deque()
+        self._wake = asyncio.Event()
+        self._tasks: list[asyncio.Task[None]] = []
+        self._pubsub: Any = None
+        self._stopping = False
+
+    async def start(self, handler: Handler) -> None:
+        self._handler = handler
+        self._pubsub = self._redis.pubsub(ignore_subscribe_messages=True)
+        await self._pubsub.subscribe(self._keys.node_channel(self.node_id))
+        await self._redis.set(self._keys.node_alive(self.node_id), "1", px=int(ALIVE_TTL * 1000))
+        self._tasks = [
+            asyncio.create_task(self._listen(), name="bus-listen"),
+            asyncio.create_task(self._publish_loop(), name="bus-publish"),
+            asyncio.create_task(self._keep_alive(), name="bus-alive"),
+        ]
+
+    async def stop(self) -> None:
+        """Send what is queued, stop listening, and say this node is gone."""
+        self._stopping = True
+        self._wake.set()
+        with contextlib.suppress(RedisError, OSError):
+            await self._drain()
+        for task in self._tasks:
+            task.cancel()
+        for task in self._tasks:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+        if self._pubsub is not None:
+            with contextlib.suppress(RedisError, OSError):
+                await self._pubsub.unsubscribe()
+            with contextlib.suppress(RedisError, OSError):
+                await self._pubsub.aclose()
+        with contextlib.suppress(RedisError, OSError):
+            await self._redis.delete(self._keys.node_alive(self.node_id))
+
+    def send(self, node: str, message: dict[str, Any]) -> None:
+        """Queue ``message`` for ``node`` (never this node; callers deliver locally)."""
+        self._queue.append((self._keys.node_channel(node), msgpack.packb(message)))
+        self._wake.set()
+
+    async def is_alive(self, node: str) -> bool:
+        if node == self.node_id:
+            return True
+        return bool(await self._redis.exists(self._keys.node_alive(node)))
+
+    async def _drain(self) -> None:
+        while self._queue:
+            batch = [self._queue.popleft() for _ in range(min(MAX_BATCH, len(self._queue)))]
+            async with self._redis.pipeline(transaction=False) as pipe:
+                for channel, data in batch:
+                    pipe.publish(channel, data)
+                await pipe.execute()
+
+    async def _publish_loop(self) -> None:
+        while not self._stopping:
+            await self._wake.wait()
+            self._wake.clear()
+            try:
+                await self._drain()
+            except (RedisError, OSError) as exc:
+                log.warning("bus: publish failed, %d messages dropped: %s", len(self._queue), exc)
+                self._queue.clear()
+
+    async def _listen(self) -> None:
+        assert self._pubsub is not None and self._handler is not None
+        while True:
+            try:
+                message = await self._pubsub.get_message(
+                    ignore_subscribe_messages=True, timeout=1.0
+                )
+            except (RedisError, OSError) as exc:
+                log.warning("bus: listen failed, retrying: %s", exc)
+                await asyncio.sleep(0.5)
+                continue
+            if message is None or message.get("type") != "message":
+                continue
+            try:
+                payload = msgpack.unpackb(message["data"], raw=False)
+                if isinstance(payload, dict):
+                    await self._handler(payload)
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                log.exception("bus: handling a node message failed")
+
+    async def _keep_alive(self) -> None:
+        key = self._keys.node_alive(self.node_id)
+        while True:
+            await asyncio.sleep(ALIVE_REFRESH)
+            try:
+                await self._redis.set(key, "1", px=int(ALIVE_TTL * 1000))
+            except (RedisError, OSError) as exc:
+                log.warning("bus: alive refresh failed: %s", exc)

@@ -1,0 +1,557 @@
+"""The lobby: tables owned by this node, routing to tables on other nodes, and player delivery.
+
+Routing. Every table has one owner node (``{t:T}:owner`` in Redis). A command from a socket on
+this node goes straight to the table when this node owns it, otherwise it is sent to the
+owner's channel (``bus.py``) as ``{"op": "cmd", "actor": ..., "msg": ...}``. The owner's replies
+and events come back as ``{"op": "deliver", ...}`` to the node holding the socket. A seated
+player's table knows on which nodes the player has sockets (``attach`` / ``detach`` ops, sent
+when a player's first socket on a node opens and its last one closes), so events go only
+where they are needed; on a single node all of this stays in-process.
+
+Node ops: ``cmd`` (actor, msg), ``deliver`` (player or conns, frame), ``attach`` (actor),
+``detach`` (player, node), ``unwatch`` (table, node, conn), ``push`` (player, frame).
+
+For matchmaking: :meth:`Lobby.start_rated_game` seats two players at a new Competitive table
+(a single game or a match to n) and :meth:`Lobby.push_to_player` sends any message to a
+player wherever they are connected.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import secrets
+from collections.abc import Callable, Coroutine, Iterable, Mapping
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from redis.exceptions import RedisError
+
+from rating_plugin.store import RatingStore
+from server.accounts import Identity
+from server.bus import NodeBus
+from server.config import Settings
+from server.connection import Connection, Hub
+from server.persistence import Persistence
+from server.protocol.codec import Outgoing
+from server.protocol.errors import ErrorCode, ProtocolError
+from server.protocol.messages import (
+    CreateTable,
+    Hello,
+    ListTables,
+    Message,
+    Ping,
+    RequestId,
+    TableMessage,
+    TableMode,
+    Unwatch,
+    Watch,
+    parse_message,
+)
+from server.rules import DiceSource
+from server.table import Table, TableStatus
+
+log = logging.getLogger(__name__)
+
+OWNER_CACHE_MAX = 10_000
+
+
+@dataclass(frozen=True, slots=True)
+class Actor:
+    """Who sent a command, and where to answer: a socket ``conn`` on node ``node``."""
+
+    player: str
+    name: str
+    is_guest: bool
+    address: str
+    node: str
+    conn: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Actor:
+        return cls(
+            player=str(data["player"]), name=str(data["name"]),
+            is_guest=bool(data["is_guest"]), address=str(data["address"]),
+            node=str(data["node"]), conn=str(data["conn"]),
+        )
+
+
+def message_to_dict(msg: Message) -> dict[str, Any]:
+    """A parsed message back in wire form (for forwarding to the owner node)."""
+    out: dict[str, Any] = {"type": msg.TYPE}
+    for name in msg.__dataclass_fields__:
+        value = getattr(msg, name)
+        if value is None:
+            continue
+        out["id" if name == "ref" else name] = str(value) if isinstance(value, str) else value
+    return out
+
+
+def error_message(
+    exc: ProtocolError, ref: RequestId | None = None, table: str | None = None
+) -> dict[str, Any]:
+    message: dict[str, Any] = {"type": "error", "code": exc.code, "message": exc.message}
+    if exc.field is not None:
+        message["field"] = exc.field
+    if ref is not None:
+        message["ref"] = ref
+    if table is not None:
+        message["table"] = table
+    return message
+
+
+class Lobby:
+    def __init__(
+        self,
+        settings: Settings,
+        persistence: Persistence,
+        bus: NodeBus,
+        hub: Hub,
+        ratings: RatingStore,
+        dice_factory: Callable[[], DiceSource],
+    ) -> None:
+        self.settings = settings
+        self.persistence = persistence
+        self.bus = bus
+        self.hub = hub
+        self.ratings = ratings
+        self.node_id = settings.node_id
+        self.tables: dict[str, Table] = {}
+        self._dice_factory = dice_factory
+        self._owners: dict[str, str] = {}
+        self._tasks: set[asyncio.Task[Any]] = set()
+        self._timers: set[asyncio.TimerHandle] = set()
+        self.closing = False
+
+    # --- tasks -----------------------------------------------------------------------------
+
+    def spawn(self, coro: Coroutine[Any, Any, Any]) -> asyncio.Task[Any]:
+        """Run ``coro`` in the background; shutdown waits for it (settlements!)."""
+        task = asyncio.ensure_future(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._task_done)
+        return task
+
+    def _task_done(self, task: asyncio.Task[Any]) -> None:
+        self._tasks.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            log.error("background task failed", exc_info=task.exception())
+
+    async def drain(self, timeout: float) -> None:
+        """Stop every table timer, then wait (up to ``timeout``) for in-flight settlements."""
+        self.closing = True
+        for table in self.tables.values():
+            table.shutdown()
+        for handle in self._timers:
+            handle.cancel()
+        self._timers.clear()
+        if self._tasks:
+            _done, pending = await asyncio.wait(set(self._tasks), timeout=timeout)
+            for task in pending:
+                log.error("shutdown: a settlement did not finish in %.1fs", timeout)
+                task.cancel()
+        await self.flush()
+
+    async def flush(self) -> None:
+        await self.hub.flush()
+
+    def kick_flush(self) -> None:
+        """Called from timer callbacks: make sure queued frames go out soon."""
+        self.hub.flush_soon()
+
+    # --- delivery ------------------------------------------------------------------------
+
+    def deliver_player(self, player: str, nodes: Iterable[str], out: Outgoing) -> None:
+        """Send ``out`` to every socket of ``player`` on ``nodes``."""
+        for node in nodes:
+            if node == self.node_id:
+                self.hub.push_player(player, out)
+            else:
+                self.bus.send(node, {"op": "deliver", "player": player, "frame": out.obj})
+
+    def deliver_conns(self, conns: Iterable[tuple[str, str]], out: Outgoing) -> None:
+        """Send ``out`` to the sockets ``(node, conn id)``; one bus message per other node."""
+        remote: dict[str, list[str]] = {}
+        for node, conn in conns:
+            if node == self.node_id:
+                self.hub.push_conn_id(conn, out)
+            else:
+                remote.setdefault(node, []).append(conn)
+        for node, ids in remote.items():
+            self.bus.send(node, {"op": "deliver", "conns": ids, "frame": out.obj})
+
+    def reply(self, actor: Actor, message: dict[str, Any]) -> None:
+        """Answer the socket a command came from."""
+        if actor.node == self.node_id:
+            self.hub.push_conn_id(actor.conn, Outgoing(message))
+        else:
+            self.bus.send(actor.node, {"op": "deliver", "conns": [actor.conn],
+                                       "frame": message})
+
+    def deliver_rating(self, player: str, nodes: set[str], event: dict[str, Any]) -> None:
+        """Push a rating event (already in the player's inbox) where the player is."""
+        if nodes:
+            self.deliver_player(player, nodes, Outgoing(event))
+        else:
+            # Not seated-and-connected as far as the table knows: try presence.
+            self.spawn(self.push_to_player(player, event))
+
+    # --- matchmaking API ---------------------------------------------------------------------
+
+    async def push_to_player(self, player: str, message: Mapping[str, Any]) -> bool:
+        """Send ``message`` (a dict with a ``type``) to every socket of ``player``, on any
+        node. Returns False when the player has no socket anywhere (nothing is kept)."""
+        frame = dict(message)
+        delivered = self.hub.push_player(player, Outgoing(frame))
+        try:
+            nodes, _ = await self.persistence.presence(player)
+        except (RedisError, OSError):
+            nodes = []
+        for node in nodes:
+            if node != self.node_id:
+                self.bus.send(node, {"op": "push", "player": player, "frame": frame})
+                delivered = True
+        await self.flush()
+        return delivered
+
+    async def start_rated_game(
+        self,
+        first: str,
+        second: str,
+        *,
+        match_length: int | None = None,
+        names: tuple[str, str] | None = None,
+        addresses: tuple[str, str] | None = None,
+    ) -> str:
+        """Seat ``first`` (side 0) and ``second`` (side 1) at a new Competitive table owned by
+        this node and start play: a single game (Table42) when ``match_length`` is None, else a
+        rated match to ``match_length`` points (FIBS). Both must hold no other seat.
+
+        ``names`` default to the player ids; ``addresses`` default to the players' latest
+        connection addresses (same address -> unrated). Returns the table id; both players
+        receive ``seated`` and ``game_start`` events on every socket they have.
+        Raises ProtocolError: ``same_player``, ``bad_field`` (match_length),
+        ``already_seated`` (``field`` names the player's slot: ``first``/``second``).
+        """
+        if first == second:
+            raise ProtocolError(ErrorCode.SAME_PLAYER, "a player cannot play themselves",
+                                field="second")
+        length = 0 if match_length is None else match_length
+        if not 0 <= length <= self.settings.max_match_length or match_length == 0:
+            raise ProtocolError(
+                ErrorCode.BAD_FIELD,
+                f"match_length must be None or 1..{self.settings.max_match_length}",
+                field="match_length",
+            )
+        table_id = self._new_table_id()
+        taken: list[str] = []
+        for slot, player in (("first", first), ("second", second)):
+            held = await self.persistence.take_seat(player, table_id)
+            if held is not None:
+                for p in taken:
+                    await self.persistence.release_seat(p, table_id)
+                raise ProtocolError(ErrorCode.ALREADY_SEATED,
+                                    f"{player} already holds a seat at table {held}",
+                                    field=slot)
+            taken.append(player)
+        seats: list[tuple[Actor, set[str]]] = []
+        for i, player in enumerate((first, second)):
+            nodes, address = await self.persistence.presence(player)
+            if addresses is not None:
+                address = addresses[i]
+            name = names[i] if names is not None else player
+            actor = Actor(player, name, False, address or f"unknown-{player}", self.node_id, "")
+            seats.append((actor, set(nodes)))
+        table = self._new_table(table_id, TableMode.COMPETITIVE, length, None)
+        await self.persistence.set_owner(table_id, self.node_id)
+        table.seat_pair(seats)
+        await self._publish_listing(table)
+        await self.flush()
+        return table_id
+
+    # --- sockets ---------------------------------------------------------------------------
+
+    def actor_of(self, conn: Connection) -> Actor:
+        identity = conn.identity
+        assert identity is not None
+        return Actor(identity.player, identity.name, identity.is_guest, conn.address,
+                     self.node_id, conn.id)
+
+    async def on_connect(self, conn: Connection, identity: Identity) -> None:
+        """A socket authenticated: presence, resume a seated game, deliver the inbox."""
+        sockets_here = self.hub.bind(conn)
+        player = identity.player
+        try:
+            if sockets_here == 1:
+                await self.persistence.presence_join(player, self.node_id, conn.address)
+            seat = await self.persistence.seat_of(player)
+            if seat is not None:
+                await self._send_attach(self.actor_of(conn), seat)
+            inbox = await self.persistence.inbox(player)
+            for event in inbox:
+                self.hub.push(conn, Outgoing(event))
+            if inbox:
+                await self.flush()
+                if not conn.closed:
+                    await self.persistence.ack_inbox(player, len(inbox))
+        except (RedisError, OSError) as exc:
+            log.warning("on_connect for %s: %s", player, exc)
+        await self.flush()
+
+    async def on_disconnect(self, conn: Connection) -> None:
+        """A socket closed: stop its watching; if it was the player's last one here, tell the
+        player's table (the grace period starts there)."""
+        remaining = self.hub.remove(conn)
+        player = conn.player
+        for table_id in list(conn.watching):
+            await self._route_unwatch(table_id, conn.id)
+        if player is None or remaining > 0:
+            return
+        try:
+            await self.persistence.presence_leave(player, self.node_id)
+            if self.closing:
+                return
+            seat = await self.persistence.seat_of(player)
+            if seat is None:
+                return
+            table = self.tables.get(seat)
+            if table is not None:
+                table.detach(player, self.node_id)
+            else:
+                owner = await self._owner(seat)
+                if owner is not None and owner != self.node_id:
+                    self.bus.send(owner, {"op": "detach", "table": seat, "player": player,
+                                          "node": self.node_id})
+        except (RedisError, OSError) as exc:
+            log.warning("on_disconnect for %s: %s", player, exc)
+        await self.flush()
+
+    async def _send_attach(self, actor: Actor, table_id: str) -> None:
+        table = self.tables.get(table_id)
+        if table is not None:
+            if not table.attach(actor):
+                await self.persistence.release_seat(actor.player, table_id)
+            return
+        owner = await self._owner(table_id)
+        if owner is None or owner == self.node_id or not await self.bus.is_alive(owner):
+            # The table is gone (its node stopped, or it ended without us): free the seat.
+            await self.persistence.release_seat(actor.player, table_id)
+            return
+        self.bus.send(owner, {"op": "attach", "table": table_id, "actor": actor.to_dict()})
+
+    async def _route_unwatch(self, table_id: str, conn_id: str) -> None:
+        table = self.tables.get(table_id)
+        if table is not None:
+            table.unwatch(self.node_id, conn_id)
+            self.table_changed_soon(table)
+            return
+        owner = self._owners.get(table_id)
+        if owner is not None and owner != self.node_id:
+            self.bus.send(owner, {"op": "unwatch", "table": table_id, "node": self.node_id,
+                                  "conn": conn_id})
+
+    # --- messages from this node's sockets ---------------------------------------------------
+
+    async def on_message(self, conn: Connection, msg: Message) -> None:
+        """Handle one accepted message of an authenticated socket; errors become ``error``."""
+        table_id = msg.table if isinstance(msg, TableMessage) else None
+        try:
+            if isinstance(msg, Ping):
+                self.hub.push(conn, Outgoing({"type": "pong", "ref": msg.ref}))
+            elif isinstance(msg, TableMessage):
+                actor = self.actor_of(conn)
+                if isinstance(msg, Watch):
+                    conn.watching.add(msg.table)
+                elif isinstance(msg, Unwatch):
+                    conn.watching.discard(msg.table)
+                await self._route(actor, msg)
+            elif isinstance(msg, ListTables):
+                await self._list_tables(conn, msg)
+            elif isinstance(msg, CreateTable):
+                await self._create_table(self.actor_of(conn), msg)
+            elif isinstance(msg, Hello):  # pragma: no cover - the socket handler takes it
+                pass
+        except ProtocolError as exc:
+            self.hub.push(conn, Outgoing(error_message(exc, msg.ref, table_id)))
+        except (RedisError, OSError) as exc:
+            log.warning("Redis error handling %s: %s", msg.TYPE, exc)
+            err = ProtocolError(ErrorCode.UNAVAILABLE, "storage unavailable, retry")
+            self.hub.push(conn, Outgoing(error_message(err, msg.ref, table_id)))
+        except Exception:
+            log.exception("internal error handling %s from %s", msg.TYPE, conn.player)
+            err = ProtocolError(ErrorCode.INTERNAL, "internal error; the game is unchanged")
+            self.hub.push(conn, Outgoing(error_message(err, msg.ref, table_id)))
+        await self.hub.flush()
+
+    async def _route(self, actor: Actor, msg: TableMessage) -> None:
+        table = self.tables.get(msg.table)
+        if table is not None:
+            await table.handle(actor, msg)
+            if isinstance(msg, Watch | Unwatch):
+                self.table_changed_soon(table)
+            return
+        owner = await self._owner(msg.table)
+        if owner is None or owner == self.node_id:
+            raise ProtocolError(ErrorCode.NO_SUCH_TABLE, f"no table {msg.table}", field="table")
+        self.bus.send(owner, {"op": "cmd", "actor": actor.to_dict(),
+                              "msg": message_to_dict(msg)})
+
+    async def _owner(self, table_id: str) -> str | None:
+        owner = self._owners.get(table_id)
+        if owner is not None:
+            return owner
+        owner = await self.persistence.owner_of(table_id)
+        if owner is not None:
+            if len(self._owners) >= OWNER_CACHE_MAX:
+                self._owners.clear()
+            self._owners[table_id] = owner
+        return owner
+
+    async def _list_tables(self, conn: Connection, msg: ListTables) -> None:
+        listed = await self.persistence.listed_tables()
+        if msg.mode is not None:
+            listed = [t for t in listed if t.get("mode") == msg.mode]
+        listed.sort(key=lambda t: (t.get("status") != "open", -float(t.get("created_at", 0))))
+        limit = self.settings.list_limit
+        self.hub.push(conn, Outgoing({
+            "type": "tables", "ref": msg.ref, "tables": listed[:limit],
+            "total": len(listed),
+        }))
+
+    def _new_table_id(self) -> str:
+        return secrets.token_urlsafe(9)
+
+    def _new_table(
+        self, table_id: str, mode: TableMode, match_length: int, tournament_id: str | None
+    ) -> Table:
+        table = Table(
+            self, table_id=table_id, mode=mode, match_length=match_length,
+            tournament_id=tournament_id, dice_factory=self._dice_factory,
+        )
+        self.tables[table_id] = table
+        self._owners[table_id] = self.node_id
+        return table
+
+    async def _create_table(self, actor: Actor, msg: CreateTable) -> None:
+        settings = self.settings
+        if msg.match_length > settings.max_match_length:
+            raise ProtocolError(
+                ErrorCode.BAD_FIELD,
+                f"field 'match_length' must be in 0..{settings.max_match_length}",
+                field="match_length",
+            )
+        if msg.mode is TableMode.TOURNAMENT and msg.tournament_id is None:
+            raise ProtocolError(ErrorCode.MISSING_FIELD,
+                                "field 'tournament_id' is required for a tournament table",
+                                field="tournament_id")
+        open_here = sum(1 for t in self.tables.values() if t.status is TableStatus.OPEN)
+        if open_here >= settings.max_open_tables:
+            raise ProtocolError(ErrorCode.TOO_MANY_TABLES, "too many open tables; join one")
+        table_id = self._new_table_id()
+        held = await self.persistence.take_seat(actor.player, table_id)
+        if held is not None:
+            raise ProtocolError(ErrorCode.ALREADY_SEATED,
+                                f"you already hold a seat at table {held}", field="table")
+        tournament = msg.tournament_id if msg.mode is TableMode.TOURNAMENT else None
+        table = self._new_table(table_id, msg.mode, msg.match_length, tournament)
+        await self.persistence.set_owner(table_id, self.node_id)
+        self.reply(actor, {"type": "table_created", "ref": msg.ref, "table": table_id,
+                           "summary": table.summary()})
+        table.seat_creator(actor)
+        await self._publish_listing(table)
+
+    # --- listing -----------------------------------------------------------------------------
+
+    async def _publish_listing(self, table: Table) -> None:
+        if not table.is_listed:
+            return
+        if table.status in (TableStatus.OPEN, TableStatus.PLAYING):
+            await self.persistence.list_table(table.id, table.summary())
+        else:
+            await self.persistence.unlist_table(table.id)
+
+    def table_changed(self, table: Table) -> None:
+        """The table's status changed: update the lobby index (in the background)."""
+        if table.is_listed:
+            self.spawn(self._publish_listing(table))
+
+    def table_changed_soon(self, table: Table) -> None:
+        # Watcher counts are informative only; refreshed with the next status change.
+        del table
+
+    def forget_later(self, table: Table, delay: float | None = None) -> None:
+        """Drop a finished table from memory after ``finished_linger`` (sync still works from
+        Redis for others; the owner key expires with the log)."""
+        wait = self.settings.finished_linger if delay is None else delay
+        handle: asyncio.TimerHandle | None = None
+
+        def forget() -> None:
+            if handle is not None:
+                self._timers.discard(handle)
+            if self.tables.get(table.id) is table:
+                del self.tables[table.id]
+
+        if wait <= 0:
+            asyncio.get_running_loop().call_soon(forget)
+            return
+        handle = asyncio.get_running_loop().call_later(wait, forget)
+        self._timers.add(handle)
+
+    # --- messages from other nodes ---------------------------------------------------------
+
+    async def on_node_message(self, payload: dict[str, Any]) -> None:
+        op = payload.get("op")
+        if op == "deliver":
+            frame = payload.get("frame")
+            if not isinstance(frame, dict):
+                return
+            out = Outgoing(frame)
+            player = payload.get("player")
+            if isinstance(player, str):
+                self.hub.push_player(player, out)
+            for conn_id in payload.get("conns") or ():
+                self.hub.push_conn_id(str(conn_id), out)
+        elif op == "push":
+            frame = payload.get("frame")
+            player = payload.get("player")
+            if isinstance(frame, dict) and isinstance(player, str):
+                self.hub.push_player(player, Outgoing(frame))
+        elif op == "cmd":
+            await self._remote_command(payload)
+        elif op == "attach":
+            table = self.tables.get(str(payload.get("table")))
+            if table is not None:
+                table.attach(Actor.from_dict(payload["actor"]))
+        elif op == "detach":
+            table = self.tables.get(str(payload.get("table")))
+            if table is not None:
+                table.detach(str(payload.get("player")), str(payload.get("node")))
+        elif op == "unwatch":
+            table = self.tables.get(str(payload.get("table")))
+            if table is not None:
+                table.unwatch(str(payload.get("node")), str(payload.get("conn")))
+        await self.flush()
+
+    async def _remote_command(self, payload: dict[str, Any]) -> None:
+        actor = Actor.from_dict(payload["actor"])
+        msg: Message | None = None
+        try:
+            msg = parse_message(payload.get("msg"))
+            if not isinstance(msg, TableMessage):
+                raise ProtocolError(ErrorCode.UNKNOWN_TYPE, "not a table command")
+            table = self.tables.get(msg.table)
+            if table is None:
+                raise ProtocolError(ErrorCode.NO_SUCH_TABLE, f"no table {msg.table}",
+                                    field="table")
+            await table.handle(actor, msg)
+        except ProtocolError as exc:
+            ref = None if msg is None else msg.ref
+            table_id = msg.table if isinstance(msg, TableMessage) else None
+            self.reply(actor, error_message(exc, ref, table_id))
+        except Exception:
+            log.exception("internal error handling a command from node %s", actor.node)
+            self.reply(actor, error_message(ProtocolError(ErrorCode.INTERNAL, "internal error")))
+

@@ -1,0 +1,270 @@
+"""What the match server keeps in Redis: table event logs, snapshots, results, seats, presence,
+the lobby index and rating inboxes. The one module (with ``accounts``) that talks to Redis for
+games; its methods return plain values.
+
+Write-behind: the per-move path never waits for Redis. :meth:`Persistence.append_event` and
+:meth:`Persistence.mark_dirty` only buffer; a flusher task writes everything buffered every
+``flush_interval`` seconds in one pipeline (``RPUSH`` + ``LTRIM`` + ``PEXPIRE`` per table,
+``SET`` of the latest snapshot). A finished game is different: :meth:`write_result` flushes
+the buffer and writes the result and the rating inbox entries in one awaited pipeline, before
+anyone is told the game ended. All flushes hold one lock, so a table's events reach its list in
+version order.
+
+Keys (see ``keys.py``): ``{t:T}:events`` (capped list of event JSON), ``{t:T}:snapshot``,
+``{t:T}:results``, ``{t:T}:owner``, ``{p:P}:seat``, ``{p:P}:presence``, ``{p:P}:inbox``,
+``lobby:tables``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import importlib.resources
+import json
+import logging
+from collections.abc import Awaitable, Callable, Iterable
+from typing import Any, TypeVar, cast
+
+import redis.asyncio as aioredis
+from redis.exceptions import RedisError
+
+from server.config import Settings
+from server.keys import Keys
+
+log = logging.getLogger(__name__)
+
+SnapshotFn = Callable[[], dict[str, Any]]
+ADDRESS_FIELD = "address"
+T = TypeVar("T")
+
+
+def _aw(value: Awaitable[T] | T) -> Awaitable[T]:
+    """redis-py types its commands as "awaitable or value"; the asyncio client always awaits."""
+    return cast(Awaitable[T], value)
+
+
+def _load_script(name: str) -> str:
+    return importlib.resources.files("server").joinpath("lua", name).read_text("utf-8")
+
+
+class Persistence:
+    def __init__(self, redis: aioredis.Redis, keys: Keys, settings: Settings) -> None:
+        self.redis = redis
+        self.keys = keys
+        self._settings = settings
+        self._events: dict[str, list[bytes]] = {}
+        self._dirty: dict[str, SnapshotFn] = {}
+        self._lock = asyncio.Lock()
+        self._wake = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+        self._release_seat = redis.register_script(_load_script("release_seat.lua"))
+        self._log_ttl_ms = int(settings.event_log_ttl * 1000)
+        self._seat_ttl_ms = int(max(settings.event_log_ttl, 3600.0) * 1000)
+
+    # --- write-behind ------------------------------------------------------------------
+
+    def append_event(self, table: str, event_json: bytes) -> None:
+        """Buffer one event (already JSON) for the table's log. Never blocks."""
+        pending = self._events.get(table)
+        if pending is None:
+            self._events[table] = [event_json]
+            self._wake.set()
+        else:
+            pending.append(event_json)
+
+    def mark_dirty(self, table: str, snapshot: SnapshotFn) -> None:
+        """Ask for the table's snapshot to be written at the next flush (computed then)."""
+        self._dirty[table] = snapshot
+        self._wake.set()
+
+    @property
+    def pending_events(self) -> int:
+        return sum(len(v) for v in self._events.values())
+
+    async def flush(self) -> None:
+        """Write everything buffered now (one pipeline)."""
+        async with self._lock:
+            await self._flush_locked(())
+
+    def _queue_buffered(self, pipe: Any) -> None:
+        events, self._events = self._events, {}
+        dirty, self._dirty = self._dirty, {}
+        cap = self._settings.event_log_max
+        for table, items in events.items():
+            key = self.keys.table_events(table)
+            pipe.rpush(key, *items)
+            pipe.ltrim(key, -cap, -1)
+            pipe.pexpire(key, self._log_ttl_ms)
+        for table, snapshot in dirty.items():
+            pipe.set(
+                self.keys.table_snapshot(table),
+                json.dumps(snapshot(), separators=(",", ":")),
+                px=self._log_ttl_ms,
+            )
+
+    async def _flush_locked(self, extra: Iterable[Callable[[Any], None]]) -> None:
+        extra = list(extra)
+        if not self._events and not self._dirty and not extra:
+            return
+        async with self.redis.pipeline(transaction=False) as pipe:
+            self._queue_buffered(pipe)
+            for add in extra:
+                add(pipe)
+            await pipe.execute()
+
+    async def run_flusher(self) -> None:
+        """Flush every ``flush_interval`` while there is something to write, until cancelled."""
+        while True:
+            await self._wake.wait()
+            self._wake.clear()
+            await asyncio.sleep(self._settings.flush_interval)
+            try:
+                await self.flush()
+            except (RedisError, OSError) as exc:
+                # The buffer was swapped out before the failure; a lost batch only costs
+                # replay depth, because clients can always ask for the full state.
+                log.warning("write-behind flush failed: %s", exc)
+
+    def start(self) -> None:
+        self._task = asyncio.create_task(self.run_flusher(), name="write-behind")
+
+    async def stop(self) -> None:
+        """Stop the flusher and write what is left (nothing buffered is lost on shutdown)."""
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+            self._task = None
+        await self.flush()
+
+    # --- finished games ------------------------------------------------------------------
+
+    async def write_result(
+        self, table: str, result: dict[str, Any], inbox: Iterable[tuple[str, dict[str, Any]]]
+    ) -> None:
+        """Flush the buffer, append ``result`` to the table's results and each ``(player,
+        event)`` to that player's inbox, in one awaited pipeline."""
+        result_json = json.dumps(result, separators=(",", ":"))
+        entries = [(p, json.dumps(e, separators=(",", ":"))) for p, e in inbox]
+        ttl_ms = int(self._settings.inbox_ttl * 1000)
+        cap = self._settings.inbox_max
+
+        def add(pipe: Any) -> None:
+            key = self.keys.table_results(table)
+            pipe.rpush(key, result_json)
+            pipe.pexpire(key, self._log_ttl_ms)
+            for player, entry in entries:
+                inbox_key = self.keys.inbox(player)
+                pipe.rpush(inbox_key, entry)
+                pipe.ltrim(inbox_key, -cap, -1)
+                pipe.pexpire(inbox_key, ttl_ms)
+
+        async with self._lock:
+            await self._flush_locked([add])
+
+    async def results(self, table: str) -> list[dict[str, Any]]:
+        raw = await _aw(self.redis.lrange(self.keys.table_results(table), 0, -1))
+        return [json.loads(r) for r in raw]
+
+    async def inbox(self, player: str) -> list[dict[str, Any]]:
+        """Every undelivered rating event of ``player``, oldest first (nothing is removed)."""
+        raw = await _aw(self.redis.lrange(self.keys.inbox(player), 0, -1))
+        return [json.loads(r) for r in raw]
+
+    async def ack_inbox(self, player: str, count: int) -> None:
+        """Remove the ``count`` oldest inbox entries (they were delivered); newer ones stay."""
+        if count > 0:
+            await _aw(self.redis.ltrim(self.keys.inbox(player), count, -1))
+
+    # --- event log -----------------------------------------------------------------------
+
+    async def events_since(self, table: str, since: int) -> list[dict[str, Any]]:
+        """Logged events of ``table`` with ``v > since``, in order (flushes the buffer first)."""
+        await self.flush()
+        raw = await _aw(self.redis.lrange(self.keys.table_events(table), 0, -1))
+        events = [json.loads(r) for r in raw]
+        return [e for e in events if int(e.get("v", 0)) > since]
+
+    async def snapshot(self, table: str) -> dict[str, Any] | None:
+        raw = await self.redis.get(self.keys.table_snapshot(table))
+        return None if raw is None else dict(json.loads(raw))
+
+    # --- ownership and lobby index -------------------------------------------------------
+
+    async def set_owner(self, table: str, node: str) -> None:
+        await self.redis.set(self.keys.table_owner(table), node, px=self._log_ttl_ms)
+
+    async def owner_of(self, table: str) -> str | None:
+        raw = await self.redis.get(self.keys.table_owner(table))
+        return None if raw is None else raw.decode() if isinstance(raw, bytes) else str(raw)
+
+    async def drop_owner(self, table: str) -> None:
+        await self.redis.delete(self.keys.table_owner(table))
+
+    async def list_table(self, table: str, summary: dict[str, Any]) -> None:
+        data = json.dumps(summary, separators=(",", ":"))
+        await _aw(self.redis.hset(self.keys.lobby, table, data))
+
+    async def unlist_table(self, table: str) -> None:
+        await _aw(self.redis.hdel(self.keys.lobby, table))
+
+    async def listed_tables(self) -> list[dict[str, Any]]:
+        raw = await _aw(self.redis.hvals(self.keys.lobby))
+        return [json.loads(r) for r in raw]
+
+    # --- seats (one live table per player) -----------------------------------------------
+
+    async def take_seat(self, player: str, table: str) -> str | None:
+        """Hold ``player``'s seat lock for ``table``. None on success, else the table that
+        already holds it (taking the seat at the same table again succeeds)."""
+        key = self.keys.seat(player)
+        if await self.redis.set(key, table, nx=True, px=self._seat_ttl_ms):
+            return None
+        current = await self.redis.get(key)
+        if current is None:  # released in between; try once more
+            if await self.redis.set(key, table, nx=True, px=self._seat_ttl_ms):
+                return None
+            current = await self.redis.get(key)
+        held = current.decode() if isinstance(current, bytes) else str(current)
+        return None if held == table else held
+
+    async def release_seat(self, player: str, table: str) -> None:
+        await self._release_seat(keys=[self.keys.seat(player)], args=[table])
+
+    async def seat_of(self, player: str) -> str | None:
+        raw = await self.redis.get(self.keys.seat(player))
+        return None if raw is None else raw.decode() if isinstance(raw, bytes) else str(raw)
+
+    # --- presence ------------------------------------------------------------------------
+
+    async def presence_join(self, player: str, node: str, address: str) -> None:
+        """One more socket of ``player`` on ``node`` (called when its first one opens)."""
+        key = self.keys.presence(player)
+        async with self.redis.pipeline(transaction=False) as pipe:
+            pipe.hincrby(key, node, 1)
+            pipe.hset(key, ADDRESS_FIELD, address)
+            pipe.pexpire(key, int(self._settings.presence_ttl * 1000))
+            await pipe.execute()
+
+    async def presence_leave(self, player: str, node: str) -> None:
+        await _aw(self.redis.hincrby(self.keys.presence(player), node, -1))
+
+    async def presence(self, player: str) -> tuple[list[str], str | None]:
+        """Nodes where ``player`` has sockets, and the address of the latest one."""
+        raw = await _aw(self.redis.hgetall(self.keys.presence(player)))
+        nodes: list[str] = []
+        address: str | None = None
+        for k, v in raw.items():
+            name = k.decode() if isinstance(k, bytes) else str(k)
+            value = v.decode() if isinstance(v, bytes) else str(v)
+            if name == ADDRESS_FIELD:
+                address = value
+            elif int(value) > 0:
+                nodes.append(name)
+        return nodes, address
+
+    async def ping(self, timeout: float = 2.0) -> bool:
+        try:
+            return bool(await asyncio.wait_for(self.redis.ping(), timeout))
+        except (RedisError, OSError, TimeoutError):
+            return False

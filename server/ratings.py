@@ -1,0 +1,139 @@
+"""Which games are rated, and the ``rating`` / ``boosted`` events players receive.
+
+:func:`plan_rating` is pure: from the table's mode and length and the two seated players it
+decides the ladder (``table42`` for a Competitive single game, ``fibs`` for a Competitive match
+to n), whether Boosted points are earned, or why the game is not rated. The game-start event
+carries the plan, so both players know before the first roll.
+
+Never rated, in this order of precedence (the ``unrated_reason`` codes):
+
+- ``private_room``     a private room with a friend
+- ``tournament_game``  a tournament game (tournaments award podium prizes instead)
+- ``guest_player``     either player is a guest
+- ``same_address``     both players connect from the same network address
+- ``boosted_mode``     a Boosted game: no Elo, but the winner earns Boosted points
+
+:func:`rating_event` and :func:`boosted_event` turn the rating store's results into the events
+pushed to each player (see ``PROTOCOL.md``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from rating_plugin.store import BoostedResult, PlayerChange, Settlement
+from server.protocol.messages import TableMode
+
+TABLE42 = "table42"
+FIBS = "fibs"
+
+
+@dataclass(frozen=True, slots=True)
+class RatedPlayer:
+    """What the rating decision needs to know about a seated player."""
+
+    player: str
+    is_guest: bool
+    address: str
+
+
+@dataclass(frozen=True, slots=True)
+class RatingPlan:
+    """``ladder`` is set for Elo/FIBS-rated games; ``boosted`` for Boosted points; else
+    ``unrated_reason`` says why nothing changes."""
+
+    ladder: str | None
+    boosted: bool
+    unrated_reason: str | None
+
+    @property
+    def is_rated(self) -> bool:
+        return self.ladder is not None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "rated": self.is_rated,
+            "ladder": self.ladder,
+            "boosted": self.boosted,
+            "unrated_reason": self.unrated_reason,
+        }
+
+
+def plan_rating(
+    mode: TableMode, match_length: int, players: tuple[RatedPlayer, RatedPlayer]
+) -> RatingPlan:
+    """Decide how a game between ``players`` at a table of ``mode`` is scored (pure)."""
+    if mode is TableMode.PRIVATE:
+        return RatingPlan(None, False, "private_room")
+    if mode is TableMode.TOURNAMENT:
+        return RatingPlan(None, False, "tournament_game")
+    if players[0].is_guest or players[1].is_guest:
+        return RatingPlan(None, False, "guest_player")
+    if players[0].address == players[1].address:
+        return RatingPlan(None, False, "same_address")
+    if mode is TableMode.BOOSTED:
+        return RatingPlan(None, True, "boosted_mode")
+    return RatingPlan(TABLE42 if match_length == 0 else FIBS, False, None)
+
+
+def _number(value: float, ladder: str) -> float | int:
+    return int(value) if ladder == TABLE42 else float(value)
+
+
+def rating_event(
+    settlement: Settlement, mine: PlayerChange, theirs: PlayerChange, *, table: str
+) -> dict[str, Any]:
+    """The ``rating`` event for the player of ``mine`` (see PROTOCOL.md)."""
+    ladder = str(settlement.ladder)
+    return {
+        "type": "rating",
+        "game_id": settlement.game_id,
+        "table": table,
+        "ladder": ladder,
+        "player": mine.player,
+        "opponent": theirs.player,
+        "won": mine is settlement.winner,
+        "reason": settlement.reason,
+        "old": _number(mine.rating_before, ladder),
+        "new": _number(mine.rating_after, ladder),
+        "change": _number(mine.change, ladder),
+        "expected_score": mine.expected_score,
+        "k": mine.k,
+        "cube": settlement.cube,
+        "cube_coefficient": mine.cube_coefficient,
+        "recent_games": mine.recent_games,
+        "match_length": settlement.match_length,
+        "multiplier": mine.multiplier,
+        "experience_before": mine.experience_before,
+        "opponent_old": _number(theirs.rating_before, ladder),
+        "opponent_change": _number(theirs.change, ladder),
+        "finished_at": settlement.finished_at,
+    }
+
+
+def rating_events(settlement: Settlement, *, table: str) -> list[tuple[str, dict[str, Any]]]:
+    """``(player, event)`` for the winner and the loser."""
+    w, lo = settlement.winner, settlement.loser
+    return [
+        (w.player, rating_event(settlement, w, lo, table=table)),
+        (lo.player, rating_event(settlement, lo, w, table=table)),
+    ]
+
+
+def boosted_events(result: BoostedResult, *, table: str) -> list[tuple[str, dict[str, Any]]]:
+    """``(player, event)`` for both players of a Boosted game."""
+    base = {
+        "type": "boosted",
+        "game_id": result.game_id,
+        "table": table,
+        "winner": result.winner,
+        "loser": result.loser,
+        "points": result.points,
+        "winner_total": result.winner_total,
+        "finished_at": result.finished_at,
+    }
+    return [
+        (result.winner, {**base, "player": result.winner, "won": True}),
+        (result.loser, {**base, "player": result.loser, "won": False}),
+    ]

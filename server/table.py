@@ -1,0 +1,875 @@
+"""One table: its seats and watchers, the game or match played there, clocks, strikes,
+disconnect grace, versioned events and the end-of-game settlement.
+
+A table lives on exactly one node, its owner. Everything that changes it runs on that node's
+event loop, synchronously, so a table needs no locks: a command is checked, applied to the
+``server.rules`` game, and turned into versioned events, all without awaiting. Only joining
+(the seat lock is in Redis), ``sync`` (may read the log from Redis) and the end of a game
+(settlement, result write) await.
+
+Versions: every event of a table carries ``v`` (1, 2, 3 ...). The last ``RECENT_EVENTS`` are
+kept in memory and every event is appended to the table's Redis log by the write-behind
+flusher; ``sync(since)`` returns the events after ``since`` and the full state.
+
+The end of a game, in this order (nothing is announced before it is stored):
+
+1. settle ratings through the rating store (Table42 for a Competitive single game, FIBS when
+   a rated match ends, Boosted points for a Boosted game), retried on Redis errors;
+2. in one awaited pipeline: flush the buffered events, append the result to the table's
+   results, and put each player's ``rating``/``boosted`` event in that player's inbox;
+3. broadcast ``game_over`` (and ``match_over``) to players and watchers;
+4. push the rating events to the players wherever they are connected.
+
+Clocks: each decision (roll or double, move, take or drop, answer a resignation) must come
+within ``decision_time``; its deadline is in every state. When it passes, the player gets a
+strike and the rules' default action is taken (roll, first legal play, take, reject); the
+``max_strikes``-th strike of a game forfeits it (a match: the match) at the current cube.
+A player whose last socket closes has ``grace_period`` to come back; past it, the game (the
+match) is forfeited. Leaving a table during a game is the same kind of loss.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import TYPE_CHECKING, Any
+
+from redis.exceptions import RedisError
+
+from server.protocol.codec import Outgoing, WireFormat
+from server.protocol.errors import ErrorCode, ProtocolError
+from server.protocol.messages import (
+    AcceptResign,
+    Double,
+    Drop,
+    Join,
+    Leave,
+    Message,
+    Play,
+    RejectResign,
+    Resign,
+    Roll,
+    Sync,
+    TableMessage,
+    TableMode,
+    Take,
+    Unwatch,
+    Watch,
+)
+from server.ratings import (
+    FIBS,
+    TABLE42,
+    RatedPlayer,
+    RatingPlan,
+    boosted_events,
+    plan_rating,
+    rating_events,
+)
+from server.rules import (
+    DiceSource,
+    EndReason,
+    Game,
+    Match,
+    Outcome,
+    Phase,
+    ResultKind,
+    RulesError,
+    Side,
+    format_play,
+)
+
+if TYPE_CHECKING:
+    from server.lobby import Actor, Lobby
+
+log = logging.getLogger(__name__)
+
+RECENT_EVENTS = 512
+"""Events kept in memory per table for ``sync``; older ones are read from Redis."""
+SETTLE_ATTEMPTS = 3
+
+
+class TableStatus(StrEnum):
+    OPEN = "open"  # waiting for an opponent
+    PLAYING = "playing"  # a game or match in progress (also between the games of a match)
+    FINISHED = "finished"  # over; kept for ``finished_linger`` so players can sync
+    CLOSED = "closed"  # gone
+
+
+@dataclass(slots=True)
+class Seat:
+    """A seated player. ``nodes`` are the nodes where the player has sockets now."""
+
+    player: str
+    name: str
+    is_guest: bool
+    address: str
+    nodes: set[str] = field(default_factory=set)
+    grace_deadline: float | None = None
+    grace_timer: asyncio.TimerHandle | None = None
+
+    @property
+    def is_connected(self) -> bool:
+        return bool(self.nodes)
+
+    def to_dict(self, side: int) -> dict[str, Any]:
+        return {
+            "side": side,
+            "player": self.player,
+            "name": self.name,
+            "guest": self.is_guest,
+            "connected": self.is_connected,
+            "grace_deadline": self.grace_deadline,
+        }
+
+
+def _rules_error(exc: RulesError) -> ProtocolError:
+    return ProtocolError(exc.code, str(exc))
+
+
+class Table:
+    """A table owned by this node. Created by the lobby; see the module docstring."""
+
+    def __init__(
+        self,
+        lobby: Lobby,
+        *,
+        table_id: str,
+        mode: TableMode,
+        match_length: int,
+        tournament_id: str | None,
+        dice_factory: Callable[[], DiceSource],
+    ) -> None:
+        self.lobby = lobby
+        self.settings = lobby.settings
+        self.id = table_id
+        self.mode = mode
+        self.match_length = match_length
+        self.tournament_id = tournament_id
+        self.created_at = time.time()
+        self.status = TableStatus.OPEN
+        self.seats: list[Seat | None] = [None, None]
+        self.watchers: dict[tuple[str, str], str] = {}
+        self.version = 0
+        self.recent: deque[Outgoing] = deque(maxlen=RECENT_EVENTS)
+        self.plan: RatingPlan | None = None
+        self.match: Match | None = None
+        self.game: Game | None = None
+        self.game_no = 0
+        self.strikes = [0, 0]
+        self.deadline: float | None = None
+        self._clock: asyncio.TimerHandle | None = None
+        self._clock_side: Side | None = None
+        self._dice_factory = dice_factory
+        self._dice: DiceSource | None = None
+        self._pending_seat: str | None = None
+        self._finishing = False
+        self._next_game: asyncio.TimerHandle | None = None
+        self._clock_token: tuple[int, int, str] | None = None
+        self._loop = asyncio.get_running_loop()
+
+    # --- reading ---------------------------------------------------------------------------
+
+    @property
+    def is_listed(self) -> bool:
+        return self.mode is not TableMode.PRIVATE
+
+    @property
+    def is_single_game(self) -> bool:
+        return self.match_length == 0
+
+    def side_of(self, player: str) -> Side | None:
+        for side, seat in enumerate(self.seats):
+            if seat is not None and seat.player == player:
+                return Side(side)
+        return None
+
+    def seated_players(self) -> list[str]:
+        return [seat.player for seat in self.seats if seat is not None]
+
+    def summary(self) -> dict[str, Any]:
+        """What the lobby lists about the table."""
+        return {
+            "table": self.id,
+            "mode": str(self.mode),
+            "match_length": self.match_length,
+            "tournament_id": self.tournament_id,
+            "status": str(self.status),
+            "players": [None if s is None else s.player for s in self.seats],
+            "watchers": len(self.watchers),
+            "created_at": self.created_at,
+            "node": self.lobby.node_id,
+        }
+
+    def state(self) -> dict[str, Any]:
+        """The full table state sent with every game event (and on resume / sync)."""
+        game = self.game
+        clock_side = self._clock_side
+        seats = self.seats
+        return {
+            "status": str(self.status),
+            "seats": [None if s is None else s.to_dict(i) for i, s in enumerate(seats)],
+            "game_no": self.game_no,
+            "game": None if game is None else game.to_dict(),
+            "clock": {
+                "side": None if clock_side is None else int(clock_side),
+                "deadline": self.deadline,
+                "limit": self.settings.decision_time,
+                "strikes": list(self.strikes),
+                "max_strikes": self.settings.max_strikes,
+            },
+            "match": self._match_state(),
+            "rating": None if self.plan is None else self.plan.to_dict(),
+        }
+
+    def _match_state(self) -> dict[str, Any] | None:
+        match = self.match
+        if match is None:
+            return None
+        winner = match.winner
+        return {
+            "length": match.length,
+            "score": list(match.score),
+            "crawford": match.is_crawford_game,
+            "winner": None if winner is None else int(winner),
+        }
+
+    def snapshot(self) -> dict[str, Any]:
+        """What the write-behind flusher stores as the table's snapshot in Redis."""
+        return {"v": self.version, "summary": self.summary(), "state": self.state()}
+
+    # --- events ----------------------------------------------------------------------------
+
+    def _emit(self, kind: str, fields: dict[str, Any], *, with_state: bool = True) -> Outgoing:
+        self.version += 1
+        obj: dict[str, Any] = {"type": kind, "table": self.id, "v": self.version}
+        obj.update(fields)
+        if with_state:
+            self._sync_clock()
+            obj["state"] = self.state()
+        out = Outgoing(obj)
+        self.recent.append(out)
+        persistence = self.lobby.persistence
+        persistence.append_event(self.id, out.frame(WireFormat.JSON))
+        persistence.mark_dirty(self.id, self.snapshot)
+        self._broadcast(out)
+        return out
+
+    def _broadcast(self, out: Outgoing) -> None:
+        lobby = self.lobby
+        for seat in self.seats:
+            if seat is not None and seat.nodes:
+                lobby.deliver_player(seat.player, seat.nodes, out)
+        if self.watchers:
+            lobby.deliver_conns(self.watchers.keys(), out)
+
+    # --- commands ----------------------------------------------------------------------------
+
+    async def handle(self, actor: Actor, msg: TableMessage) -> None:
+        """Apply one command from ``actor``. Raises ProtocolError (sent back as an error)."""
+        if self.status is TableStatus.CLOSED:
+            raise ProtocolError(ErrorCode.NO_SUCH_TABLE, f"table {self.id} is closed",
+                                field="table")
+        if isinstance(msg, Play | Roll | Double | Take | Drop | Resign | AcceptResign
+                      | RejectResign):
+            self._act(actor, msg)
+        elif isinstance(msg, Join):
+            await self.join(actor)
+        elif isinstance(msg, Leave):
+            await self.leave(actor)
+        elif isinstance(msg, Watch):
+            self.watch(actor, msg)
+        elif isinstance(msg, Unwatch):
+            self.unwatch(actor.node, actor.conn)
+        elif isinstance(msg, Sync):
+            await self.sync(actor, msg)
+        else:  # pragma: no cover - the lobby routes only table messages here
+            raise ProtocolError(ErrorCode.UNKNOWN_TYPE, f"{msg.TYPE} is not a table command")
+
+    def _act(self, actor: Actor, msg: Message) -> None:
+        side = self.side_of(actor.player)
+        if side is None:
+            raise ProtocolError(
+                ErrorCode.NOT_SEATED, f"you are not playing at table {self.id}", field="table"
+            )
+        game = self.game
+        if game is None or self.status is not TableStatus.PLAYING:
+            raise ProtocolError(ErrorCode.NOT_PLAYING, f"no game in progress at table {self.id}")
+        if self._finishing or game.is_over:
+            raise ProtocolError(ErrorCode.GAME_OVER, "the game is over")
+        outcome: Outcome | None = None
+        try:
+            if isinstance(msg, Play):
+                before = game.position
+                outcome = game.play(side, msg.play)
+                chosen = game.history[-1].play
+                text = format_play(chosen, before) if chosen is not None else msg.play
+                self._emit("moved", {"side": int(side), "play": text})
+            elif isinstance(msg, Roll):
+                dice = game.roll(side)
+                self._emit_rolled(side, dice, auto=False)
+            elif isinstance(msg, Double):
+                game.double(side)
+                self._emit("doubled", {"side": int(side), "cube": game.cube * 2})
+            elif isinstance(msg, Take):
+                game.take(side)
+                self._emit("taken", {"side": int(side), "cube": game.cube})
+            elif isinstance(msg, Drop):
+                outcome = game.drop(side)
+                self._emit("dropped", {"side": int(side), "cube": game.cube})
+            elif isinstance(msg, Resign):
+                game.resign(side, str(msg.kind))
+                resignation = game.resignation
+                points = game.cube if resignation is None else (
+                    resignation.kind.multiplier * game.cube
+                )
+                self._emit(
+                    "resign_offered", {"side": int(side), "kind": str(msg.kind), "points": points}
+                )
+            elif isinstance(msg, AcceptResign):
+                outcome = game.accept_resignation(side)
+            elif isinstance(msg, RejectResign):
+                game.reject_resignation(side)
+                self._emit("resign_rejected", {"side": int(side)})
+        except RulesError as exc:
+            raise _rules_error(exc) from None
+        if outcome is not None:
+            self._game_over(outcome)
+        else:
+            self._advance()
+
+    def _emit_rolled(self, side: Side, dice: tuple[int, int], *, auto: bool) -> None:
+        game = self.game
+        assert game is not None
+        passed = game.phase is not Phase.MOVE or game.turn != side
+        self._emit(
+            "rolled", {"side": int(side), "dice": list(dice), "auto": auto, "passed": passed}
+        )
+
+    def _advance(self) -> None:
+        """Roll for a player who has no cube decision to make, then arm the clock."""
+        game = self.game
+        assert game is not None
+        for _ in range(64):  # a pass-pass-pass chain is short; the bound is a safety net
+            turn = game.turn
+            if game.phase is Phase.ROLL and turn is not None and not game.can_double(turn):
+                try:
+                    dice = game.roll(turn)
+                except RulesError:
+                    log.exception("table %s: automatic roll failed", self.id)
+                    break
+                self._emit_rolled(turn, dice, auto=True)
+                continue
+            break
+        self._sync_clock()
+
+    # --- seats ---------------------------------------------------------------------------
+
+    def seat_creator(self, actor: Actor) -> None:
+        """Seat the table's creator (seat lock already held) at side 0."""
+        self.seats[0] = Seat(actor.player, actor.name, actor.is_guest, actor.address,
+                             {actor.node})
+        self._emit("seated", {"side": 0, "player": actor.player, "name": actor.name},
+                   with_state=False)
+
+    def seat_pair(self, players: list[tuple[Actor, set[str]]]) -> None:
+        """Seat two players at once (matchmaking; both seat locks held) and start."""
+        for side, (actor, nodes) in enumerate(players):
+            self.seats[side] = Seat(actor.player, actor.name, actor.is_guest, actor.address,
+                                    set(nodes))
+            self._emit("seated", {"side": side, "player": actor.player, "name": actor.name},
+                       with_state=False)
+        self._start_play()
+
+    async def join(self, actor: Actor) -> None:
+        if self.side_of(actor.player) is not None:
+            self.lobby.reply(actor, self._resume_message(actor.player))
+            return
+        if self.status is not TableStatus.OPEN or self._pending_seat is not None:
+            raise ProtocolError(ErrorCode.TABLE_FULL, f"table {self.id} is not open",
+                                field="table")
+        free = [i for i, s in enumerate(self.seats) if s is None]
+        if not free:
+            raise ProtocolError(ErrorCode.TABLE_FULL, f"table {self.id} is full", field="table")
+        self._pending_seat = actor.player
+        try:
+            held = await self.lobby.persistence.take_seat(actor.player, self.id)
+        except (RedisError, OSError) as exc:
+            raise ProtocolError(ErrorCode.UNAVAILABLE, "Redis is unavailable") from exc
+        finally:
+            self._pending_seat = None
+        if held is not None:
+            raise ProtocolError(
+                ErrorCode.ALREADY_SEATED, f"you already hold a seat at table {held}",
+                field="table",
+            )
+        if self.status is not TableStatus.OPEN:  # closed while we waited
+            await self.lobby.persistence.release_seat(actor.player, self.id)
+            raise ProtocolError(ErrorCode.TABLE_FULL, f"table {self.id} is not open",
+                                field="table")
+        side = free[0]
+        self.seats[side] = Seat(actor.player, actor.name, actor.is_guest, actor.address,
+                                {actor.node})
+        self._emit("seated", {"side": side, "player": actor.player, "name": actor.name},
+                   with_state=False)
+        if all(s is not None for s in self.seats):
+            self._start_play()
+
+    async def leave(self, actor: Actor) -> None:
+        side = self.side_of(actor.player)
+        if side is None:
+            if (actor.node, actor.conn) in self.watchers:
+                self.unwatch(actor.node, actor.conn)
+                return
+            raise ProtocolError(ErrorCode.NOT_SEATED, f"you are not at table {self.id}",
+                                field="table")
+        if self.status is TableStatus.OPEN:
+            self.close("left")
+            return
+        if self.status is TableStatus.PLAYING and not self._finishing:
+            self._forfeit(side, EndReason.LEAVE)
+            if self._finishing:
+                return
+        # Finished (or settling): just give the seat lock back.
+        await self.lobby.persistence.release_seat(actor.player, self.id)
+        self.lobby.reply(actor, {"type": "left", "table": self.id})
+
+    def watch(self, actor: Actor, msg: Watch) -> None:
+        key = (actor.node, actor.conn)
+        if key not in self.watchers and len(self.watchers) >= self.settings.max_watchers:
+            raise ProtocolError(ErrorCode.TOO_MANY_WATCHERS,
+                                f"table {self.id} has {len(self.watchers)} watchers",
+                                field="table")
+        self.watchers[key] = actor.player
+        self.lobby.reply(actor, {
+            "type": "watching", "table": self.id, "v": self.version, "ref": msg.ref,
+            "summary": self.summary(), "state": self.state(),
+        })
+
+    def unwatch(self, node: str, conn: str) -> None:
+        self.watchers.pop((node, conn), None)
+
+    async def sync(self, actor: Actor, msg: Sync) -> None:
+        since = min(msg.since, self.version)
+        recent = self.recent
+        events: list[dict[str, Any]]
+        if not recent or recent[0].obj["v"] <= since + 1:
+            events = [out.obj for out in recent if out.obj["v"] > since]
+        else:
+            try:
+                events = await self.lobby.persistence.events_since(self.id, since)
+            except (RedisError, OSError) as exc:
+                raise ProtocolError(ErrorCode.UNAVAILABLE, "Redis is unavailable") from exc
+            events = [e for e in events if e["v"] <= self.version]
+        complete = not events or events[0]["v"] == since + 1 or since == self.version
+        self.lobby.reply(actor, {
+            "type": "sync", "table": self.id, "ref": msg.ref, "since": msg.since,
+            "v": self.version, "complete": complete, "events": events,
+            "summary": self.summary(), "state": self.state(),
+        })
+
+    def _resume_message(self, player: str) -> dict[str, Any]:
+        side = self.side_of(player)
+        return {
+            "type": "resume", "table": self.id, "v": self.version,
+            "side": None if side is None else int(side),
+            "summary": self.summary(), "state": self.state(),
+        }
+
+    # --- presence -------------------------------------------------------------------------
+
+    def attach(self, actor: Actor) -> bool:
+        """``actor``'s player has a socket on ``actor.node`` again. Sends it ``resume``."""
+        side = self.side_of(actor.player)
+        if side is None or self.status is TableStatus.CLOSED:
+            return False
+        seat = self.seats[side]
+        assert seat is not None
+        seat.nodes.add(actor.node)
+        if seat.grace_timer is not None:
+            seat.grace_timer.cancel()
+            seat.grace_timer = None
+            seat.grace_deadline = None
+            self._emit("player_reconnected", {"side": int(side), "player": seat.player})
+        self.lobby.reply(actor, self._resume_message(actor.player))
+        return True
+
+    def detach(self, player: str, node: str) -> None:
+        """``player`` has no socket on ``node`` any more; start the grace period if that was
+        the last node."""
+        side = self.side_of(player)
+        if side is None:
+            return
+        seat = self.seats[side]
+        assert seat is not None
+        seat.nodes.discard(node)
+        if seat.nodes or seat.grace_timer is not None:
+            return
+        if self.status not in (TableStatus.OPEN, TableStatus.PLAYING) or self._finishing:
+            return
+        grace = self.settings.grace_period
+        seat.grace_deadline = time.time() + grace
+        seat.grace_timer = self._loop.call_later(grace, self._grace_expired, side)
+        self._emit(
+            "player_disconnected",
+            {"side": int(side), "player": player, "deadline": seat.grace_deadline,
+             "grace": grace},
+        )
+
+    def _grace_expired(self, side: Side) -> None:
+        seat = self.seats[side]
+        if seat is None:
+            return
+        seat.grace_timer = None
+        if seat.nodes:
+            return
+        try:
+            if self.status is TableStatus.OPEN:
+                self.close("abandoned")
+            elif self.status is TableStatus.PLAYING and not self._finishing:
+                self._forfeit(side, EndReason.DISCONNECT)
+        finally:
+            self.lobby.kick_flush()
+
+    # --- games -----------------------------------------------------------------------------
+
+    def _start_play(self) -> None:
+        """Both seats are filled: decide how the game is rated and start the first game."""
+        s0, s1 = self.seats
+        assert s0 is not None and s1 is not None
+        self.plan = plan_rating(
+            self.mode,
+            self.match_length,
+            (RatedPlayer(s0.player, s0.is_guest, s0.address),
+             RatedPlayer(s1.player, s1.is_guest, s1.address)),
+        )
+        self.status = TableStatus.PLAYING
+        self._dice = self._dice_factory()
+        if not self.is_single_game:
+            self.match = Match(self.match_length, dice=self._dice)
+        self.lobby.table_changed(self)
+        self._start_game()
+
+    def _start_game(self) -> None:
+        self.game_no += 1
+        if self.match is not None:
+            self.game = self.match.next_game()
+        else:
+            self.game = Game(dice=self._dice)
+        self.strikes = [0, 0]
+        game = self.game
+        try:
+            game.start()
+        except RulesError:
+            log.exception("table %s: opening roll failed", self.id)
+            return
+        s0, s1 = self.seats
+        assert s0 is not None and s1 is not None and self.plan is not None
+        self._emit("game_start", {
+            "game_id": self.game_id(),
+            "game_no": self.game_no,
+            "players": [s0.player, s1.player],
+            "names": [s0.name, s1.name],
+            "mode": str(self.mode),
+            "match_length": self.match_length,
+            "opening_rolls": [list(r) for r in game.opening_rolls],
+            "rating": self.plan.to_dict(),
+        })
+        self._advance()
+
+    def game_id(self) -> str:
+        return f"{self.id}-g{self.game_no}"
+
+    def match_id(self) -> str:
+        return f"{self.id}-m"
+
+    def _forfeit(self, side: Side, reason: EndReason) -> None:
+        """``side`` loses the game (a match: the match) at the current cube."""
+        game = self.game
+        if game is None or self._finishing:
+            return
+        try:
+            if self.match is not None:
+                outcome = self.match.forfeit(side, reason)
+            else:
+                outcome = game.forfeit(side, reason)
+        except RulesError:
+            log.exception("table %s: forfeit failed", self.id)
+            return
+        if outcome is None:
+            # Between two games of a match: the match is lost, no game is scored.
+            if self._next_game is not None:
+                self._next_game.cancel()
+                self._next_game = None
+            outcome = Outcome.of(side.opponent, ResultKind.SINGLE, reason, 1)
+            self._game_over(outcome, game_counted=False)
+            return
+        self._game_over(outcome)
+
+    def _game_over(self, outcome: Outcome, *, game_counted: bool = True) -> None:
+        self._disarm_clock()
+        self._finishing = True
+        task = self.lobby.spawn(self._finish(outcome, game_counted))
+        del task
+
+    async def _finish(self, outcome: Outcome, game_counted: bool) -> None:
+        try:
+            await self._settle_and_announce(outcome, game_counted)
+        except Exception:
+            log.exception("table %s: finishing game %d failed", self.id, self.game_no)
+        finally:
+            await self.lobby.flush()
+
+    async def _settle_and_announce(self, outcome: Outcome, game_counted: bool) -> None:
+        finished_at = time.time()
+        s0, s1 = self.seats
+        assert s0 is not None and s1 is not None and self.plan is not None
+        seats = (s0, s1)
+        winner, loser = seats[outcome.winner], seats[outcome.winner.opponent]
+        match = self.match
+        match_over = match is None or match.is_over
+        game_id = self.game_id()
+        plan = self.plan
+        result: dict[str, Any] = {
+            "game_id": game_id,
+            "game_no": self.game_no,
+            "table": self.id,
+            "mode": str(self.mode),
+            "winner": winner.player,
+            "loser": loser.player,
+            "winner_side": int(outcome.winner),
+            "kind": str(outcome.kind),
+            "reason": str(outcome.reason),
+            "cube": outcome.cube,
+            "points": outcome.points if game_counted else 0,
+            "finished_at": finished_at,
+            "rating": plan.to_dict(),
+            "match": self._match_state(),
+        }
+        pushes: list[tuple[str, dict[str, Any]]] = []
+        try:
+            pushes = await self._settle(outcome, winner, loser, finished_at, match_over,
+                                        game_counted)
+        except Exception as exc:
+            log.exception("table %s: settlement of %s failed", self.id, game_id)
+            result["rating_error"] = str(exc)[:200]
+        if match_over:
+            self.status = TableStatus.FINISHED
+        for attempt in range(SETTLE_ATTEMPTS):
+            try:
+                await self.lobby.persistence.write_result(self.id, result, pushes)
+                break
+            except (RedisError, OSError):
+                if attempt == SETTLE_ATTEMPTS - 1:
+                    log.exception("table %s: could not store the result of %s", self.id,
+                                  game_id)
+                else:
+                    await asyncio.sleep(0.05 * (attempt + 1))
+        self._emit("game_over", {key: result[key] for key in (
+            "game_id", "game_no", "winner", "loser", "winner_side", "kind", "reason", "cube",
+            "points", "rating",
+        )})
+        if match is not None and match_over:
+            match_winner = seats[match.winner] if match.winner is not None else winner
+            self._emit("match_over", {
+                "match_id": self.match_id(), "winner": match_winner.player,
+                "loser": seats[1 - seats.index(match_winner)].player,
+                "score": list(match.score), "reason": str(outcome.reason),
+            })
+        for player, event in pushes:
+            self.lobby.deliver_rating(player, self._nodes_of(player), event)
+        await self.lobby.flush()
+        if match_over:
+            await self._wind_up()
+            return
+        # Between games a leave or a lost connection still forfeits (the match).
+        self._finishing = False
+        self._next_game = self._loop.call_later(
+            self.settings.next_game_delay, self._begin_next_game
+        )
+
+    def _begin_next_game(self) -> None:
+        self._next_game = None
+        try:
+            if self.status is TableStatus.PLAYING and not self._finishing:
+                self._start_game()
+        finally:
+            self.lobby.kick_flush()
+
+    async def _settle(
+        self,
+        outcome: Outcome,
+        winner: Seat,
+        loser: Seat,
+        finished_at: float,
+        match_over: bool,
+        game_counted: bool,
+    ) -> list[tuple[str, dict[str, Any]]]:
+        plan = self.plan
+        assert plan is not None
+        store = self.lobby.ratings
+        reason = str(outcome.reason)
+        for attempt in range(SETTLE_ATTEMPTS):
+            try:
+                if plan.ladder == TABLE42:
+                    settlement = await store.settle(
+                        self.game_id(), ladder=TABLE42, winner=winner.player,
+                        loser=loser.player, cube=outcome.cube, finished_at=finished_at,
+                        reason=reason,
+                    )
+                    return rating_events(settlement, table=self.id)
+                if plan.ladder == FIBS and match_over:
+                    match = self.match
+                    assert match is not None and match.winner is not None
+                    seats = (self.seats[0], self.seats[1])
+                    mw, ml = seats[match.winner], seats[match.winner.opponent]
+                    assert mw is not None and ml is not None
+                    settlement = await store.settle(
+                        self.match_id(), ladder=FIBS, winner=mw.player, loser=ml.player,
+                        match_length=self.match_length, finished_at=finished_at,
+                        reason=reason,
+                    )
+                    return rating_events(settlement, table=self.id)
+                if plan.boosted and game_counted:
+                    boosted = await store.add_boosted_points(
+                        self.game_id(), winner=winner.player, loser=loser.player,
+                        points=outcome.points, finished_at=finished_at,
+                    )
+                    return boosted_events(boosted, table=self.id)
+                return []
+            except (RedisError, OSError):
+                if attempt == SETTLE_ATTEMPTS - 1:
+                    raise
+                await asyncio.sleep(0.05 * (attempt + 1))
+        return []
+
+    def _nodes_of(self, player: str) -> set[str]:
+        side = self.side_of(player)
+        if side is None:
+            return set()
+        seat = self.seats[side]
+        return set() if seat is None else set(seat.nodes)
+
+    async def _wind_up(self) -> None:
+        """The table is finished: free the seats, leave the lobby, linger, then go."""
+        for seat in self.seats:
+            if seat is not None and seat.grace_timer is not None:
+                seat.grace_timer.cancel()
+                seat.grace_timer = None
+        self.lobby.table_changed(self)
+        for player in self.seated_players():
+            with contextlib.suppress(RedisError, OSError):
+                await self.lobby.persistence.release_seat(player, self.id)
+        self.lobby.forget_later(self)
+
+    def close(self, reason: str) -> None:
+        """Close a table that has no game in progress (its only player left or vanished)."""
+        if self.status is TableStatus.CLOSED:
+            return
+        self._disarm_clock()
+        for seat in self.seats:
+            if seat is not None and seat.grace_timer is not None:
+                seat.grace_timer.cancel()
+                seat.grace_timer = None
+        self._emit("table_closed", {"reason": reason}, with_state=False)
+        self.status = TableStatus.CLOSED
+        players = self.seated_players()
+        self.lobby.table_changed(self)
+        self.lobby.spawn(self._release(players))
+        self.lobby.forget_later(self, delay=0.0)
+
+    async def _release(self, players: list[str]) -> None:
+        for player in players:
+            with contextlib.suppress(RedisError, OSError):
+                await self.lobby.persistence.release_seat(player, self.id)
+
+    def shutdown(self) -> None:
+        """The node is stopping: stop every timer (the game stays as its snapshot)."""
+        self._disarm_clock()
+        for seat in self.seats:
+            if seat is not None and seat.grace_timer is not None:
+                seat.grace_timer.cancel()
+                seat.grace_timer = None
+
+    # --- clocks ---------------------------------------------------------------------------
+
+    def _sync_clock(self) -> None:
+        """Start a fresh decision clock whenever the decision awaited has changed."""
+        game = self.game
+        if game is None or self._finishing or game.is_over or game.to_act is None:
+            self._disarm_clock()
+            return
+        token = (self.game_no, len(game.history), str(game.phase))
+        if token == self._clock_token:
+            return
+        self._clock_token = token
+        if self._clock is not None:
+            self._clock.cancel()
+        self._clock_side = game.to_act
+        limit = self.settings.decision_time
+        self.deadline = time.time() + limit
+        self._clock = self._loop.call_later(limit, self._clock_expired)
+
+    def _disarm_clock(self) -> None:
+        if self._clock is not None:
+            self._clock.cancel()
+            self._clock = None
+        self._clock_side = None
+        self._clock_token = None
+        self.deadline = None
+
+    def _clock_expired(self) -> None:
+        self._clock = None
+        try:
+            self._timeout()
+        except Exception:
+            log.exception("table %s: clock handling failed", self.id)
+        finally:
+            self.lobby.kick_flush()
+
+    def _timeout(self) -> None:
+        game = self.game
+        side = self._clock_side
+        self._clock_token = None
+        if game is None or side is None or self._finishing or game.is_over:
+            return
+        self.strikes[side] += 1
+        strikes = self.strikes[side]
+        seat = self.seats[side]
+        fields: dict[str, Any] = {
+            "side": int(side), "player": None if seat is None else seat.player,
+            "strikes": strikes,
+        }
+        if strikes >= self.settings.max_strikes:
+            fields["action"] = "forfeit"
+            self._emit("timeout", fields)
+            self._forfeit(side, EndReason.TIMEOUT)
+            return
+        action = game.default_action()
+        if action is None:
+            return
+        before = game.position
+        fields["action"] = action.kind
+        try:
+            outcome = game.perform(action)
+        except RulesError:
+            log.exception("table %s: default action %s failed", self.id, action.kind)
+            return
+        if action.kind == "play" and action.play is not None:
+            fields["play"] = format_play(action.play, before)
+        elif action.kind == "roll":
+            last = game.history[-1] if game.history else None
+            passed = last is not None and last.play == () and game.dice is None
+            dice = last.dice if passed and last is not None else game.dice
+            fields["dice"] = None if dice is None else list(dice)
+            fields["passed"] = passed
+        self._emit("timeout", fields)
+        if outcome is not None:
+            self._game_over(outcome)
+        else:
+            self._advance()

@@ -1,0 +1,196 @@
+"""The WebSocket endpoint (``GET /ws``): the thin shell around :class:`server.session.Session`.
+
+It moves frames: each data frame goes to the session (rate limit, format, decoding,
+validation, auth gating), accepted messages go to the lobby, refusals go back as ``error``
+events. Authentication comes from ``Authorization: Bearer <token>`` on the upgrade request
+(bots) or from a first ``hello`` message (browsers); the player's identity comes only from the
+token. A bad header token is refused before the upgrade with HTTP 401.
+
+Limits set here: ``max_msg_size`` (a bigger frame closes the socket with 1009),
+``heartbeat`` (ping/pong), ``auth_timeout`` (1008 if no valid ``hello`` in time), no
+compression and no writer-side flow control (the hub drops slow consumers instead).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from typing import Any
+
+from aiohttp import WSMsgType, web
+
+from server.accounts import Accounts, Identity
+from server.addresses import client_address
+from server.config import Settings
+from server.connection import Connection, Hub
+from server.lobby import Lobby, error_message
+from server.protocol.codec import Outgoing, WireFormat
+from server.protocol.errors import ErrorCode, ProtocolError
+from server.protocol.messages import Hello
+from server.session import Accepted, CloseConnection, Refused, Session, SessionLimits
+
+log = logging.getLogger(__name__)
+
+CLOSE_POLICY_VIOLATION = 1008
+WRITER_LIMIT = 1 << 62
+"""aiohttp awaits a drain after this many bytes; effectively never (see connection.py)."""
+
+
+def bearer_token(header: str | None) -> str | None:
+    if not header:
+        return None
+    scheme, _, token = header.partition(" ")
+    if scheme.lower() != "bearer" or not token.strip():
+        return None
+    return token.strip()
+
+
+def session_limits(settings: Settings) -> SessionLimits:
+    return SessionLimits(
+        rate=settings.rate_limit,
+        burst=settings.rate_burst,
+        flood_close_after=settings.flood_close_after,
+        auth_timeout=settings.auth_timeout,
+    )
+
+
+def welcome_message(identity: Identity, conn: Connection, settings: Settings,
+                    ref: Any = None) -> dict[str, Any]:
+    return {
+        "type": "welcome",
+        "ref": ref,
+        **identity.to_dict(),
+        "format": str(conn.format),
+        "node": settings.node_id,
+        "server_time": time.time(),
+        "limits": {
+            "max_msg_size": settings.max_msg_size,
+            "rate_limit": settings.rate_limit,
+            "rate_burst": settings.rate_burst,
+            "decision_time": settings.decision_time,
+            "max_strikes": settings.max_strikes,
+            "grace_period": settings.grace_period,
+            "max_match_length": settings.max_match_length,
+        },
+    }
+
+
+class SocketHandler:
+    """Serves ``/ws``; one instance per application."""
+
+    def __init__(self, settings: Settings, accounts: Accounts, lobby: Lobby, hub: Hub) -> None:
+        self.settings = settings
+        self.accounts = accounts
+        self.lobby = lobby
+        self.hub = hub
+        self.limits = session_limits(settings)
+        self._trusted = settings.trusted_networks
+
+    async def __call__(self, request: web.Request) -> web.StreamResponse:
+        settings = self.settings
+        identity: Identity | None = None
+        token = bearer_token(request.headers.get("Authorization"))
+        if token is not None:
+            identity = await self.accounts.resolve(token)
+            if identity is None:
+                return web.json_response(
+                    {"error": {"code": str(ErrorCode.AUTH_FAILED),
+                               "message": "unknown or expired token"}},
+                    status=401,
+                )
+        fmt = WireFormat.MSGPACK if request.query.get("format") == "msgpack" else WireFormat.JSON
+        address = client_address(
+            request.remote, request.headers.get("X-Forwarded-For"), self._trusted
+        )
+        ws = web.WebSocketResponse(
+            heartbeat=settings.heartbeat,
+            max_msg_size=settings.max_msg_size,
+            compress=False,
+            writer_limit=WRITER_LIMIT,
+        )
+        await ws.prepare(request)
+        loop = asyncio.get_running_loop()
+        session = Session(self.limits, now=loop.time(), fmt=fmt)
+        conn = Connection(ws, session, address, request.transport)
+        self.hub.add(conn)
+        auth_timer: asyncio.TimerHandle | None = None
+        try:
+            if identity is not None:
+                if not await self._authenticate(conn, identity, None):
+                    return ws
+            else:
+                auth_timer = loop.call_later(
+                    settings.auth_timeout, self._auth_expired, conn
+                )
+            await self._serve(conn)
+        finally:
+            if auth_timer is not None:
+                auth_timer.cancel()
+            session.close()
+            try:
+                await self.lobby.on_disconnect(conn)
+            except Exception:
+                log.exception("disconnect handling failed for %s", conn.player)
+        return ws
+
+    def _auth_expired(self, conn: Connection) -> None:
+        if not conn.session.is_ready and not conn.closed:
+            self.lobby.spawn(conn.close(CLOSE_POLICY_VIOLATION, "authentication timed out"))
+
+    async def _authenticate(self, conn: Connection, identity: Identity, ref: Any) -> bool:
+        if self.hub.count(identity.player) >= self.settings.max_connections_per_player:
+            err = ProtocolError(
+                ErrorCode.TOO_MANY_CONNECTIONS,
+                f"at most {self.settings.max_connections_per_player} sockets per player",
+            )
+            await self._send(conn, error_message(err, ref))
+            await conn.close(CLOSE_POLICY_VIOLATION, "too many connections")
+            return False
+        conn.session.authenticate(identity.player)
+        conn.identity = identity
+        await self._send(conn, welcome_message(identity, conn, self.settings, ref))
+        await self.lobby.on_connect(conn, identity)
+        return True
+
+    async def _send(self, conn: Connection, message: dict[str, Any]) -> None:
+        # Through the hub, so it is ordered with everything else queued for the socket.
+        self.hub.push(conn, Outgoing(message))
+        await self.hub.flush()
+
+    async def _serve(self, conn: Connection) -> None:
+        ws = conn.ws
+        session = conn.session
+        loop = asyncio.get_running_loop()
+        lobby = self.lobby
+        hub = self.hub
+        while True:
+            msg = await ws.receive()
+            kind = msg.type
+            if kind is WSMsgType.TEXT or kind is WSMsgType.BINARY:
+                outcome = session.receive(
+                    msg.data, binary=kind is WSMsgType.BINARY, now=loop.time()
+                )
+                if isinstance(outcome, Accepted):
+                    message = outcome.message
+                    if isinstance(message, Hello):
+                        identity = await self.accounts.resolve(message.token)
+                        if identity is None:
+                            err = ProtocolError(ErrorCode.AUTH_FAILED,
+                                                "unknown or expired token", field="token")
+                            await self._send(conn, error_message(err, message.ref))
+                        elif not await self._authenticate(conn, identity, message.ref):
+                            return
+                    elif conn.identity is None:  # ping before hello
+                        await self._send(conn, {"type": "pong", "ref": message.ref})
+                    else:
+                        await lobby.on_message(conn, message)
+                elif isinstance(outcome, Refused):
+                    hub.push(conn, Outgoing(error_message(outcome.error, outcome.ref)))
+                    await hub.flush()
+                elif isinstance(outcome, CloseConnection):
+                    await conn.close(outcome.code, outcome.reason)
+                    return
+            elif kind in (WSMsgType.CLOSE, WSMsgType.CLOSING, WSMsgType.CLOSED,
+                          WSMsgType.ERROR):
+                return
