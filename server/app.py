@@ -81,7 +81,7 @@ async def _services(app: web.Application) -> AsyncIterator[None]:
     app[HUB] = hub
     app[LOBBY] = lobby
     AccountRoutes(accounts, persistence, settings.node_id).add_to(app)
-    app.router.add_get("/ws", SocketHandler(settings, accounts, lobby, hub))
+    app.router.add_get("/ws", SocketHandler(settings, accounts, lobby, hub).handle)
     persistence.start()
     await bus.start(lobby.on_node_message)
     log.info("node %s ready (key prefix %r)", settings.node_id, settings.key_prefix)

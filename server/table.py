@@ -303,70 +303,84 @@ class Table:
         if self._finishing or game.is_over:
             raise ProtocolError(ErrorCode.GAME_OVER, "the game is over")
         outcome: Outcome | None = None
+        kind: str | None = None
+        fields: dict[str, Any] = {"side": int(side)}
         try:
             if isinstance(msg, Play):
                 before = game.position
                 outcome = game.play(side, msg.play)
                 chosen = game.history[-1].play
-                text = format_play(chosen, before) if chosen is not None else msg.play
-                self._emit("moved", {"side": int(side), "play": text})
+                kind = "moved"
+                fields["play"] = format_play(chosen, before) if chosen is not None else msg.play
             elif isinstance(msg, Roll):
                 dice = game.roll(side)
-                self._emit_rolled(side, dice, auto=False)
+                kind = "rolled"
+                fields.update(self._roll_record(side, dice))
             elif isinstance(msg, Double):
+                if game.cube >= game.max_cube:
+                    # Checked first: with the cube at its maximum the server rolls for the
+                    # player at once, so a double can only ever arrive in the wrong phase.
+                    raise ProtocolError(
+                        "max_cube", f"the cube is at its maximum ({game.max_cube})"
+                    )
                 game.double(side)
-                self._emit("doubled", {"side": int(side), "cube": game.cube * 2})
+                kind = "doubled"
+                fields["cube"] = game.cube * 2
             elif isinstance(msg, Take):
                 game.take(side)
-                self._emit("taken", {"side": int(side), "cube": game.cube})
+                kind = "taken"
+                fields["cube"] = game.cube
             elif isinstance(msg, Drop):
                 outcome = game.drop(side)
-                self._emit("dropped", {"side": int(side), "cube": game.cube})
+                kind = "dropped"
+                fields["cube"] = game.cube
             elif isinstance(msg, Resign):
                 game.resign(side, str(msg.kind))
                 resignation = game.resignation
-                points = game.cube if resignation is None else (
-                    resignation.kind.multiplier * game.cube
-                )
-                self._emit(
-                    "resign_offered", {"side": int(side), "kind": str(msg.kind), "points": points}
+                kind = "resign_offered"
+                fields["kind"] = str(msg.kind)
+                fields["points"] = game.cube * (
+                    1 if resignation is None else resignation.kind.multiplier
                 )
             elif isinstance(msg, AcceptResign):
                 outcome = game.accept_resignation(side)
             elif isinstance(msg, RejectResign):
                 game.reject_resignation(side)
-                self._emit("resign_rejected", {"side": int(side)})
+                kind = "resign_rejected"
         except RulesError as exc:
             raise _rules_error(exc) from None
+        if outcome is None:
+            fields["rolls"] = self._auto_rolls()
+        if kind is not None:
+            self._emit(kind, fields)
         if outcome is not None:
             self._game_over(outcome)
-        else:
-            self._advance()
 
-    def _emit_rolled(self, side: Side, dice: tuple[int, int], *, auto: bool) -> None:
+    def _roll_record(self, side: Side, dice: tuple[int, int]) -> dict[str, Any]:
+        """``{side, dice, passed}`` for a roll just made (passed: it had no legal play)."""
         game = self.game
         assert game is not None
         passed = game.phase is not Phase.MOVE or game.turn != side
-        self._emit(
-            "rolled", {"side": int(side), "dice": list(dice), "auto": auto, "passed": passed}
-        )
+        return {"side": int(side), "dice": list(dice), "passed": passed}
 
-    def _advance(self) -> None:
-        """Roll for a player who has no cube decision to make, then arm the clock."""
+    def _auto_rolls(self) -> list[dict[str, Any]]:
+        """Roll for every player on roll who has no cube decision to make (the cube is not
+        theirs to use), so each event's state waits for a real decision. Returns the rolls,
+        in order: ``[{side, dice, passed}]``."""
         game = self.game
         assert game is not None
+        rolls: list[dict[str, Any]] = []
         for _ in range(64):  # a pass-pass-pass chain is short; the bound is a safety net
             turn = game.turn
-            if game.phase is Phase.ROLL and turn is not None and not game.can_double(turn):
-                try:
-                    dice = game.roll(turn)
-                except RulesError:
-                    log.exception("table %s: automatic roll failed", self.id)
-                    break
-                self._emit_rolled(turn, dice, auto=True)
-                continue
-            break
-        self._sync_clock()
+            if game.phase is not Phase.ROLL or turn is None or game.can_double(turn):
+                break
+            try:
+                dice = game.roll(turn)
+            except RulesError:
+                log.exception("table %s: automatic roll failed", self.id)
+                break
+            rolls.append(self._roll_record(turn, dice))
+        return rolls
 
     # --- seats ---------------------------------------------------------------------------
 
@@ -579,8 +593,8 @@ class Table:
             "match_length": self.match_length,
             "opening_rolls": [list(r) for r in game.opening_rolls],
             "rating": self.plan.to_dict(),
+            "rolls": self._auto_rolls(),
         })
-        self._advance()
 
     def game_id(self) -> str:
         return f"{self.id}-g{self.game_no}"
@@ -868,8 +882,8 @@ class Table:
             dice = last.dice if passed and last is not None else game.dice
             fields["dice"] = None if dice is None else list(dice)
             fields["passed"] = passed
+        if outcome is None:
+            fields["rolls"] = self._auto_rolls()
         self._emit("timeout", fields)
         if outcome is not None:
             self._game_over(outcome)
-        else:
-            self._advance()

@@ -87,7 +87,7 @@ class SocketHandler:
         self.limits = session_limits(settings)
         self._trusted = settings.trusted_networks
 
-    async def __call__(self, request: web.Request) -> web.StreamResponse:
+    async def handle(self, request: web.Request) -> web.StreamResponse:
         settings = self.settings
         identity: Identity | None = None
         token = bearer_token(request.headers.get("Authorization"))

@@ -1,0 +1,81 @@
+"""Fixtures for the match server: a real server on loopback, real Redis, real clients.
+
+``start_server(**settings)`` starts ``create_app`` on 127.0.0.1 (port 0) with the test's key
+prefix, so every Redis key it writes is deleted after the test; helpers (clients, playing a
+game out) are in ``server_helpers.py``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+import pytest
+import redis.asyncio as aioredis
+from aiohttp import web
+from server_helpers import RunningServer, StartServer
+
+from server.app import create_app
+from server.config import Settings
+from server.rules import DiceSource
+
+
+@pytest.fixture
+def make_settings(redis_url: str, key_prefix: str) -> Callable[..., Settings]:
+    def make(**overrides: Any) -> Settings:
+        values: dict[str, Any] = {
+            "host": "127.0.0.1",
+            "port": 0,
+            "redis_url": redis_url,
+            "key_prefix": key_prefix,
+            "trusted_proxies": ("127.0.0.1",),
+            "scrypt_n": 2,
+            "scrypt_r": 1,
+            "flush_interval": 0.005,
+            "decision_time": 30.0,
+            "grace_period": 30.0,
+            "heartbeat": 5.0,
+            "shutdown_timeout": 5.0,
+            "finished_linger": 5.0,
+            # Scripted games run at full speed; the rate-limit test sets its own numbers.
+            "rate_limit": 5000.0,
+            "rate_burst": 5000,
+        }
+        values.update(overrides)
+        return Settings(**values)
+
+    return make
+
+
+
+@pytest.fixture
+async def start_server(
+    make_settings: Callable[..., Settings], redis_client: aioredis.Redis
+) -> AsyncIterator[StartServer]:
+    """Start servers; all are stopped after the test (before the key cleanup)."""
+    running: list[RunningServer] = []
+
+    async def start(
+        dice_factory: Callable[[], DiceSource] | None = None, **overrides: Any
+    ) -> RunningServer:
+        settings = make_settings(**overrides)
+        app = create_app(settings, dice_factory=dice_factory)
+        runner = web.AppRunner(app, shutdown_timeout=2.0)
+        await runner.setup()
+        site = web.TCPSite(runner, "127.0.0.1", 0)
+        await site.start()
+        server = runner.server
+        assert server is not None
+        sockets = site._server.sockets if site._server is not None else []  # type: ignore[union-attr]
+        port = sockets[0].getsockname()[1]
+        srv = RunningServer(app, runner, port, settings)
+        running.append(srv)
+        return srv
+
+    try:
+        yield start
+    finally:
+        for srv in running:
+            await srv.stop()
+
+

@@ -1,0 +1,294 @@
+"""Helpers for the match server tests: a real server on loopback, real Redis, real clients.
+
+``start_server(**settings)`` starts ``create_app`` on 127.0.0.1 (port 0) with the test's
+key prefix, so every Redis key it writes is deleted after the test. Clients are
+``websockets`` connections wrapped in :class:`Client`, which decodes JSON text frames and
+msgpack binary frames and lets a test wait for a message by type.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+import random
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import aiohttp
+import msgpack
+import websockets
+from aiohttp import web
+
+from server.app import LOBBY
+from server.config import Settings
+from server.lobby import Lobby
+from server.rules import DiceSource, ScriptedDice
+
+TIMEOUT = 10.0
+_addresses = itertools.count(1)
+
+
+def scripted(seed: int, count: int = 4000) -> Callable[[], DiceSource]:
+    """A dice factory whose tables all roll the same long scripted sequence."""
+    rng = random.Random(seed)
+    values = [rng.randint(1, 6) for _ in range(count)]
+    return lambda: ScriptedDice(values)
+
+
+def fixed(values: list[int]) -> Callable[[], DiceSource]:
+    return lambda: ScriptedDice(values)
+
+
+@dataclass
+class RunningServer:
+    app: web.Application
+    runner: web.AppRunner
+    port: int
+    settings: Settings
+
+    @property
+    def http(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def ws_url(self) -> str:
+        return f"ws://127.0.0.1:{self.port}/ws"
+
+    @property
+    def lobby(self) -> Lobby:
+        return self.app[LOBBY]
+
+    async def stop(self) -> None:
+        await self.runner.cleanup()
+
+
+@dataclass
+class Client:
+    """One WebSocket client. A reader task keeps receiving (so the server never sees a slow
+    consumer); ``messages`` keeps everything received, in order."""
+
+    ws: Any
+    binary: bool
+    player: str = ""
+    messages: list[dict[str, Any]] = field(default_factory=list)
+    close_code: int | None = None
+    _read: int = 0
+    _next_id: int = 0
+    _arrived: asyncio.Event = field(default_factory=asyncio.Event)
+    _reader: asyncio.Task[None] | None = None
+
+    def start(self) -> None:
+        self._reader = asyncio.create_task(self._read_loop())
+
+    async def _read_loop(self) -> None:
+        try:
+            async for raw in self.ws:
+                if isinstance(raw, bytes):
+                    assert self.binary, "binary frame on a JSON client"
+                    message = msgpack.unpackb(raw)
+                else:
+                    assert not self.binary, "text frame on a msgpack client"
+                    message = json.loads(raw)
+                self.messages.append(message)
+                self._arrived.set()
+        except websockets.ConnectionClosed:
+            pass
+        finally:
+            self.close_code = self.ws.close_code
+            self._arrived.set()
+
+    @property
+    def is_closed(self) -> bool:
+        return self._reader is not None and self._reader.done()
+
+    async def send(self, message: dict[str, Any]) -> None:
+        if self.binary:
+            await self.ws.send(msgpack.packb(message))
+        else:
+            await self.ws.send(json.dumps(message))
+
+    async def send_raw(self, data: bytes | str) -> None:
+        await self.ws.send(data)
+
+    async def next(self, timeout: float = TIMEOUT) -> dict[str, Any]:
+        """The next message not yet returned by ``next``/``expect``."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        while self._read >= len(self.messages):
+            if self.is_closed:
+                raise ConnectionError(f"socket closed ({self.close_code})")
+            self._arrived.clear()
+            await asyncio.wait_for(self._arrived.wait(), max(0.001, deadline - loop.time()))
+        message = self.messages[self._read]
+        self._read += 1
+        return message
+
+    async def expect(
+        self, kind: str, timeout: float = TIMEOUT, **match: Any
+    ) -> dict[str, Any]:
+        """Skip ahead to the next message of type ``kind`` (with the given field values)."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        while True:
+            message = await self.next(max(0.001, deadline - loop.time()))
+            if message.get("type") == kind and all(message.get(k) == v for k, v in match.items()):
+                return message
+
+    async def request(self, message: dict[str, Any]) -> dict[str, Any]:
+        """Send with a fresh ``id`` and return the reply or error carrying it as ``ref``."""
+        self._next_id += 1
+        ref = self._next_id
+        await self.send({**message, "id": ref})
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + TIMEOUT
+        while True:
+            message = await self.next(max(0.001, deadline - loop.time()))
+            if message.get("ref") == ref:
+                return message
+
+    async def wait_closed(self, timeout: float = TIMEOUT) -> int | None:
+        assert self._reader is not None
+        await asyncio.wait_for(asyncio.shield(self._reader), timeout)
+        return self.close_code
+
+    def of_type(self, kind: str) -> list[dict[str, Any]]:
+        return [m for m in self.messages if m.get("type") == kind]
+
+    async def close(self) -> None:
+        await self.ws.close()
+        if self._reader is not None:
+            await self._reader
+
+
+async def register(server: RunningServer, name: str, password: str = "correct horse") -> str:
+    async with aiohttp.ClientSession() as http, http.post(
+        f"{server.http}/api/register", json={"name": name, "password": password}
+    ) as resp:
+        body = await resp.json()
+        assert resp.status == 201, body
+        return str(body["token"])
+
+
+async def guest(server: RunningServer) -> str:
+    async with aiohttp.ClientSession() as http, http.post(f"{server.http}/api/guest") as resp:
+        body = await resp.json()
+        assert resp.status == 200, body
+        return str(body["token"])
+
+
+async def connect(
+    server: RunningServer,
+    token: str | None,
+    *,
+    binary: bool = False,
+    address: str | None = None,
+    hello: bool = False,
+    welcome: bool = True,
+) -> Client:
+    """Open a socket (bearer header, or a ``hello`` message when ``hello``) from ``address``
+    (sent as X-Forwarded-For; the test server trusts 127.0.0.1)."""
+    n = next(_addresses)
+    headers = {"X-Forwarded-For": address or f"10.{n // 250 % 250}.{n % 250}.7"}
+    if token is not None and not hello:
+        headers["Authorization"] = f"Bearer {token}"
+    url = server.ws_url + ("?format=msgpack" if binary else "")
+    ws = await websockets.connect(url, additional_headers=headers, max_size=None)
+    client = Client(ws, binary)
+    client.start()
+    if hello and token is not None:
+        await client.send({"type": "hello", "token": token})
+    if token is not None and welcome:
+        message = await client.expect("welcome")
+        client.player = message["player"]
+    return client
+
+
+async def seat_two(
+    server: RunningServer,
+    a: Client,
+    b: Client,
+    *,
+    mode: str = "competitive",
+    match_length: int = 0,
+    **extra: Any,
+) -> tuple[str, dict[str, Any]]:
+    """``a`` creates a table, ``b`` joins; returns the table id and ``a``'s game_start."""
+    created = await a.request({"type": "create_table", "mode": mode,
+                               "match_length": match_length, **extra})
+    assert created["type"] == "table_created", created
+    table = created["table"]
+    await b.send({"type": "join", "table": table})
+    start = await a.expect("game_start", table=table)
+    await b.expect("game_start", table=table)
+    return table, start
+
+
+def latest_state(client: Client, table: str) -> dict[str, Any] | None:
+    for message in reversed(client.messages):
+        if message.get("table") == table and isinstance(message.get("state"), dict):
+            return dict(message["state"])
+    return None
+
+
+async def play_out(
+    clients: dict[int, Client],
+    table: str,
+    *,
+    decide: Callable[[int, dict[str, Any]], dict[str, Any] | None] | None = None,
+    until: str = "game_over",
+    max_steps: int = 3000,
+) -> dict[str, Any]:
+    """Drive both sides until ``until`` arrives: roll, take, and play the first legal play
+    (``decide(side, state)`` may return another action). Returns the ``until`` event as
+    side 0 saw it."""
+    watcher = clients[0]
+    first = watcher._read
+    acted = -1
+    for _ in range(max_steps):
+        for message in watcher.messages[first:]:
+            if message.get("type") == until and message.get("table") == table:
+                return message
+        for client in clients.values():
+            errors = client.of_type("error")
+            if errors:
+                raise AssertionError(f"error during play: {errors}")
+        latest = _latest(watcher, table)
+        if latest is not None and latest["v"] != acted:
+            state = latest["state"]
+            game = state.get("game")
+            if game and game["to_act"] is not None and state["status"] == "playing":
+                acted = latest["v"]
+                side = game["to_act"]
+                action = decide(side, state) if decide is not None else None
+                if action is None:
+                    action = default_decision(game)
+                if action:
+                    await clients[side].send({**action, "table": table})
+        await watcher.next()
+    raise AssertionError(f"no {until} after {max_steps} messages")
+
+
+def _latest(client: Client, table: str) -> dict[str, Any] | None:
+    """The newest versioned event of ``table`` that carries a state."""
+    for message in reversed(client.messages):
+        if message.get("table") == table and "v" in message:
+            return message if isinstance(message.get("state"), dict) else None
+    return None
+
+
+def default_decision(game: dict[str, Any]) -> dict[str, Any]:
+    phase = game["phase"]
+    if phase == "roll":
+        return {"type": "roll"}
+    if phase == "move":
+        return {"type": "play", "play": game["legal_plays"][0]}
+    if phase == "double_offered":
+        return {"type": "take"}
+    if phase == "resign_offered":
+        return {"type": "accept_resign"}
+    raise AssertionError(f"nothing to do in phase {phase}")
+
+
+StartServer = Callable[..., Awaitable[RunningServer]]

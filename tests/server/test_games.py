@@ -1,0 +1,240 @@
+"""Whole games over real sockets: scripted dice, both wire formats, ratings pushed at the end,
+cube, resignation, drops, clocks, disconnects."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any
+
+import redis.asyncio as aioredis
+from conftest import StartServer
+from server_helpers import (
+    connect,
+    latest_state,
+    play_out,
+    register,
+    scripted,
+    seat_two,
+)
+
+from rating_plugin.store import RatingStore
+
+
+async def two_players(start_server: StartServer, **settings: Any) -> tuple[Any, Any, Any]:
+    server = await start_server(dice_factory=scripted(7), **settings)
+    a = await connect(server, await register(server, "alice"))
+    b = await connect(server, await register(server, "bob"), binary=True)
+    return server, a, b
+
+
+async def test_whole_competitive_game_json_and_msgpack_clients(
+    start_server: StartServer, redis_client: aioredis.Redis, key_prefix: str
+) -> None:
+    server, a, b = await two_players(start_server)
+    table, start = await seat_two(server, a, b)
+    assert start["rating"] == {"rated": True, "ladder": "table42", "boosted": False,
+                               "unrated_reason": None}
+    assert start["state"]["clock"]["deadline"] > time.time()
+    over_a = await play_out({0: a, 1: b}, table)
+    over_b = await b.expect("game_over", table=table)
+    assert over_a["v"] == over_b["v"]
+    assert over_a["state"]["game"] == over_b["state"]["game"]
+    assert over_a["state"]["game"]["phase"] == "over"
+    assert (over_a["reason"], over_a["cube"]) == ("normal", 1)
+    winner = over_a["winner"]
+    ratings = {c.player: await c.expect("rating") for c in (a, b)}
+    for player, event in ratings.items():
+        won = player == winner
+        assert event["game_id"] == over_a["game_id"]
+        assert event["ladder"] == "table42"
+        assert (event["old"], event["change"], event["new"]) == (
+            (1500, 16, 1516) if won else (1500, -16, 1484)
+        )
+        assert (event["k"], event["expected_score"], event["cube_coefficient"]) == (32, 0.5, 1.0)
+        assert event["won"] is won
+    # The event log in Redis holds every event, in order, ending with game_over.
+    store = RatingStore(redis_client, key_prefix)
+    assert (await store.rating(winner, "table42")).rating == 1516
+    events = await redis_client.lrange(f"{key_prefix}{{t:{table}}}:events", 0, -1)
+    assert len(events) == over_a["v"]
+    # Versions are gapless: the creator saw every event, the joiner all from its seat on.
+    for client, first in ((a, 1), (b, 2)):
+        versions = [m["v"] for m in client.messages if m.get("table") == table and "v" in m]
+        assert versions == list(range(first, over_a["v"] + 1))
+
+
+def resign_at_cube_four(side: int, state: dict[str, Any]) -> dict[str, Any] | None:
+    game = state["game"]
+    if game["phase"] == "roll" and game["can_double"] and game["cube"] < 4:
+        return {"type": "double"}
+    if game["phase"] == "roll" and game["cube"] == 4:
+        return {"type": "resign", "kind": "single"}
+    if game["phase"] == "resign_offered":
+        return {"type": "accept_resign"}
+    return None
+
+
+async def test_resignation_at_cube_four_scores_coefficient_1_33(
+    start_server: StartServer,
+) -> None:
+    server, a, b = await two_players(start_server)
+    table, _ = await seat_two(server, a, b)
+    over = await play_out({0: a, 1: b}, table, decide=resign_at_cube_four)
+    assert (over["reason"], over["cube"], over["kind"]) == ("resign", 4, "single")
+    assert over["points"] == 4
+    for client in (a, b):
+        event = await client.expect("rating")
+        assert event["cube"] == 4
+        assert round(event["cube_coefficient"], 2) == 1.33
+        assert abs(event["change"]) == 21
+        assert event["won"] is (client.player == over["winner"])
+
+
+async def test_dropped_double_loses_at_the_cube_before_it(start_server: StartServer) -> None:
+    server, a, b = await two_players(start_server)
+    table, _ = await seat_two(server, a, b)
+
+    def double_then_drop(side: int, state: dict[str, Any]) -> dict[str, Any] | None:
+        game = state["game"]
+        if game["phase"] == "roll" and game["can_double"]:
+            return {"type": "double"}
+        if game["phase"] == "double_offered":
+            return {"type": "drop"}
+        return None
+
+    over = await play_out({0: a, 1: b}, table, decide=double_then_drop)
+    assert (over["reason"], over["cube"], over["points"]) == ("drop", 1, 1)
+    doubled = next(m for m in a.messages if m.get("type") == "doubled")
+    assert doubled["cube"] == 2
+    assert over["winner_side"] == doubled["side"]
+    for client in (a, b):
+        event = await client.expect("rating")
+        assert (event["cube"], event["cube_coefficient"], abs(event["change"])) == (1, 1.0, 16)
+
+
+async def test_three_timeouts_forfeit_the_game(start_server: StartServer) -> None:
+    server, a, b = await two_players(start_server, decision_time=0.3)
+    table, start = await seat_two(server, a, b)
+    idle = start["state"]["game"]["to_act"]  # the opening roll's winner never acts
+
+    def only_the_other(side: int, state: dict[str, Any]) -> dict[str, Any] | None:
+        return {} if side == idle else None
+
+    over = await play_out({0: a, 1: b}, table, decide=only_the_other)
+    assert over["reason"] == "timeout"
+    assert over["winner_side"] == 1 - idle
+    timeouts = [m for m in a.messages if m.get("type") == "timeout"]
+    assert [t["strikes"] for t in timeouts] == [1, 2, 3]
+    assert all(t["side"] == idle for t in timeouts)
+    assert timeouts[-1]["action"] == "forfeit"
+    assert timeouts[0]["action"] == "play"  # the opening roll's first legal play
+    for client in (a, b):
+        event = await client.expect("rating")
+        assert abs(event["change"]) == 16 and event["reason"] == "timeout"
+
+
+async def test_disconnect_past_grace_forfeits_and_rating_waits_in_the_inbox(
+    start_server: StartServer,
+) -> None:
+    server, a, b = await two_players(start_server, grace_period=0.3)
+    table, _ = await seat_two(server, a, b)
+    await a.close()
+    countdown = await b.expect("player_disconnected", table=table)
+    assert countdown["player"] == "alice"
+    assert 0 < countdown["deadline"] - time.time() <= 0.3
+    over = await b.expect("game_over", table=table)
+    assert (over["reason"], over["winner"], over["loser"]) == ("disconnect", "bob", "alice")
+    bob_event = await b.expect("rating")
+    assert bob_event["change"] == 16
+    # Alice comes back later: the rating event is delivered on connect, then the inbox is empty.
+    login = await _login(server, "alice")
+    back = await connect(server, login)
+    alice_event = await back.expect("rating")
+    assert (alice_event["game_id"], alice_event["change"]) == (over["game_id"], -16)
+    await back.close()
+    again = await connect(server, login)
+    await again.request({"type": "ping"})
+    assert again.of_type("rating") == []
+
+
+async def _login(server: Any, name: str) -> str:
+    import aiohttp
+
+    async with aiohttp.ClientSession() as http, http.post(
+        f"{server.http}/api/login", json={"name": name, "password": "correct horse"}
+    ) as resp:
+        assert resp.status == 200
+        return str((await resp.json())["token"])
+
+
+async def test_reconnect_within_grace_resumes_where_it_was(start_server: StartServer) -> None:
+    server, a, b = await two_players(start_server, grace_period=5.0)
+    table, _ = await seat_two(server, a, b)
+    seen_v = max(m["v"] for m in a.messages if m.get("table") == table and "v" in m)
+    await a.close()
+    await b.expect("player_disconnected", table=table)
+    back = await connect(server, await _login(server, "alice"))
+    resume = await back.expect("resume", table=table)
+    assert resume["side"] == 0
+    reconnected = await b.expect("player_reconnected", table=table)
+    assert resume["v"] == reconnected["v"]
+    before = latest_state(b, table)
+    assert before is not None
+    assert resume["state"]["game"] == before["game"]
+    synced = await back.request({"type": "sync", "table": table, "since": seen_v})
+    assert synced["complete"] is True
+    assert [e["type"] for e in synced["events"]] == ["player_disconnected", "player_reconnected"]
+    assert synced["events"][0]["v"] == seen_v + 1
+    # Play goes on from the same position.
+    back.messages.append(resume)
+    back._read = len(back.messages) - 1
+    over = await play_out({0: back, 1: b}, table)
+    assert over["reason"] == "normal"
+
+
+async def test_heavy_week_player_gets_k16_while_opponent_gets_k32(
+    start_server: StartServer, redis_client: aioredis.Redis, key_prefix: str
+) -> None:
+    store = RatingStore(redis_client, key_prefix)
+    now = time.time()
+    for i in range(50):
+        await store.settle(f"seed-{i}", ladder="table42", winner="alice", loser=f"dummy{i}",
+                           finished_at=now - 3600 - i * 60)
+    server, a, b = await two_players(start_server)
+    table, _ = await seat_two(server, a, b)
+    await play_out({0: a, 1: b}, table)
+    ka = await a.expect("rating")
+    kb = await b.expect("rating")
+    assert (ka["k"], ka["recent_games"]) == (16, 50)
+    assert (kb["k"], kb["recent_games"]) == (32, 0)
+
+
+async def test_rated_match_to_three_settles_fibs_once(start_server: StartServer) -> None:
+    server, a, b = await two_players(start_server)
+    table, start = await seat_two(server, a, b, match_length=3)
+    assert start["rating"]["ladder"] == "fibs"
+    over = await play_out({0: a, 1: b}, table, until="match_over")
+    assert max(over["score"]) >= 3
+    games = [m for m in a.messages if m.get("type") == "game_over"]
+    assert len(games) >= 2 or games[0]["points"] >= 3
+    event_a = await a.expect("rating")
+    event_b = await b.expect("rating")
+    assert event_a["ladder"] == "fibs" and event_a["match_length"] == 3
+    assert event_a["game_id"] == event_b["game_id"] == f"{table}-m"
+    assert event_a["change"] == -event_b["change"]  # both new players: equal multipliers
+    await asyncio.sleep(0.05)
+    assert len(a.of_type("rating")) == 1
+
+
+async def test_boosted_game_earns_points_not_elo(start_server: StartServer) -> None:
+    server, a, b = await two_players(start_server)
+    table, start = await seat_two(server, a, b, mode="boosted")
+    assert start["rating"] == {"rated": False, "ladder": None, "boosted": True,
+                               "unrated_reason": "boosted_mode"}
+    over = await play_out({0: a, 1: b}, table)
+    for client in (a, b):
+        event = await client.expect("boosted")
+        assert event["points"] == over["points"]
+        assert event["won"] is (client.player == over["winner"])
+    assert a.of_type("rating") == [] and b.of_type("rating") == []
