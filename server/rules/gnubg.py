@@ -12,12 +12,16 @@ it shows and accepts follows the code, though the manual's prose says the revers
 module follows the code (as do other engines that exchange IDs with it, e.g. wildbg). The
 standard starting position is ``4HPwATDgc/ABMA`` either way.
 
-Match ID (manual §11.7, ``matchid.c``): 66 bits in 9 bytes, least significant bit first,
+Match ID (manual §11.7, ``matchid.c``): bits in 9 bytes, least significant bit first,
 12 base64 characters: cube log2 (4 bits), cube owner (2: 0, 1, or 3 = centred), side on
 roll (1), Crawford game (1), game state (3: 0 none, 1 playing, 2 over, 3 resigned,
 4 dropped), side to decide (1), double offered (1), resignation offered (2: 0 none,
 1 single, 2 gammon, 3 backgammon), die 1 (3), die 2 (3), match length (15, 0 = money),
-score of side 0 (15), score of side 1 (15).
+score of side 0 (15), score of side 1 (15); current GNU Backgammon adds bit 66, set when
+the Jacoby rule is NOT in use (this server never uses it, so the bit is set) and writes
+the larger die first. IDs from before that bit read as "Jacoby on", as GNU Backgammon
+reads them. GNU Backgammon refuses a score above the match length, so a finished match's
+score is capped at the length in its Match ID.
 """
 
 from __future__ import annotations
@@ -151,6 +155,7 @@ class MatchState:
     dice: tuple[int, int] | None
     match_length: int
     score: tuple[int, int]
+    jacoby: bool = False
 
 
 _FIELDS = (  # (bit position, width)
@@ -167,11 +172,13 @@ _FIELDS = (  # (bit position, width)
     ("length", 21, 15),
     ("score0", 36, 15),
     ("score1", 51, 15),
+    ("no_jacoby", 66, 1),
 )
 
 
 def encode_match_state(state: MatchState) -> str:
-    """The 12-character Match ID of ``state``."""
+    """The 12-character Match ID of ``state`` (dice written larger first)."""
+    dice = sorted(state.dice, reverse=True) if state.dice else [0, 0]
     fields = {
         "cube": state.cube.bit_length() - 1,
         "owner": 3 if state.cube_owner is None else int(state.cube_owner),
@@ -181,11 +188,12 @@ def encode_match_state(state: MatchState) -> str:
         "turn": int(state.to_act),
         "doubled": int(state.double_offered),
         "resigned": 0 if state.resignation is None else _RESIGN_LEVEL[state.resignation],
-        "die1": state.dice[0] if state.dice else 0,
-        "die2": state.dice[1] if state.dice else 0,
+        "die1": dice[0],
+        "die2": dice[1],
         "length": state.match_length,
         "score0": state.score[0],
         "score1": state.score[1],
+        "no_jacoby": int(not state.jacoby),
     }
     value = 0
     for name, at, width in _FIELDS:
@@ -222,6 +230,7 @@ def decode_match_id(mid: str) -> MatchState:
         dice=(f["die1"], f["die2"]) if f["die1"] else None,
         match_length=f["length"],
         score=(f["score0"], f["score1"]),
+        jacoby=not f["no_jacoby"],
     )
 
 
@@ -255,6 +264,8 @@ def match_state(game_or_match: Game | Match) -> MatchState:
         state = "over"
     else:
         state = "resigned"
+    if length:
+        score = (min(score[0], length), min(score[1], length))
     to_act = game.to_act
     return MatchState(
         cube=game.cube,

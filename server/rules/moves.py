@@ -11,7 +11,6 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator, Sequence
 from functools import lru_cache
-from itertools import permutations
 
 from server.rules.dice import Roll, check_roll
 from server.rules.errors import IllegalPlayError
@@ -330,18 +329,25 @@ def resolve_play(
             f"no checker can move with {roll[0]}-{roll[1]}: the only legal play is to pass",
             reason=_reason_for_pass(position, roll),
         )
+    as_given = tuple(steps)
+    if as_given in legal:
+        return as_given
     marked = marked or set()
+    expansions = _expand(steps, roll)
+    if not expansions:
+        written = " ".join(f"{_name(a)}/{_name(b)}" for a, b in steps)
+        raise IllegalPlayError(
+            f"{written} does not fit the dice {roll[0]}-{roll[1]}", reason="dice"
+        )
     first_error: IllegalPlayError | None = None
     candidates: list[tuple[int, int, Position]] = []
-    orders = set(permutations(steps)) if len(steps) > 1 else {tuple(steps)}
-    for order in sorted(orders, key=lambda o: o != tuple(steps)):
-        for realised in _realise(position, roll, order, marked):
-            if isinstance(realised, IllegalPlayError):
-                if first_error is None:
-                    first_error = realised
-                continue
-            after, dice_used, implicit_hits = realised
-            candidates.append((implicit_hits, -dice_used, after))
+    for expansion in expansions:
+        realised = _simulate(position, expansion, marked)
+        if isinstance(realised, IllegalPlayError):
+            first_error = first_error or realised
+            continue
+        implicit_hits, after = realised
+        candidates.append((implicit_hits, -len(expansion), after))
     matching = sorted(
         (c for c in candidates if c[2] in by_position), key=lambda c: (c[0], c[1])
     )
@@ -372,94 +378,92 @@ def _reason_for_pass(position: Position, roll: Roll) -> str:
     return "must_enter" if mine[BAR] else "blocked"
 
 
-_Realised = tuple[Position, int, int] | IllegalPlayError
+_SubStep = tuple[int, int, int, bool]  # from, to, die, whether it ends a written step
 
 
-def _realise(
-    position: Position, roll: Roll, steps: Sequence[Step], marked: set[int]
-) -> list[_Realised]:
-    """Every way to play ``steps`` with the dice, one die per sub-step, checking each rule.
+def _expand(steps: Sequence[Step], roll: Roll) -> list[list[_SubStep]]:
+    """Every way to split the written steps into one-die sub-steps with the dice rolled.
 
-    Returns ``(position after, dice used, hits not written)`` per way, and the errors met.
+    A written step may span several dice (``24/13``), each landing short of its end on a
+    point; a step to off may end with a die larger than needed (the rules decide later).
+    """
+    dice = [roll[0]] * 4 if roll[0] == roll[1] else list(roll)
+    found: list[list[_SubStep]] = []
+    acc: list[_SubStep] = []
+
+    def from_step(index: int, left: list[int]) -> None:
+        if index == len(steps):
+            found.append(list(acc))
+            return
+        walk(index, steps[index].from_point, left)
+
+    def walk(index: int, cur: int, left: list[int]) -> None:
+        target = steps[index].to_point
+        for d in sorted(set(left), reverse=True):
+            land = cur - d
+            if land < target:
+                if target != OFF:
+                    continue
+                land = OFF
+            rest = list(left)
+            rest.remove(d)
+            final = land == target
+            acc.append((cur, land, d, final))
+            if final:
+                from_step(index + 1, rest)
+            else:
+                walk(index, land, rest)
+            acc.pop()
+
+    from_step(0, dice)
+    return found
+
+
+def _simulate(
+    position: Position, expansion: list[_SubStep], marked: set[int]
+) -> tuple[int, Position] | IllegalPlayError:
+    """Play the sub-steps by the rules, highest source first (an order in which any legal
+    set of steps can be played); the position after and the hits nobody wrote, or why not.
     """
     mine, theirs = position.mover_view()
-    dice = [roll[0]] * 4 if roll[0] == roll[1] else list(roll)
-    out: list[_Realised] = []
-
-    def sub_step(p: int, d: int) -> IllegalPlayError | int:
-        if mine[p] <= 0:
-            where = "on the bar" if p == BAR else f"on point {p}"
+    implicit = 0
+    for src, _land, die, final in sorted(expansion, key=lambda sub: -sub[0]):
+        if mine[src] <= 0:
+            where = "on the bar" if src == BAR else f"on point {src}"
             return IllegalPlayError(f"you have no checker {where}", reason="no_checker")
-        if mine[BAR] and p != BAR:
+        if mine[BAR] and src != BAR:
             return IllegalPlayError(
                 "you have a checker on the bar: it must enter before any other checker moves",
                 reason="must_enter",
             )
-        t = p - d
+        t = src - die
         if t > 0:
             if theirs[t] >= 2:
                 return IllegalPlayError(
                     f"point {t} is held by the opponent ({theirs[t]} checkers)",
                     reason="blocked",
                 )
-            return t
-        if sum(mine[7:26]):
-            return IllegalPlayError(
-                "you cannot bear off until all 15 of your checkers are in your home board",
-                reason="not_all_home",
-            )
-        if t < 0 and any(mine[p + 1 : 7]):
-            return IllegalPlayError(
-                f"a {d} bears off from point {p} only when no checker is on a higher point",
-                reason="higher_checker",
-            )
-        return OFF
-
-    def walk(index: int, cur: int, left: list[int], used: int, implicit: int) -> None:
-        if index == len(steps):
-            out.append((Position.from_mover_view(mine, theirs, position.turn), used, implicit))
-            return
-        target = steps[index].to_point
-        fits = False
-        for d in sorted(set(left), reverse=True):
-            if target != OFF and cur - d < target:
-                continue
-            fits = True
-            landing = sub_step(cur, d)
-            if isinstance(landing, IllegalPlayError):
-                out.append(landing)
-                continue
-            rest = list(left)
-            rest.remove(d)
-            mine[cur] -= 1
-            mine[landing] += 1
-            hit = landing != OFF and theirs[landing] == 1
-            if hit:
-                theirs[landing] = 0
-                theirs[BAR] += 1
-            if landing == target:
-                nxt = steps[index + 1].from_point if index + 1 < len(steps) else OFF
-                walk(index + 1, nxt, rest, used + 1, implicit)
-            else:
-                unwritten = 1 if hit and landing not in marked else 0
-                walk(index, landing, rest, used + 1, implicit + unwritten)
-            if hit:
-                theirs[landing] = 1
-                theirs[BAR] -= 1
-            mine[landing] -= 1
-            mine[cur] += 1
-        if not fits:
-            dice_text = "-".join(str(d) for d in roll)
-            what = "the dice left" if len(left) < len(dice) else f"the dice {dice_text}"
-            out.append(
-                IllegalPlayError(
-                    f"{_name(steps[index].from_point)}/{_name(target)} does not fit {what}",
-                    reason="dice",
+        else:
+            if sum(mine[7:26]):
+                return IllegalPlayError(
+                    "you cannot bear off until all 15 of your checkers are in your home board",
+                    reason="not_all_home",
                 )
-            )
-
-    walk(0, steps[0].from_point, dice, 0, 0)
-    return out
+            if t < 0 and any(mine[src + 1 : 7]):
+                return IllegalPlayError(
+                    f"a {die} bears off from point {src} only when no checker is on a "
+                    "higher point",
+                    reason="higher_checker",
+                )
+            t = OFF
+        mine[src] -= 1
+        mine[t] += 1
+        if t != OFF and theirs[t] == 1:
+            theirs[t] = 0
+            theirs[BAR] += 1
+            if not final and t not in marked:
+                implicit += 1
+    return implicit, Position.from_mover_view(mine, theirs, position.turn)
 
 
 def format_play(play: Play, position: Position | None = None) -> str:
