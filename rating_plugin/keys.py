@@ -15,15 +15,18 @@ Two hash tags:
 
 Layout (``P`` is the prefix, ``L`` a rated ladder: ``table42`` or ``fibs``)::
 
-    P{rated}:game:<game_id>          string  settlement record (JSON), kept for exactly-once
-    P{rated}:podium:<tournament_id>  string  podium award record (JSON)
+    P{rated}:game:<game_id>          string  settlement record, kept: exactly-once and history
+    P{rated}:podium:<tournament_id>  string  podium award record
     P{rated}:L:seq                   string  the ladder's applied-order counter
-    P{rated}:L:rating:<player>       hash    rating, games, wins, losses (+ experience on fibs)
-    P{rated}:L:history:<player>      list    history entries (JSON), newest first, bounded
+    P{rated}:L:rating:<player>       hash    rating, games, wins, losses; experience (fibs);
+                                             newest (table42: finish ms of the newest game)
+    P{rated}:L:history:<player>      list    keys of the player's records, newest first, bounded
     P{rated}:L:board                 zset    leaderboard: member player, score rating
     P{rated}:table42:window:<player> zset    Competitive games: member game id, score finish ms
-    P{boosted}:game:<game_id>        string  Boosted record (JSON)
+    P{boosted}:game:<game_id>        string  Boosted record
     P{boosted}:board                 zset    Boosted leaderboard: member player, score points
+
+Records are newline-separated fields; each writing script's header gives its layout.
 
 Ids are the last part of each key and every kind has its own fixed middle part, so no two
 kinds can collide whatever the ids contain (ids are checked to contain no braces).

@@ -20,14 +20,13 @@ game id is always safe.
 
 from __future__ import annotations
 
-import json
 import math
 import time
 from collections.abc import Awaitable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from importlib import resources
-from typing import Any, Final, cast
+from typing import Final, cast
 
 import redis.asyncio as aioredis
 
@@ -341,110 +340,116 @@ def _ms(seconds: float) -> int:
 
 
 # ---------------------------------------------------------------------------------------------
-# Reply parsing (scripts return JSON whose numbers are exact decimal strings)
+# Reply parsing (records are newline-separated fields, numbers as exact decimal strings)
 
 
 def _text(value: bytes | str) -> str:
     return value.decode() if isinstance(value, bytes) else value
 
 
-def _int_or_none(value: str | None) -> int | None:
-    return None if value is None else int(value)
+def _fields(raw: bytes | str) -> list[str]:
+    """A stored record's fields (the scripts join them with newlines; ids never hold one)."""
+    return (raw.decode() if isinstance(raw, bytes) else raw).split("\n")
 
 
-def _change(side: dict[str, str], ladder: Ladder, coefficient: float | None) -> PlayerChange:
-    if ladder is Ladder.TABLE42:
-        return PlayerChange(
-            player=side["p"],
-            rating_before=int(side["b"]),
-            rating_after=int(side["a"]),
-            change=int(side["d"]),
-            k=int(side["k"]),
-            multiplier=None,
-            expected_score=float(side["e"]),
-            cube_coefficient=coefficient,
-            recent_games=int(side["n"]),
-            experience_before=None,
-        )
+def _table42_change(f: list[str], at: int, coefficient: float) -> PlayerChange:
     return PlayerChange(
-        player=side["p"],
-        rating_before=float(side["b"]),
-        rating_after=float(side["a"]),
-        change=float(side["d"]),
-        k=None,
-        multiplier=float(side["m"]),
-        expected_score=float(side["e"]),
-        cube_coefficient=None,
-        recent_games=None,
-        experience_before=int(side["x"]),
+        f[at], int(f[at + 1]), int(f[at + 2]), int(f[at + 3]), int(f[at + 4]), None,
+        float(f[at + 5]), coefficient, int(f[at + 6]), None,
     )
 
 
-def _settlement(record: dict[str, Any], applied: bool) -> Settlement:
-    ladder = Ladder(record["ladder"])
-    coefficient = float(record["c"]) if "c" in record else None
+def _fibs_change(f: list[str], at: int) -> PlayerChange:
+    return PlayerChange(
+        f[at], float(f[at + 1]), float(f[at + 2]), float(f[at + 3]), None, float(f[at + 4]),
+        float(f[at + 5]), None, None, int(f[at + 6]),
+    )
+
+
+def _settlement(raw: bytes | str, applied: bool) -> Settlement:
+    """A settlement record (layout in settle_table42.lua / settle_fibs.lua)."""
+    f = _fields(raw)
+    if f[0] == "table42/1":
+        coefficient = float(f[6])
+        ladder, match_length = Ladder.TABLE42, None
+        winner = _table42_change(f, 7, coefficient)
+        loser = _table42_change(f, 14, coefficient)
+    else:
+        ladder, match_length = Ladder.FIBS, int(f[6])
+        winner = _fibs_change(f, 7)
+        loser = _fibs_change(f, 14)
     return Settlement(
-        game_id=record["game"],
-        ladder=ladder,
-        reason=record["reason"],
-        finished_at=float(record["at"]),
-        cube=int(record["cube"]),
-        match_length=_int_or_none(record.get("len")),
-        winner=_change(record["w"], ladder, coefficient),
-        loser=_change(record["l"], ladder, coefficient),
-        applied=applied,
-        seq=int(record["seq"]),
+        f[2], ladder, f[3], float(f[4]), int(f[5]), match_length, winner, loser, applied, int(f[1])
     )
 
 
-def _podium(record: dict[str, Any], applied: bool) -> PodiumAward:
+def _podium(raw: bytes | str, applied: bool) -> PodiumAward:
+    """A podium record (layout in award_podium.lua)."""
+    f = _fields(raw)
     places = tuple(
         PodiumPlace(
-            place=int(place["place"]),
-            player=place["p"],
-            prize=int(place["prize"]),
-            rating_before=int(place["b"]),
-            rating_after=int(place["a"]),
+            place=i + 1,
+            player=f[5 + 4 * i],
+            prize=int(f[6 + 4 * i]),
+            rating_before=int(f[7 + 4 * i]),
+            rating_after=int(f[8 + 4 * i]),
         )
-        for place in record["places"]
+        for i in range(int(f[4]))
     )
     return PodiumAward(
-        tournament_id=record["tournament"],
-        awarded_at=float(record["at"]),
-        places=places,
-        applied=applied,
-        seq=int(record["seq"]),
+        tournament_id=f[2], awarded_at=float(f[3]), places=places, applied=applied, seq=int(f[1])
     )
 
 
-def _boosted(record: dict[str, Any], applied: bool) -> BoostedResult:
+def _boosted(raw: bytes | str, applied: bool) -> BoostedResult:
+    """A Boosted record (layout in add_boosted.lua)."""
+    f = _fields(raw)
     return BoostedResult(
-        game_id=record["game"],
-        winner=record["w"],
-        loser=record["l"],
-        points=int(record["pts"]),
-        winner_total=int(float(record["total"])),
-        finished_at=float(record["at"]),
+        game_id=f[1],
+        winner=f[2],
+        loser=f[3],
+        points=int(f[4]),
+        finished_at=float(f[5]),
+        winner_total=int(float(f[6])),
         applied=applied,
     )
 
 
-def _history(raw: bytes | str, ladder: Ladder) -> HistoryEntry:
-    entry: dict[str, str] = json.loads(raw)
-    number = int if ladder is Ladder.TABLE42 else float
-    result = entry.get("res")
+def _history(raw: bytes | str, player: str, ladder: Ladder) -> HistoryEntry:
+    """``player``'s entry from a settlement or podium record (history lists hold record keys)."""
+    if _fields(raw)[0] == "podium/1":
+        award = _podium(raw, False)
+        place = next(place for place in award.places if place.player == player)
+        return HistoryEntry(
+            seq=award.seq,
+            ladder=ladder,
+            ref=award.tournament_id,
+            reason="podium",
+            at=award.awarded_at,
+            opponent=None,
+            won=None,
+            place=place.place,
+            rating_before=place.rating_before,
+            rating_after=place.rating_after,
+            change=place.prize,
+        )
+    settlement = _settlement(raw, False)
+    won = settlement.winner.player == player
+    side, other = (
+        (settlement.winner, settlement.loser) if won else (settlement.loser, settlement.winner)
+    )
     return HistoryEntry(
-        seq=int(entry["seq"]),
+        seq=settlement.seq,
         ladder=ladder,
-        ref=entry["ref"],
-        reason=entry["reason"],
-        at=float(entry["at"]),
-        opponent=entry.get("opp"),
-        won=None if result is None else result == "win",
-        place=_int_or_none(entry.get("place")),
-        rating_before=number(entry["b"]),
-        rating_after=number(entry["a"]),
-        change=number(entry["d"]),
+        ref=settlement.game_id,
+        reason=settlement.reason,
+        at=settlement.finished_at,
+        opponent=other.player,
+        won=won,
+        place=None,
+        rating_before=side.rating_before,
+        rating_after=side.rating_after,
+        change=side.change,
     )
 
 
@@ -494,6 +499,20 @@ class RatingStore:
         self._add_boosted = redis.register_script(_ADD_BOOSTED)
         self._board_page = redis.register_script(_BOARD_PAGE)
         self._board_rank = redis.register_script(_BOARD_RANK)
+        self._scripts = (
+            self._settle_table42,
+            self._settle_fibs,
+            self._award_podium,
+            self._add_boosted,
+            self._board_page,
+            self._board_rank,
+        )
+
+    async def load_scripts(self) -> None:
+        """Load every script into Redis now (optional: the first call of a script loads it
+        anyway). Useful at start-up, so a burst of first calls does not all meet NOSCRIPT."""
+        for script in self._scripts:
+            await self.redis.script_load(script.script)
 
     @property
     def prefix(self) -> str:
@@ -572,6 +591,7 @@ class RatingStore:
                     finish_ms,
                     finish_ms - WINDOW_MS,
                     self._retention_ms,
+                    finish_ms - self._retention_ms,
                     _K_NORMAL,
                     _K_HEAVY,
                     table42.HEAVY_WEEK_GAMES,
@@ -610,7 +630,7 @@ class RatingStore:
                 ),
             )
         applied = reply[0] == 1
-        settlement = _settlement(json.loads(reply[1]), applied)
+        settlement = _settlement(reply[1], applied)
         if not applied:
             differences = tuple(
                 name
@@ -631,7 +651,7 @@ class RatingStore:
         """The stored settlement of ``game_id`` (``applied=False``), or None if never settled."""
         game_id = _check_id(game_id, "game_id", MAX_GAME_ID_LENGTH)
         raw = await self.redis.get(self.keys.game(game_id))
-        return None if raw is None else _settlement(json.loads(raw), False)
+        return None if raw is None else _settlement(raw, False)
 
     async def award_podium(
         self,
@@ -684,7 +704,7 @@ class RatingStore:
             args += (name, prize)
         reply = await self._award_podium(keys=script_keys, args=args)
         applied = reply[0] == 1
-        award = _podium(json.loads(reply[1]), applied)
+        award = _podium(reply[1], applied)
         if not applied:
             differences = tuple(
                 name
@@ -722,7 +742,7 @@ class RatingStore:
             args=(game_id, winner, loser, points, repr(at)),
         )
         applied = reply[0] == 1
-        result = _boosted(json.loads(reply[1]), applied)
+        result = _boosted(reply[1], applied)
         if not applied:
             differences = tuple(
                 name
@@ -829,8 +849,14 @@ class RatingStore:
         player = _check_player(player, "player")
         rated = _ladder(ladder, RATED_LADDERS)
         limit = min(_check_int(limit, "limit", 1, MAX_HISTORY_LIMIT), self.history_limit)
-        raw = await cast(
+        record_keys = await cast(
             "Awaitable[list[bytes | str]]",
             self.redis.lrange(self.keys.history(rated, player), 0, limit - 1),
         )
-        return [_history(entry, rated) for entry in raw]
+        if not record_keys:
+            return []
+        # The records share the {rated} hash tag, so one MGET works on a cluster too.
+        records = await cast(
+            "Awaitable[list[bytes | str | None]]", self.redis.mget(record_keys)
+        )
+        return [_history(raw, player, rated) for raw in records if raw is not None]

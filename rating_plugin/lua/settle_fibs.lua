@@ -1,16 +1,16 @@
 -- settle_fibs.lua: settle one rated n-point match on the FIBS ladder, exactly once.
 --
 -- Reads both ratings and experiences, scores the match with the FIBS formula
--- (rating_plugin.fibs.change, same operations in the same order), adds the match length to
--- both experiences and writes ratings, counts, histories, the leaderboard (only players with
--- experience >= the new-player bound) and the settlement record, all in one atomic step.
--- A game id that already has a record changes nothing.
+-- (rating_plugin.fibs.change: same operations in the same order), adds the match length to
+-- both experiences and writes ratings, counts, the leaderboard (only players whose experience
+-- reached the new-player bound), both histories and the settlement record, all in one atomic
+-- step. A game id that already has a record (on either rated ladder) changes nothing.
 --
--- KEYS[1]  settlement record, string (JSON)               P{rated}:game:<game_id>
--- KEYS[2]  FIBS sequence counter, string (integer)         P{rated}:fibs:seq
+-- KEYS[1]  settlement record, string (below)                P{rated}:game:<game_id>
+-- KEYS[2]  FIBS sequence counter, string (integer)          P{rated}:fibs:seq
 -- KEYS[3]  winner rating, hash: rating, games, wins, losses, experience
 -- KEYS[4]  loser rating, hash
--- KEYS[5]  winner history, list of JSON entries, newest first
+-- KEYS[5]  winner history, list of record keys (KEYS[1] of each match), newest first
 -- KEYS[6]  loser history, list
 -- KEYS[7]  FIBS leaderboard, zset: member player, score rating
 --
@@ -29,12 +29,13 @@
 --
 -- Returns {applied, record}: applied is 1 when this call applied the match and 0 when the id
 -- already had a record (then nothing changed and the stored record comes back, whichever
--- ladder it was settled on). The record is JSON whose numbers are all strings written with
--- 17 significant digits (a Lua number returned as such would be cut to an integer reply):
---   {"v","seq","ladder","game","reason","at","cube","len",
---    "w": {"p","b","a","d","m","e","x"}, "l": {...}}
---   p player, b rating before, a rating after, d change, m multiplier, e win probability,
---   x experience before the match.
+-- ladder it was settled on). The record is what KEYS[1] holds: 21 fields joined by "\n" (ids
+-- are printable, so they never contain one), every number as a decimal string (floats with 17
+-- significant digits; a Lua number returned as such would be cut to an integer reply):
+--   1 "fibs/1"  2 seq  3 game id  4 reason  5 finish time (s)  6 cube  7 match length
+--   8 winner  9 rating before  10 rating after  11 change  12 new-player multiplier
+--   13 win probability  14 experience before the match
+--   15 loser  16..21 the loser's fields, in the order of 9..14
 
 local function num(x)
   return string.format('%.17g', x)
@@ -47,17 +48,14 @@ end
 
 local game_id, winner, loser = ARGV[1], ARGV[2], ARGV[3]
 local length, root = tonumber(ARGV[5]), tonumber(ARGV[6])
-local start, max_multiplier, new_bound = tonumber(ARGV[8]), tonumber(ARGV[9]), tonumber(ARGV[10])
-local reason, history_bound = ARGV[11], tonumber(ARGV[12])
+local start, max_multiplier, new_bound = ARGV[8], tonumber(ARGV[9]), tonumber(ARGV[10])
+local history_bound = tonumber(ARGV[12])
 
-local function load(key)
-  local v = redis.call('HMGET', key, 'rating', 'games', 'wins', 'losses', 'experience')
-  return tonumber(v[1]) or start, tonumber(v[2]) or 0, tonumber(v[3]) or 0,
-    tonumber(v[4]) or 0, tonumber(v[5]) or 0
-end
-
-local w_rating, w_games, w_wins, w_losses, w_exp = load(KEYS[3])
-local l_rating, l_games, l_wins, l_losses, l_exp = load(KEYS[4])
+local w = redis.call('HMGET', KEYS[3], 'rating', 'games', 'wins', 'losses', 'experience')
+local l = redis.call('HMGET', KEYS[4], 'rating', 'games', 'wins', 'losses', 'experience')
+local w_before, l_before = w[1] or start, l[1] or start
+local w_rating, l_rating = tonumber(w_before), tonumber(l_before)
+local w_exp, l_exp = tonumber(w[5]) or 0, tonumber(l[5]) or 0
 
 -- rating_plugin.fibs.change; an overflowing power gives a probability of 0.
 local probability = 1.0 / (1.0 + 10.0 ^ (-(w_rating - l_rating) * root / 2000))
@@ -66,40 +64,33 @@ local w_multiplier = math.max(1.0, max_multiplier - w_exp / 100)
 local l_multiplier = math.max(1.0, max_multiplier - l_exp / 100)
 local w_change = points * w_multiplier
 local l_change = 0.0 - points * l_multiplier
-local w_after = w_rating + w_change
-local l_after = l_rating + l_change
-local w_exp_after = w_exp + length
-local l_exp_after = l_exp + length
+local w_after, l_after = num(w_rating + w_change), num(l_rating + l_change)
+local w_exp_after, l_exp_after = w_exp + length, l_exp + length
 
 local seq = num(redis.call('INCR', KEYS[2]))
 
-redis.call('HSET', KEYS[3], 'rating', num(w_after), 'games', num(w_games + 1),
-  'wins', num(w_wins + 1), 'losses', num(w_losses), 'experience', num(w_exp_after))
-redis.call('HSET', KEYS[4], 'rating', num(l_after), 'games', num(l_games + 1),
-  'wins', num(l_wins), 'losses', num(l_losses + 1), 'experience', num(l_exp_after))
+redis.call('HSET', KEYS[3], 'rating', w_after, 'games', num((tonumber(w[2]) or 0) + 1),
+  'wins', num((tonumber(w[3]) or 0) + 1), 'experience', num(w_exp_after))
+redis.call('HSET', KEYS[4], 'rating', l_after, 'games', num((tonumber(l[2]) or 0) + 1),
+  'losses', num((tonumber(l[4]) or 0) + 1), 'experience', num(l_exp_after))
 if w_exp_after >= new_bound then
-  redis.call('ZADD', KEYS[7], num(w_after), winner)
+  redis.call('ZADD', KEYS[7], w_after, winner)
 end
 if l_exp_after >= new_bound then
-  redis.call('ZADD', KEYS[7], num(l_after), loser)
+  redis.call('ZADD', KEYS[7], l_after, loser)
 end
 
-local function remember(key, entry)
-  redis.call('LPUSH', key, cjson.encode(entry))
-  redis.call('LTRIM', key, 0, history_bound - 1)
+if redis.call('LPUSH', KEYS[5], KEYS[1]) > history_bound then
+  redis.call('LTRIM', KEYS[5], 0, history_bound - 1)
 end
-remember(KEYS[5], {seq = seq, ref = game_id, reason = reason, at = ARGV[7], opp = loser,
-  res = 'win', b = num(w_rating), a = num(w_after), d = num(w_change)})
-remember(KEYS[6], {seq = seq, ref = game_id, reason = reason, at = ARGV[7], opp = winner,
-  res = 'loss', b = num(l_rating), a = num(l_after), d = num(l_change)})
+if redis.call('LPUSH', KEYS[6], KEYS[1]) > history_bound then
+  redis.call('LTRIM', KEYS[6], 0, history_bound - 1)
+end
 
-local record = cjson.encode({
-  v = '1', seq = seq, ladder = 'fibs', game = game_id, reason = reason, at = ARGV[7],
-  cube = ARGV[4], len = ARGV[5],
-  w = {p = winner, b = num(w_rating), a = num(w_after), d = num(w_change),
-       m = num(w_multiplier), e = num(probability), x = num(w_exp)},
-  l = {p = loser, b = num(l_rating), a = num(l_after), d = num(l_change),
-       m = num(l_multiplier), e = num(1 - probability), x = num(l_exp)},
-})
+local record = table.concat({
+  'fibs/1', seq, game_id, ARGV[11], ARGV[7], ARGV[4], ARGV[5],
+  winner, w_before, w_after, num(w_change), num(w_multiplier), num(probability), num(w_exp),
+  loser, l_before, l_after, num(l_change), num(l_multiplier), num(1 - probability), num(l_exp),
+}, '\n')
 redis.call('SET', KEYS[1], record)
 return {1, record}

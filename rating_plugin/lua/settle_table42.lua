@@ -1,17 +1,19 @@
 -- settle_table42.lua: settle one Competitive game on the Table42 ladder, exactly once.
 --
 -- Reads both ratings and both 7-day windows, scores the game with the Table42 formula
--- (rating_plugin.table42.change, same operations in the same order), records the game in both
--- windows, trims them, writes ratings, counts, histories, the leaderboard and the settlement
--- record, all in one atomic step. A game id that already has a record changes nothing.
+-- (rating_plugin.table42.change: same operations in the same order), records the game in both
+-- windows and trims them, then writes ratings, counts, the leaderboard, both histories and the
+-- settlement record, all in one atomic step. A game id that already has a record (on either
+-- rated ladder) changes nothing.
 --
--- KEYS[1]  settlement record, string (JSON)              P{rated}:game:<game_id>
--- KEYS[2]  Table42 sequence counter, string (integer)     P{rated}:table42:seq
--- KEYS[3]  winner rating, hash: rating, games, wins, losses
+-- KEYS[1]  settlement record, string (below)               P{rated}:game:<game_id>
+-- KEYS[2]  Table42 sequence counter, string (integer)      P{rated}:table42:seq
+-- KEYS[3]  winner rating, hash: rating, games, wins, losses, newest (finish ms of the newest
+--          game in the window)
 -- KEYS[4]  loser rating, hash
 -- KEYS[5]  winner window, zset: member game id, score finish time (integer ms)
 -- KEYS[6]  loser window, zset
--- KEYS[7]  winner history, list of JSON entries, newest first
+-- KEYS[7]  winner history, list of record keys (KEYS[1] of each game), newest first
 -- KEYS[8]  loser history, list
 -- KEYS[9]  Table42 leaderboard, zset: member player, score rating
 --
@@ -23,25 +25,26 @@
 -- ARGV[6]  finish time as given by the caller (Unix seconds, decimal), stored as given
 -- ARGV[7]  finish time T (integer ms): the game's score in the windows
 -- ARGV[8]  window start T - 7 days (integer ms); games in [ARGV[8], T) count
--- ARGV[9]  retention (integer ms, 7 days + late-settlement grace): after recording, entries
---          older than (newest score in the window - retention) are removed; also the window's
---          time to live (PEXPIRE), so an idle player's window disappears
--- ARGV[10] K below the heavy-week count (32)
--- ARGV[11] K from the heavy-week count on (16)
--- ARGV[12] heavy-week count (50 games in the window)
--- ARGV[13] divisor D of the expected score (1200)
--- ARGV[14] start rating of a player never seen (1500)
--- ARGV[15] reason (normal, gammon, backgammon, resign, drop, timeout, disconnect, leave)
--- ARGV[16] history bound (entries kept per player, >= 1)
+-- ARGV[9]  retention R (integer ms, 7 days + late-settlement grace): after recording, entries
+--          older than (newest game in the window - R) are removed
+-- ARGV[10] T - R (integer ms): the trim bound when this game is the player's newest
+-- ARGV[11] K below the heavy-week count (32)
+-- ARGV[12] K from the heavy-week count on (16)
+-- ARGV[13] heavy-week count (50 games in the window)
+-- ARGV[14] divisor D of the expected score (1200)
+-- ARGV[15] start rating of a player never seen (1500)
+-- ARGV[16] reason (normal, gammon, backgammon, resign, drop, timeout, disconnect, leave)
+-- ARGV[17] history bound (entries kept per player, >= 1)
 --
 -- Returns {applied, record}: applied is 1 when this call applied the game and 0 when the game
 -- id already had a record (then nothing changed and the stored record comes back, whichever
--- ladder it was settled on). The record is JSON whose numbers are all strings written with
--- 17 significant digits (a Lua number returned as such would be cut to an integer reply):
---   {"v","seq","ladder","game","reason","at","cube","c",
---    "w": {"p","b","a","d","k","e","n"}, "l": {...}}
---   p player, b rating before, a rating after, d change, k K factor, e expected score,
---   n Competitive games in the window before this game.
+-- ladder it was settled on). The record is what KEYS[1] holds: 21 fields joined by "\n" (ids
+-- are printable, so they never contain one), every number as a decimal string (floats with 17
+-- significant digits; a Lua number returned as such would be cut to an integer reply):
+--   1 "table42/1"  2 seq  3 game id  4 reason  5 finish time (s)  6 cube  7 cube coefficient
+--   8 winner  9 rating before  10 rating after  11 change  12 K  13 expected score
+--   14 Competitive games in the window before this game
+--   15 loser  16..21 the loser's fields, in the order of 9..14
 
 local function num(x)
   return string.format('%.17g', x)
@@ -65,70 +68,65 @@ end
 
 local game_id, winner, loser = ARGV[1], ARGV[2], ARGV[3]
 local coefficient = tonumber(ARGV[5])
-local finish_ms, window_start, retention = ARGV[7], ARGV[8], tonumber(ARGV[9])
-local k_normal, k_heavy, heavy = tonumber(ARGV[10]), tonumber(ARGV[11]), tonumber(ARGV[12])
-local divisor, start = tonumber(ARGV[13]), tonumber(ARGV[14])
-local reason, history_bound = ARGV[15], tonumber(ARGV[16])
+local finish_ms, window_start = ARGV[7], ARGV[8]
+local finish, retention = tonumber(ARGV[7]), tonumber(ARGV[9])
+local heavy, divisor = tonumber(ARGV[13]), tonumber(ARGV[14])
+local start, history_bound = ARGV[15], tonumber(ARGV[17])
 
-local function load(key)
-  local v = redis.call('HMGET', key, 'rating', 'games', 'wins', 'losses')
-  return tonumber(v[1]) or start, tonumber(v[2]) or 0, tonumber(v[3]) or 0, tonumber(v[4]) or 0
-end
-
-local w_rating, w_games, w_wins, w_losses = load(KEYS[3])
-local l_rating, l_games, l_wins, l_losses = load(KEYS[4])
+local w = redis.call('HMGET', KEYS[3], 'rating', 'games', 'wins', 'losses', 'newest')
+local l = redis.call('HMGET', KEYS[4], 'rating', 'games', 'wins', 'losses', 'newest')
+local w_before, l_before = w[1] or start, l[1] or start
+local w_rating, l_rating = tonumber(w_before), tonumber(l_before)
 
 -- Games in [T - 7 days, T): the game itself is not in the set yet.
 local w_recent = redis.call('ZCOUNT', KEYS[5], window_start, '(' .. finish_ms)
 local l_recent = redis.call('ZCOUNT', KEYS[6], window_start, '(' .. finish_ms)
-local w_k = k_normal
-if w_recent >= heavy then w_k = k_heavy end
-local l_k = k_normal
-if l_recent >= heavy then l_k = k_heavy end
+local w_k, l_k = ARGV[11], ARGV[11]
+if w_recent >= heavy then w_k = ARGV[12] end
+if l_recent >= heavy then l_k = ARGV[12] end
 
 -- rating_plugin.table42.change: E_loser = 1 - E_winner; an overflowing power gives E = 0.
 local w_expected = 1.0 / (1.0 + 10.0 ^ ((l_rating - w_rating) / divisor))
 local l_expected = 1 - w_expected
-local w_change = round_half_away(w_k * (1 - w_expected) * coefficient)
-local l_change = round_half_away(l_k * (0 - l_expected) * coefficient)
-local w_after = w_rating + w_change
-local l_after = l_rating + l_change
+local w_change = round_half_away(tonumber(w_k) * (1 - w_expected) * coefficient)
+local l_change = round_half_away(tonumber(l_k) * (0 - l_expected) * coefficient)
+local w_after, l_after = num(w_rating + w_change), num(l_rating + l_change)
 
-local function record_game(key)
+-- Record the game, then trim relative to the newest game the player has (not to T): a late
+-- settlement then leaves no entry that no future window can reach. Returns the new newest.
+local function record_game(key, newest)
   redis.call('ZADD', key, finish_ms, game_id)
-  -- Trim relative to the newest game seen, not to T: a late settlement then cannot leave an
-  -- entry that no future window can reach.
-  local newest = redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')
-  redis.call('ZREMRANGEBYSCORE', key, '-inf', '(' .. num(tonumber(newest[2]) - retention))
-  redis.call('PEXPIRE', key, ARGV[9])
+  local cutoff = ARGV[10]
+  if newest and tonumber(newest) > finish then
+    cutoff = num(tonumber(newest) - retention)
+  else
+    newest = finish_ms
+  end
+  redis.call('ZREMRANGEBYSCORE', key, '-inf', '(' .. cutoff)
+  return newest
 end
-record_game(KEYS[5])
-record_game(KEYS[6])
+local w_newest = record_game(KEYS[5], w[5])
+local l_newest = record_game(KEYS[6], l[5])
 
 local seq = num(redis.call('INCR', KEYS[2]))
 
-redis.call('HSET', KEYS[3], 'rating', num(w_after), 'games', num(w_games + 1),
-  'wins', num(w_wins + 1), 'losses', num(w_losses))
-redis.call('HSET', KEYS[4], 'rating', num(l_after), 'games', num(l_games + 1),
-  'wins', num(l_wins), 'losses', num(l_losses + 1))
-redis.call('ZADD', KEYS[9], num(w_after), winner, num(l_after), loser)
+redis.call('HSET', KEYS[3], 'rating', w_after, 'games', num((tonumber(w[2]) or 0) + 1),
+  'wins', num((tonumber(w[3]) or 0) + 1), 'newest', w_newest)
+redis.call('HSET', KEYS[4], 'rating', l_after, 'games', num((tonumber(l[2]) or 0) + 1),
+  'losses', num((tonumber(l[4]) or 0) + 1), 'newest', l_newest)
+redis.call('ZADD', KEYS[9], w_after, winner, l_after, loser)
 
-local function remember(key, entry)
-  redis.call('LPUSH', key, cjson.encode(entry))
-  redis.call('LTRIM', key, 0, history_bound - 1)
+if redis.call('LPUSH', KEYS[7], KEYS[1]) > history_bound then
+  redis.call('LTRIM', KEYS[7], 0, history_bound - 1)
 end
-remember(KEYS[7], {seq = seq, ref = game_id, reason = reason, at = ARGV[6], opp = loser,
-  res = 'win', b = num(w_rating), a = num(w_after), d = num(w_change)})
-remember(KEYS[8], {seq = seq, ref = game_id, reason = reason, at = ARGV[6], opp = winner,
-  res = 'loss', b = num(l_rating), a = num(l_after), d = num(l_change)})
+if redis.call('LPUSH', KEYS[8], KEYS[1]) > history_bound then
+  redis.call('LTRIM', KEYS[8], 0, history_bound - 1)
+end
 
-local record = cjson.encode({
-  v = '1', seq = seq, ladder = 'table42', game = game_id, reason = reason, at = ARGV[6],
-  cube = ARGV[4], c = ARGV[5],
-  w = {p = winner, b = num(w_rating), a = num(w_after), d = num(w_change), k = num(w_k),
-       e = num(w_expected), n = num(w_recent)},
-  l = {p = loser, b = num(l_rating), a = num(l_after), d = num(l_change), k = num(l_k),
-       e = num(l_expected), n = num(l_recent)},
-})
+local record = table.concat({
+  'table42/1', seq, game_id, ARGV[16], ARGV[6], ARGV[4], ARGV[5],
+  winner, w_before, w_after, num(w_change), w_k, num(w_expected), num(w_recent),
+  loser, l_before, l_after, num(l_change), l_k, num(l_expected), num(l_recent),
+}, '\n')
 redis.call('SET', KEYS[1], record)
 return {1, record}
