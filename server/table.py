@@ -275,6 +275,12 @@ class Table:
         if self.status is TableStatus.CLOSED:
             raise ProtocolError(ErrorCode.NO_SUCH_TABLE, f"table {self.id} is closed",
                                 field="table")
+        if isinstance(msg, Watch):
+            self.watch(actor, msg)
+            return
+        if isinstance(msg, Sync):
+            await self.sync(actor, msg)
+            return
         if isinstance(msg, Play | Roll | Double | Take | Drop | Resign | AcceptResign
                       | RejectResign):
             self._act(actor, msg)
@@ -282,14 +288,14 @@ class Table:
             await self.join(actor)
         elif isinstance(msg, Leave):
             await self.leave(actor)
-        elif isinstance(msg, Watch):
-            self.watch(actor, msg)
         elif isinstance(msg, Unwatch):
             self.unwatch(actor.node, actor.conn)
-        elif isinstance(msg, Sync):
-            await self.sync(actor, msg)
         else:  # pragma: no cover - the lobby routes only table messages here
             raise ProtocolError(ErrorCode.UNKNOWN_TYPE, f"{msg.TYPE} is not a table command")
+        if msg.ref is not None:
+            # A request that carried an id gets exactly one answer: this, or an error.
+            self.lobby.reply(actor, {"type": "ack", "ref": msg.ref, "table": self.id,
+                                     "v": self.version})
 
     def _act(self, actor: Actor, msg: Message) -> None:
         side = self.side_of(actor.player)
@@ -443,7 +449,9 @@ class Table:
             raise ProtocolError(ErrorCode.NOT_SEATED, f"you are not at table {self.id}",
                                 field="table")
         if self.status is TableStatus.OPEN:
-            self.close("left")
+            players = self.seated_players()
+            self.close("left", release=False)
+            await self._release(players)  # before answering, so the seat is free at once
             return
         if self.status is TableStatus.PLAYING and not self._finishing:
             self._forfeit(side, EndReason.LEAVE)
@@ -451,7 +459,6 @@ class Table:
                 return
         # Finished (or settling): just give the seat lock back.
         await self.lobby.persistence.release_seat(actor.player, self.id)
-        self.lobby.reply(actor, {"type": "left", "table": self.id})
 
     def watch(self, actor: Actor, msg: Watch) -> None:
         key = (actor.node, actor.conn)
@@ -781,7 +788,7 @@ class Table:
                 await self.lobby.persistence.release_seat(player, self.id)
         self.lobby.forget_later(self)
 
-    def close(self, reason: str) -> None:
+    def close(self, reason: str, *, release: bool = True) -> None:
         """Close a table that has no game in progress (its only player left or vanished)."""
         if self.status is TableStatus.CLOSED:
             return
@@ -794,7 +801,8 @@ class Table:
         self.status = TableStatus.CLOSED
         players = self.seated_players()
         self.lobby.table_changed(self)
-        self.lobby.spawn(self._release(players))
+        if release:
+            self.lobby.spawn(self._release(players))
         self.lobby.forget_later(self, delay=0.0)
 
     async def _release(self, players: list[str]) -> None:

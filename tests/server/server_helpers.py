@@ -238,6 +238,7 @@ async def play_out(
     *,
     decide: Callable[[int, dict[str, Any]], dict[str, Any] | None] | None = None,
     until: str = "game_over",
+    stop: Callable[[dict[str, Any]], bool] | None = None,
     max_steps: int = 3000,
 ) -> dict[str, Any]:
     """Drive both sides until ``until`` arrives: roll, take, and play the first legal play
@@ -248,7 +249,9 @@ async def play_out(
     acted = -1
     for _ in range(max_steps):
         for message in watcher.messages[first:]:
-            if message.get("type") == until and message.get("table") == table:
+            if message.get("table") != table:
+                continue
+            if message.get("type") == until or (stop is not None and stop(message)):
                 return message
         for client in clients.values():
             errors = client.of_type("error")
