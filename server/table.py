@@ -245,7 +245,10 @@ class Table:
 
     # --- events ----------------------------------------------------------------------------
 
-    def _emit(self, kind: str, fields: dict[str, Any], *, with_state: bool = True) -> Outgoing:
+    def _emit(
+        self, kind: str, fields: dict[str, Any], *, with_state: bool = True,
+        broadcast: bool = True,
+    ) -> Outgoing:
         self.version += 1
         obj: dict[str, Any] = {"type": kind, "table": self.id, "v": self.version}
         obj.update(fields)
@@ -257,7 +260,8 @@ class Table:
         persistence = self.lobby.persistence
         persistence.append_event(self.id, out.frame(WireFormat.JSON))
         persistence.mark_dirty(self.id, self.snapshot)
-        self._broadcast(out)
+        if broadcast:
+            self._broadcast(out)
         return out
 
     def _broadcast(self, out: Outgoing) -> None:
@@ -512,6 +516,10 @@ class Table:
         seat = self.seats[side]
         assert seat is not None
         seat.nodes.add(actor.node)
+        if seat.grace_timer is not None and self._finishing:
+            seat.grace_timer.cancel()  # the game is being settled: no event in between
+            seat.grace_timer = None
+            seat.grace_deadline = None
         if seat.grace_timer is not None:
             seat.grace_timer.cancel()
             seat.grace_timer = None
@@ -681,6 +689,19 @@ class Table:
             result["rating_error"] = str(exc)[:200]
         if match_over:
             self.status = TableStatus.FINISHED
+        # The announcements get their versions now and are stored in the same pipeline as
+        # the result; they are sent only once that pipeline has been written.
+        announcements = [self._emit("game_over", {key: result[key] for key in (
+            "game_id", "game_no", "winner", "loser", "winner_side", "kind", "reason", "cube",
+            "points", "rating",
+        )}, broadcast=False)]
+        if match is not None and match_over:
+            match_winner = seats[match.winner] if match.winner is not None else winner
+            announcements.append(self._emit("match_over", {
+                "match_id": self.match_id(), "winner": match_winner.player,
+                "loser": seats[1 - seats.index(match_winner)].player,
+                "score": list(match.score), "reason": str(outcome.reason),
+            }, broadcast=False))
         for attempt in range(SETTLE_ATTEMPTS):
             try:
                 await self.lobby.persistence.write_result(self.id, result, pushes)
@@ -691,17 +712,8 @@ class Table:
                                   game_id)
                 else:
                     await asyncio.sleep(0.05 * (attempt + 1))
-        self._emit("game_over", {key: result[key] for key in (
-            "game_id", "game_no", "winner", "loser", "winner_side", "kind", "reason", "cube",
-            "points", "rating",
-        )})
-        if match is not None and match_over:
-            match_winner = seats[match.winner] if match.winner is not None else winner
-            self._emit("match_over", {
-                "match_id": self.match_id(), "winner": match_winner.player,
-                "loser": seats[1 - seats.index(match_winner)].player,
-                "score": list(match.score), "reason": str(outcome.reason),
-            })
+        for out in announcements:
+            self._broadcast(out)
         for player, event in pushes:
             self.lobby.deliver_rating(player, self._nodes_of(player), event)
         await self.lobby.flush()

@@ -87,10 +87,25 @@ def encode(obj: Any, fmt: WireFormat) -> bytes:
 
     JSON is UTF-8 (sent in a text frame), msgpack uses the bin/str distinction.
     """
-    if fmt is WireFormat.JSON:
-        return _json_encoder.encode(obj).encode("utf-8")
-    packed: bytes = msgpack.packb(obj, use_bin_type=True)
-    return packed
+    try:
+        if fmt is WireFormat.JSON:
+            return _json_encoder.encode(obj).encode("utf-8")
+        packed: bytes = msgpack.packb(obj, use_bin_type=True)
+        return packed
+    except UnicodeEncodeError:
+        # A lone surrogate (from a client's JSON "\ud800" escape) echoed back in a message:
+        # not encodable as UTF-8, so it is replaced rather than crash the reply.
+        return encode(_replace_surrogates(obj), fmt)
+
+
+def _replace_surrogates(obj: Any) -> Any:
+    if isinstance(obj, str):
+        return obj.encode("utf-8", "replace").decode("utf-8")
+    if isinstance(obj, dict):
+        return {_replace_surrogates(k): _replace_surrogates(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return [_replace_surrogates(v) for v in obj]
+    return obj
 
 
 def _short(exc: BaseException) -> str:

@@ -39,6 +39,13 @@ def test_codec_round_trip(fmt: WireFormat) -> None:
     assert decode(encode(obj, fmt), fmt) == obj
 
 
+@pytest.mark.parametrize("fmt", list(WireFormat))
+def test_codec_replaces_lone_surrogates_instead_of_failing(fmt: WireFormat) -> None:
+    obj = decode(b'{"type": "play", "play": "\\ud800x"}', WireFormat.JSON)
+    assert obj["play"] == "\ud800x"
+    assert decode(encode(obj, fmt), fmt)["play"] == "?x"
+
+
 def test_outgoing_encodes_once_per_format() -> None:
     out = Outgoing({"type": "x", "v": 1})
     assert out.frame(WireFormat.JSON) is out.frame(WireFormat.JSON)

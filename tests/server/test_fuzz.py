@@ -1,0 +1,163 @@
+"""Random frames at a live connection: the socket stays usable and the server stays up.
+
+The server runs on its own event loop in a thread so hypothesis can drive a plain
+synchronous ``websockets`` client, one example after another, on the same socket.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+import urllib.request
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import msgpack
+import pytest
+import redis
+from aiohttp import web
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from websockets.sync.client import ClientConnection, connect
+
+from server.app import create_app
+from server.config import Settings
+
+TYPES = ["hello", "auth", "ping", "list_tables", "create_table", "join", "leave", "watch",
+         "unwatch", "roll", "play", "double", "take", "drop", "resign", "accept_resign",
+         "reject_resign", "sync", "fly", ""]
+FIELDS = ["type", "id", "table", "play", "since", "mode", "kind", "match_length",
+          "tournament_id", "token"]
+
+text = st.text(alphabet=st.characters(exclude_categories=("Cs",)), max_size=40)
+scalars = st.one_of(
+    st.none(), st.booleans(), st.integers(-(2**63), 2**64), st.floats(allow_nan=False),
+    text, st.text(max_size=10), st.binary(max_size=20), st.sampled_from(TYPES),
+    st.sampled_from(["competitive", "boosted", "private", "tournament", "24/18 13/8"]),
+)
+values = st.recursive(
+    scalars, lambda inner: st.lists(inner, max_size=4) | st.dictionaries(
+        st.text(max_size=8), inner, max_size=4), max_leaves=12,
+)
+messages = st.fixed_dictionaries(
+    {"type": st.sampled_from(TYPES)},
+    optional={name: values for name in FIELDS[1:]},
+)
+
+
+def as_frame(obj: Any, binary: bool) -> bytes | str:
+    if binary:
+        try:
+            return bytes(msgpack.packb(obj))
+        except (UnicodeEncodeError, OverflowError):  # not representable in msgpack
+            return b"\xc1"
+    # ensure_ascii keeps lone surrogates as \udXXX escapes: valid frames, odd strings.
+    return json.dumps(obj, default=lambda b: b.hex())
+
+
+frames = st.one_of(
+    st.binary(max_size=300),
+    st.text(alphabet=st.characters(exclude_categories=("Cs",)), max_size=200),
+    st.tuples(messages, st.booleans()).map(lambda mb: as_frame(*mb)),
+    st.tuples(values, st.booleans()).map(lambda vb: as_frame(*vb)),
+)
+
+
+class ThreadedServer:
+    def __init__(self, settings: Settings) -> None:
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
+        self.thread.start()
+        self.runner, self.port = self._call(self._start(settings))
+
+    def _call(self, coro: Any) -> Any:
+        return asyncio.run_coroutine_threadsafe(coro, self.loop).result(15)
+
+    async def _start(self, settings: Settings) -> tuple[web.AppRunner, int]:
+        runner = web.AppRunner(create_app(settings), shutdown_timeout=2.0)
+        await runner.setup()
+        site = web.TCPSite(runner, "127.0.0.1", 0)
+        await site.start()
+        server = site._server
+        assert server is not None
+        return runner, server.sockets[0].getsockname()[1]
+
+    def guest_token(self) -> str:
+        request = urllib.request.Request(f"http://127.0.0.1:{self.port}/api/guest", method="POST")
+        with urllib.request.urlopen(request, timeout=5) as resp:
+            return str(json.load(resp)["token"])
+
+    def socket(self) -> ClientConnection:
+        return connect(
+            f"ws://127.0.0.1:{self.port}/ws",
+            legacy=True,
+            additional_headers={"Authorization": f"Bearer {self.guest_token()}"},
+            max_size=None,
+        )
+
+    def stop(self) -> None:
+        self._call(self.runner.cleanup())
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join(5)
+        self.loop.close()
+
+
+@pytest.fixture
+def fuzz_server(
+    make_settings: Callable[..., Settings], redis_url: str, key_prefix: str
+) -> Iterator[ThreadedServer]:
+    server = ThreadedServer(make_settings(rate_limit=1e6, rate_burst=10**6,
+                                          max_msg_size=4096))
+    try:
+        yield server
+    finally:
+        server.stop()
+        client = redis.Redis.from_url(redis_url)
+        keys = list(client.scan_iter(match=f"{key_prefix}*", count=1000))
+        if keys:
+            client.unlink(*keys)
+        client.close()
+
+
+def decode(raw: bytes | str) -> dict[str, Any]:
+    return dict(msgpack.unpackb(raw) if isinstance(raw, bytes) else json.loads(raw))
+
+
+def ping(ws: ClientConnection, ref: int, seen: list[dict[str, Any]]) -> None:
+    ws.send(json.dumps({"type": "ping", "id": ref}))
+    while True:
+        message = decode(ws.recv(timeout=5))
+        seen.append(message)
+        if message.get("type") == "pong" and message.get("ref") == ref:
+            return
+
+
+def test_random_frames_never_break_the_connection(fuzz_server: ThreadedServer) -> None:
+    ws = fuzz_server.socket()
+    decode(ws.recv(timeout=5))  # welcome
+    surrogate = '{"type": "play", "table": "t", "play": "\\ud800"}'
+    ws.send(surrogate)
+    assert decode(ws.recv(timeout=5))["code"] == "no_such_table"
+    seen: list[dict[str, Any]] = []
+    counter = iter(range(10**9))
+
+    @settings(max_examples=250, deadline=None,
+              suppress_health_check=[HealthCheck.function_scoped_fixture,
+                                     HealthCheck.too_slow])
+    @given(batch=st.lists(frames, min_size=1, max_size=4))
+    def throw(batch: list[bytes | str]) -> None:
+        for frame in batch:
+            ws.send(frame)
+        ping(ws, next(counter), seen)
+
+    throw()
+    codes = {m.get("code") for m in seen if m.get("type") == "error"}
+    assert "internal_error" not in codes
+    assert {"bad_frame", "bad_message"} <= codes
+    ws.close()
+    # The server is alive and serves a fresh socket.
+    fresh = fuzz_server.socket()
+    decode(fresh.recv(timeout=5))
+    ping(fresh, 1, [])
+    fresh.close()
