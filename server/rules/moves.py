@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator, Sequence
-from functools import lru_cache
+from functools import lru_cache, partial
 
 from server.rules.dice import Roll, check_roll
 from server.rules.errors import IllegalPlayError
@@ -20,6 +20,8 @@ MAX_PLAY_TEXT = 200
 """Longest whole-play text accepted (a four-step play needs about 30 characters)."""
 
 _Key = bytes | tuple[bytes, int]
+_step = partial(tuple.__new__, Step)
+"""``Step`` without the keyword-argument layer of ``Step(a, b)``: ``_step((a, b))``."""
 _Found = tuple[tuple[Play, ...], tuple[_Key, ...]]
 
 
@@ -55,19 +57,17 @@ def _generate(mine: list[int], theirs: list[int], a: int, b: int) -> dict[_Key, 
         return _generate_doubles(mine, theirs, a)
     hi, lo = (a, b) if a > b else (b, a)
     results: dict[_Key, Play] = {}
-    singles: dict[int, list[Step]] = {hi: [], lo: []}
+    singles: dict[int, list[tuple[int, int]]] = {hi: [], lo: []}
     outside = sum(mine[7:26])
+    occupied = [q for q in range(24, 0, -1) if mine[q]]
     for first, second in ((hi, lo), (lo, hi)):
         single = singles[first]
-        sources: Sequence[int] = (BAR,) if mine[BAR] else range(24, 0, -1)
-        for p in sources:
-            if not mine[p]:
-                continue
+        for p in (BAR,) if mine[BAR] else occupied:
             t = p - first
             if t > 0:
                 if theirs[t] >= 2:
                     continue
-            elif outside or (t < 0 and any(mine[t + first + 1 : 7])):
+            elif outside or (t < 0 and any(mine[p + 1 : 7])):
                 continue
             else:
                 t = 0
@@ -76,9 +76,14 @@ def _generate(mine: list[int], theirs: list[int], a: int, b: int) -> dict[_Key, 
             mine[t] += 1
             hit1 = t > 0 and theirs[t] == 1
             out2 = outside - 1 if p > 6 >= t else outside
-            single.append(Step(p, t))
-            sources2: Sequence[int] = (BAR,) if mine[BAR] else range(24, 0, -1)
-            for q in sources2:
+            single.append((p, t))
+            if mine[BAR]:
+                seconds: Sequence[int] = (BAR,)
+            elif t and mine[t] == 1:
+                seconds = [*occupied, t]  # the checker just moved is a new source
+            else:
+                seconds = occupied
+            for q in seconds:
                 if not mine[q]:
                     continue
                 u = q - second
@@ -94,7 +99,7 @@ def _generate(mine: list[int], theirs: list[int], a: int, b: int) -> dict[_Key, 
                 mask = (1 << t if hit1 else 0) | (1 << u if u > 0 and theirs[u] == 1 else 0)
                 key: _Key = (bytes(mine), mask) if mask else bytes(mine)
                 if key not in results:
-                    results[key] = (Step(p, t), Step(q, u))
+                    results[key] = (_step((p, t)), _step((q, u)))
                 mine[u] -= 1
                 mine[q] += 1
             mine[t] -= 1
@@ -102,12 +107,11 @@ def _generate(mine: list[int], theirs: list[int], a: int, b: int) -> dict[_Key, 
     if results:
         return results
     for die in (hi, lo):
-        for step in singles[die]:
-            p, t = step
+        for p, t in singles[die]:
             mine[p] -= 1
             mine[t] += 1
             mask = 1 << t if t > 0 and theirs[t] == 1 else 0
-            results[(bytes(mine), mask) if mask else bytes(mine)] = (step,)
+            results[(bytes(mine), mask) if mask else bytes(mine)] = (_step((p, t)),)
             mine[t] -= 1
             mine[p] += 1
         if results:
@@ -120,43 +124,54 @@ def _generate_doubles(mine: list[int], theirs: list[int], d: int) -> dict[_Key, 
 
     Every legal sequence of equal dice can be reordered so that sources never increase
     (a step never enables a step from a higher point), so this visits each multiset of
-    steps once; only the plays using the most dice are kept.
+    steps once; only the plays using the most dice are kept. Sources whose landing point
+    the opponent holds are left out up front (hits never unblock a point).
     """
     results: dict[_Key, Play] = {}
     best = [1]
-    steps: list[Step] = []
+    steps: list[tuple[int, int]] = []
     outside = [sum(mine[7:26])]
+    sources = [p for p in range(24, 0, -1) if p <= d or theirs[p - d] < 2]
+    count = len(sources)
+    entry = BAR - d
+    can_enter = theirs[entry] < 2
 
-    def visit(start: int, mask: int) -> None:
+    def visit(first: int, mask: int) -> None:
         moved = False
         if len(steps) < 4:
-            top = BAR if mine[BAR] else min(start, 24)
-            for p in range(top, 0, -1):
-                if not mine[p]:
-                    continue
-                if mine[BAR] and p != BAR:
-                    break
-                t = p - d
-                if t > 0:
-                    if theirs[t] >= 2:
+            if mine[BAR]:
+                if can_enter:
+                    moved = True
+                    mine[BAR] -= 1
+                    mine[entry] += 1
+                    steps.append((BAR, entry))
+                    visit(0, mask | (1 << entry) if theirs[entry] == 1 else mask)
+                    steps.pop()
+                    mine[entry] -= 1
+                    mine[BAR] += 1
+            else:
+                for index in range(first, count):
+                    p = sources[index]
+                    if not mine[p]:
                         continue
-                elif outside[0] or (t < 0 and any(mine[p + 1 : 7])):
-                    continue
-                else:
-                    t = 0
-                moved = True
-                mine[p] -= 1
-                mine[t] += 1
-                entered_home = p > 6 >= t
-                if entered_home:
-                    outside[0] -= 1
-                steps.append(Step(p, t))
-                visit(p, mask | (1 << t) if t > 0 and theirs[t] == 1 else mask)
-                steps.pop()
-                if entered_home:
-                    outside[0] += 1
-                mine[t] -= 1
-                mine[p] += 1
+                    t = p - d
+                    if t <= 0:
+                        if outside[0] or (t < 0 and any(mine[p + 1 : 7])):
+                            continue
+                        t = 0
+                    moved = True
+                    mine[p] -= 1
+                    mine[t] += 1
+                    entered_home = p > 6 >= t
+                    if entered_home:
+                        outside[0] -= 1
+                    steps.append((p, t))
+                    visit(index, mask | (1 << t) if t and theirs[t] == 1 else mask)
+                    steps.pop()
+                    if entered_home:
+                        outside[0] += 1
+                    mine[t] -= 1
+                    mine[p] += 1
         if moved or not steps:
             return
         depth = len(steps)
@@ -167,9 +182,9 @@ def _generate_doubles(mine: list[int], theirs: list[int], d: int) -> dict[_Key, 
             results.clear()
         key: _Key = (bytes(mine), mask) if mask else bytes(mine)
         if key not in results:
-            results[key] = tuple(steps)
+            results[key] = tuple(map(_step, steps))
 
-    visit(BAR, 0)
+    visit(0, 0)
     return results
 
 
@@ -313,9 +328,8 @@ def resolve_play(
     position: Position, roll: Roll, steps: Sequence[Step], marked: set[int] | None = None
 ) -> Play:
     """The legal play of ``roll`` that ``steps`` describe, or ``IllegalPlayError`` with why."""
-    results = _results(position, *roll)
-    by_position = dict(results)
-    legal = [play for _, play in results]
+    plays, keys = _plays_with_keys(position, *roll)
+    legal = list(plays)
     if not steps:
         if legal == [()]:
             return ()
@@ -332,6 +346,7 @@ def resolve_play(
     as_given = tuple(steps)
     if as_given in legal:
         return as_given
+    by_key = dict(zip(keys, plays, strict=True))
     marked = marked or set()
     expansions = _expand(steps, roll)
     if not expansions:
@@ -340,7 +355,7 @@ def resolve_play(
             f"{written} does not fit the dice {roll[0]}-{roll[1]}", reason="dice"
         )
     first_error: IllegalPlayError | None = None
-    candidates: list[tuple[int, int, Position]] = []
+    candidates: list[tuple[int, int, _Key]] = []
     for expansion in expansions:
         realised = _simulate(position, expansion, marked)
         if isinstance(realised, IllegalPlayError):
@@ -349,10 +364,10 @@ def resolve_play(
         implicit_hits, after = realised
         candidates.append((implicit_hits, -len(expansion), after))
     matching = sorted(
-        (c for c in candidates if c[2] in by_position), key=lambda c: (c[0], c[1])
+        (c for c in candidates if c[2] in by_key), key=lambda c: (c[0], c[1])
     )
     if matching:
-        return by_position[matching[0][2]]
+        return by_key[matching[0][2]]
     if candidates:
         used = -min(c[1] for c in candidates)
         most = max(len(play) for play in legal)
@@ -421,12 +436,14 @@ def _expand(steps: Sequence[Step], roll: Roll) -> list[list[_SubStep]]:
 
 def _simulate(
     position: Position, expansion: list[_SubStep], marked: set[int]
-) -> tuple[int, Position] | IllegalPlayError:
+) -> tuple[int, _Key] | IllegalPlayError:
     """Play the sub-steps by the rules, highest source first (an order in which any legal
-    set of steps can be played); the position after and the hits nobody wrote, or why not.
+    set of steps can be played); the hits nobody wrote and the resulting position's key
+    (as the generator keys it), or why not.
     """
     mine, theirs = position.mover_view()
     implicit = 0
+    mask = 0
     for src, _land, die, final in sorted(expansion, key=lambda sub: -sub[0]):
         if mine[src] <= 0:
             where = "on the bar" if src == BAR else f"on point {src}"
@@ -460,10 +477,10 @@ def _simulate(
         mine[t] += 1
         if t != OFF and theirs[t] == 1:
             theirs[t] = 0
-            theirs[BAR] += 1
+            mask |= 1 << t
             if not final and t not in marked:
                 implicit += 1
-    return implicit, Position.from_mover_view(mine, theirs, position.turn)
+    return implicit, (bytes(mine), mask) if mask else bytes(mine)
 
 
 def format_play(play: Play, position: Position | None = None) -> str:
