@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 from collections.abc import Awaitable
 from typing import cast
@@ -112,3 +113,15 @@ async def test_a_decoding_client_works_too(redis_url: str, key_prefix: str) -> N
         assert (await store.rating("a", "table42")).rating == 1516
     finally:
         await client.aclose()
+
+
+async def test_any_printable_ids_round_trip(store: RatingStore) -> None:
+    await store.load_scripts()
+    winner, loser, game = 'Zoë "the cube" \\o/', "игрок 2: ♔", "game\t".strip() + ' "1"'
+    result = await store.settle(game, ladder="table42", winner=winner, loser=loser,
+                                finished_at=T)
+    assert (result.game_id, result.winner.player, result.loser.player) == (game, winner, loser)
+    assert await store.settlement(game) == dataclasses.replace(result, applied=False)
+    [entry] = await store.history(loser, "table42")
+    assert (entry.ref, entry.opponent) == (game, winner)
+    assert [e.player for e in await store.leaderboard("table42")] == [winner, loser]
