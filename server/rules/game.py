@@ -226,15 +226,14 @@ class Game:
         """
         self._require_phase(Phase.OPENING)
         while True:
-            zero, one = self._dice_source.roll_die(), self._dice_source.roll_die()
+            zero, one = self._roll_die(), self._roll_die()
             self.opening_rolls.append((zero, one))
             if zero != one:
                 break
         self.turn = Side.ZERO if zero > one else Side.ONE
         self.dice = (max(zero, one), min(zero, one))
         self.position = self.position.with_turn(self.turn)
-        self._begin_move()
-        return self.dice
+        return self._begin_move()
 
     def roll(self, side: Side | int) -> Roll:
         """Roll for the side on roll (phase ``roll``); phase becomes ``move``.
@@ -242,14 +241,9 @@ class Game:
         When the roll has no legal play the turn passes at once: the empty play is recorded
         and phase is ``roll`` again, for the opponent.
         """
-        who = self._require_turn(side, Phase.ROLL)
-        self.dice = (self._dice_source.roll_die(), self._dice_source.roll_die())
-        rolled = self.dice
-        self._begin_move()
-        if self._legal == [()]:
-            self.history.append(Record("play", who, rolled, ()))
-            self._pass_turn()
-        return rolled
+        self._require_turn(side, Phase.ROLL)
+        self.dice = (self._roll_die(), self._roll_die())
+        return self._begin_move()
 
     def play(self, side: Side | int, play: Play | str | Sequence[Sequence[int]]) -> Outcome | None:
         """Play for the side on roll (phase ``move``): ``play`` is a ``Play``, whole-play text
@@ -431,10 +425,22 @@ class Game:
 
     # -- internals ------------------------------------------------------------------------
 
-    def _begin_move(self) -> None:
-        assert self.dice is not None
-        self._legal = list(legal_plays(self.position, self.dice))
+    def _roll_die(self) -> int:
+        value = self._dice_source.roll_die()
+        if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 6:
+            raise ValueError(f"the dice source rolled {value!r}, not an int in 1..6")
+        return value
+
+    def _begin_move(self) -> Roll:
+        """Phase ``move`` for the dice rolled; a roll that cannot be played passes at once."""
+        rolled, who = self.dice, self.turn
+        assert rolled is not None and who is not None
+        self._legal = list(legal_plays(self.position, rolled))
         self.phase = Phase.MOVE
+        if self._legal == [()]:
+            self.history.append(Record("play", who, rolled, ()))
+            self._pass_turn()
+        return rolled
 
     def _pass_turn(self) -> None:
         assert self.turn is not None

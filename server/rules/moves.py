@@ -42,7 +42,7 @@ def legal_plays(position: Position, roll: Roll) -> Iterator[Play]:
     return iter(_plays_with_keys(position, a, b)[0])
 
 
-@lru_cache(maxsize=8192)
+@lru_cache(maxsize=4096)
 def _plays_with_keys(position: Position, a: int, b: int) -> _Found:
     mine, theirs = position.mover_view()
     found = _generate(mine, theirs, a, b)
@@ -194,7 +194,7 @@ def legal_results(position: Position, roll: Roll) -> dict[Position, Play]:
     return dict(_results(position, a, b))
 
 
-@lru_cache(maxsize=1024)
+@lru_cache(maxsize=512)
 def _results(position: Position, a: int, b: int) -> tuple[tuple[Position, Play], ...]:
     plays, keys = _plays_with_keys(position, a, b)
     _, theirs = position.mover_view()
@@ -341,7 +341,7 @@ def resolve_play(
     if legal == [()]:
         raise IllegalPlayError(
             f"no checker can move with {roll[0]}-{roll[1]}: the only legal play is to pass",
-            reason=_reason_for_pass(position, roll),
+            reason="must_enter" if position.mover_view()[0][BAR] else "blocked",
         )
     as_given = tuple(steps)
     if as_given in legal:
@@ -386,11 +386,6 @@ def resolve_play(
         )
     assert first_error is not None
     raise first_error
-
-
-def _reason_for_pass(position: Position, roll: Roll) -> str:
-    mine, _ = position.mover_view()
-    return "must_enter" if mine[BAR] else "blocked"
 
 
 _SubStep = tuple[int, int, int, bool]  # from, to, die, whether it ends a written step

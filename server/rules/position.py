@@ -13,6 +13,8 @@ from dataclasses import dataclass
 from enum import IntEnum, StrEnum
 from typing import NamedTuple
 
+from server.rules.errors import IllegalActionError
+
 CHECKERS = 15
 """Checkers per side, always."""
 BAR = 25
@@ -76,8 +78,6 @@ def _point_name(point: int) -> str:
 def as_side(value: object, field: str = "side") -> Side:
     """``value`` as a ``Side``; a ValueError naming ``field`` for anything but 0 or 1."""
     if isinstance(value, bool) or not isinstance(value, int) or value not in (0, 1):
-        from server.rules.errors import IllegalActionError
-
         raise IllegalActionError(f"{field} must be 0 or 1, got {value!r}", code="invalid_side")
     return Side(value)
 

@@ -390,3 +390,19 @@ def test_snapshot_when_over() -> None:
         "cube": 1,
         "points": 1,
     }
+
+
+def test_an_opening_roll_that_cannot_be_played_passes_too() -> None:
+    g = game(6, 5, position=CLOSED_OUT)  # side 0 starts with 6-5 but is closed out
+    assert g.start() == (6, 5)
+    assert (g.phase, g.turn, g.dice) == (Phase.ROLL, Side.ONE, None)
+    assert g.history[-1].play == ()
+
+
+def test_a_dice_source_must_roll_one_to_six() -> None:
+    class Loaded:
+        def roll_die(self) -> int:
+            return 7
+
+    with pytest.raises(ValueError, match=r"1\.\.6"):
+        Game(dice=Loaded()).start()
