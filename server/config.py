@@ -77,6 +77,7 @@ class Settings:
 
     # Persistence
     flush_interval: float = 0.05
+    recent_events: int = 512
     event_log_max: int = 4000
     event_log_ttl: float = 7 * 24 * 3600.0
     inbox_max: int = 200
@@ -118,8 +119,8 @@ def _check(s: Settings) -> None:
         "max_msg_size", "heartbeat", "auth_timeout", "rate_limit", "rate_burst",
         "flood_close_after", "max_send_buffer", "max_connections_per_player",
         "decision_time", "max_strikes", "grace_period", "max_match_length", "max_watchers",
-        "max_open_tables", "list_limit", "flush_interval", "event_log_max", "event_log_ttl",
-        "inbox_max", "inbox_ttl", "presence_ttl", "shutdown_timeout",
+        "max_open_tables", "list_limit", "flush_interval", "recent_events", "event_log_max",
+        "event_log_ttl", "inbox_max", "inbox_ttl", "presence_ttl", "shutdown_timeout",
     ):
         positive(name)
     if not 0 <= s.port <= 65535:
@@ -201,6 +202,7 @@ OPTIONS: tuple[Option, ...] = (
     Option("finished_linger", float, "seconds a finished table stays for sync/watchers"),
     Option("next_game_delay", float, "pause between the games of a match, seconds"),
     Option("flush_interval", float, "write-behind flush period, seconds"),
+    Option("recent_events", int, "events kept in memory per table for sync (older: Redis)"),
     Option("event_log_max", int, "events kept per table in Redis"),
     Option("event_log_ttl", float, "seconds a table's event log is kept after its last event"),
     Option("inbox_max", int, "undelivered rating events kept per player"),

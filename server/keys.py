@@ -43,11 +43,11 @@ class Keys:
         return f"{self.prefix}{{t:{table}}}:owner"
 
     def table_events(self, table: str) -> str:
-        """List of the table's events (JSON), each with its version ``v``; capped."""
+        """List of the table's events (msgpack maps), each with its version ``v``; capped."""
         return f"{self.prefix}{{t:{table}}}:events"
 
     def table_snapshot(self, table: str) -> str:
-        """Latest full table state (JSON), written by the write-behind flusher."""
+        """Latest full table state (a msgpack map), written by the write-behind flusher."""
         return f"{self.prefix}{{t:{table}}}:snapshot"
 
     def table_results(self, table: str) -> str:

@@ -10,9 +10,9 @@ the buffer and writes the result and the rating inbox entries in one awaited pip
 anyone is told the game ended. All flushes hold one lock, so a table's events reach its list in
 version order.
 
-Keys (see ``keys.py``): ``{t:T}:events`` (capped list of event JSON), ``{t:T}:snapshot``,
-``{t:T}:results``, ``{t:T}:owner``, ``{p:P}:seat``, ``{p:P}:presence``, ``{p:P}:inbox``,
-``lobby:tables``.
+Keys (see ``keys.py``): ``{t:T}:events`` (capped list of events: msgpack, the same maps
+clients receive), ``{t:T}:snapshot`` (msgpack), ``{t:T}:results`` (JSON), ``{t:T}:owner``,
+``{p:P}:seat``, ``{p:P}:presence``, ``{p:P}:inbox`` (JSON), ``lobby:tables``.
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ import logging
 from collections.abc import Awaitable, Callable, Iterable
 from typing import Any, TypeVar, cast
 
+import msgpack
 import redis.asyncio as aioredis
 from redis.exceptions import RedisError
 
@@ -63,14 +64,14 @@ class Persistence:
 
     # --- write-behind ------------------------------------------------------------------
 
-    def append_event(self, table: str, event_json: bytes) -> None:
-        """Buffer one event (already JSON) for the table's log. Never blocks."""
+    def append_event(self, table: str, event: bytes) -> None:
+        """Buffer one event (already msgpack-encoded) for the table's log. Never blocks."""
         pending = self._events.get(table)
         if pending is None:
-            self._events[table] = [event_json]
+            self._events[table] = [event]
             self._wake.set()
         else:
-            pending.append(event_json)
+            pending.append(event)
 
     def mark_dirty(self, table: str, snapshot: SnapshotFn) -> None:
         """Ask for the table's snapshot to be written at the next flush (computed then)."""
@@ -96,11 +97,8 @@ class Persistence:
             pipe.ltrim(key, -cap, -1)
             pipe.pexpire(key, self._log_ttl_ms)
         for table, snapshot in dirty.items():
-            pipe.set(
-                self.keys.table_snapshot(table),
-                json.dumps(snapshot(), separators=(",", ":")),
-                px=self._log_ttl_ms,
-            )
+            pipe.set(self.keys.table_snapshot(table), msgpack.packb(snapshot()),
+                     px=self._log_ttl_ms)
 
     async def _flush_locked(self, extra: Iterable[Callable[[Any], None]]) -> None:
         extra = list(extra)
@@ -182,12 +180,12 @@ class Persistence:
         """Logged events of ``table`` with ``v > since``, in order (flushes the buffer first)."""
         await self.flush()
         raw = await _aw(self.redis.lrange(self.keys.table_events(table), 0, -1))
-        events = [json.loads(r) for r in raw]
+        events = [msgpack.unpackb(r) for r in raw]
         return [e for e in events if int(e.get("v", 0)) > since]
 
     async def snapshot(self, table: str) -> dict[str, Any] | None:
         raw = await self.redis.get(self.keys.table_snapshot(table))
-        return None if raw is None else dict(json.loads(raw))
+        return None if raw is None else dict(msgpack.unpackb(raw))
 
     # --- ownership and lobby index -------------------------------------------------------
 

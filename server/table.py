@@ -7,7 +7,7 @@ event loop, synchronously, so a table needs no locks: a command is checked, appl
 (the seat lock is in Redis), ``sync`` (may read the log from Redis) and the end of a game
 (settlement, result write) await.
 
-Versions: every event of a table carries ``v`` (1, 2, 3 ...). The last ``RECENT_EVENTS`` are
+Versions: every event of a table carries ``v`` (1, 2, 3 ...). The last ``recent_events`` are
 kept in memory and every event is appended to the table's Redis log by the write-behind
 flusher; ``sync(since)`` returns the events after ``since`` and the full state.
 
@@ -89,8 +89,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-RECENT_EVENTS = 512
-"""Events kept in memory per table for ``sync``; older ones are read from Redis."""
 SETTLE_ATTEMPTS = 3
 
 
@@ -156,7 +154,7 @@ class Table:
         self.seats: list[Seat | None] = [None, None]
         self.watchers: dict[tuple[str, str], str] = {}
         self.version = 0
-        self.recent: deque[Outgoing] = deque(maxlen=RECENT_EVENTS)
+        self.recent: deque[Outgoing] = deque(maxlen=self.settings.recent_events)
         self.plan: RatingPlan | None = None
         self.match: Match | None = None
         self.game: Game | None = None
@@ -171,6 +169,7 @@ class Table:
         self._finishing = False
         self._next_game: asyncio.TimerHandle | None = None
         self._clock_token: tuple[int, int, str] | None = None
+        self._last_state: dict[str, Any] | None = None
         self._loop = asyncio.get_running_loop()
 
     # --- reading ---------------------------------------------------------------------------
@@ -240,8 +239,10 @@ class Table:
         }
 
     def snapshot(self) -> dict[str, Any]:
-        """What the write-behind flusher stores as the table's snapshot in Redis."""
-        return {"v": self.version, "summary": self.summary(), "state": self.state()}
+        """What the write-behind flusher stores as the table's snapshot in Redis (the state
+        of the latest event that carried one: building a state costs more than a move)."""
+        state = self._last_state if self._last_state is not None else self.state()
+        return {"v": self.version, "summary": self.summary(), "state": state}
 
     # --- events ----------------------------------------------------------------------------
 
@@ -254,11 +255,11 @@ class Table:
         obj.update(fields)
         if with_state:
             self._sync_clock()
-            obj["state"] = self.state()
+            obj["state"] = self._last_state = self.state()
         out = Outgoing(obj)
         self.recent.append(out)
         persistence = self.lobby.persistence
-        persistence.append_event(self.id, out.frame(WireFormat.JSON))
+        persistence.append_event(self.id, out.frame(WireFormat.MSGPACK))
         persistence.mark_dirty(self.id, self.snapshot)
         if broadcast:
             self._broadcast(out)

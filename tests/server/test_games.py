@@ -7,6 +7,7 @@ import asyncio
 import time
 from typing import Any
 
+import msgpack
 import redis.asyncio as aioredis
 from conftest import StartServer
 from server_helpers import (
@@ -57,7 +58,8 @@ async def test_whole_competitive_game_json_and_msgpack_clients(
     store = RatingStore(redis_client, key_prefix)
     assert (await store.rating(winner, "table42")).rating == 1516
     events = await redis_client.lrange(f"{key_prefix}{{t:{table}}}:events", 0, -1)
-    assert len(events) == over_a["v"]
+    assert [msgpack.unpackb(e)["v"] for e in events] == list(range(1, over_a["v"] + 1))
+    assert msgpack.unpackb(events[-1]) == over_b  # the log holds what clients received
     # Versions are gapless: the creator saw every event, the joiner all from its seat on.
     for client, first in ((a, 1), (b, 2)):
         versions = [m["v"] for m in client.messages if m.get("table") == table and "v" in m]
@@ -191,6 +193,21 @@ async def test_reconnect_within_grace_resumes_where_it_was(start_server: StartSe
     back._read = len(back.messages) - 1
     over = await play_out({0: back, 1: b}, table)
     assert over["reason"] == "normal"
+
+
+async def test_sync_reads_older_events_from_the_redis_log(start_server: StartServer) -> None:
+    server, a, b = await two_players(start_server, recent_events=8)
+    table, _ = await seat_two(server, a, b)
+    over = await play_out({0: a, 1: b}, table)
+    synced = await b.request({"type": "sync", "table": table, "since": 0})
+    assert synced["complete"] is True and synced["v"] == over["v"]
+    assert [e["v"] for e in synced["events"]] == list(range(1, over["v"] + 1))
+    answers = {"sync", "ack", "watching", "resume"}
+    received = {m["v"]: m for m in b.messages
+                if m.get("table") == table and "v" in m and m["type"] not in answers}
+    assert all(received[e["v"]] == e for e in synced["events"] if e["v"] in received)
+    recent = await b.request({"type": "sync", "table": table, "since": over["v"] - 3})
+    assert [e["v"] for e in recent["events"]] == [over["v"] - 2, over["v"] - 1, over["v"]]
 
 
 async def test_heavy_week_player_gets_k16_while_opponent_gets_k32(
