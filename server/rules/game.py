@@ -334,15 +334,7 @@ class Game:
         current cube value, in any phase but ``over``."""
         who = as_side(side)
         self._require_live()
-        try:
-            why = EndReason(reason)
-        except ValueError:
-            why = None
-        if why is None or not why.is_forfeit:
-            raise IllegalActionError(
-                f"forfeit reason must be timeout, disconnect or leave, got {reason!r}",
-                code="invalid_reason",
-            )
+        why = forfeit_reason(reason)
         self.history.append(Record("forfeit", who))
         return self._end(Outcome.of(who.opponent, ResultKind.SINGLE, why, self.cube))
 
@@ -508,6 +500,21 @@ class Game:
                 "only the opponent of the resigning side can answer", code="not_your_turn"
             )
         return self.resignation
+
+
+def forfeit_reason(reason: EndReason | str) -> EndReason:
+    """``reason`` as a forfeit ``EndReason`` (timeout, disconnect, leave), else
+    ``IllegalActionError`` with code ``invalid_reason``."""
+    why = EndReason(reason) if reason in _REASONS else None
+    if why is None or not why.is_forfeit:
+        raise IllegalActionError(
+            f"forfeit reason must be timeout, disconnect or leave, got {reason!r}",
+            code="invalid_reason",
+        )
+    return why
+
+
+_REASONS = frozenset(reason.value for reason in EndReason)
 
 
 def _as_kind(kind: ResultKind | str) -> ResultKind:

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from server.rules.dice import DiceSource, SecretDice
 from server.rules.errors import IllegalActionError
-from server.rules.game import MAX_CUBE, EndReason, Game, Outcome, Phase
+from server.rules.game import MAX_CUBE, EndReason, Game, Outcome, Phase, forfeit_reason
 from server.rules.position import Side, as_side
 
 MAX_MATCH_LENGTH = 99
@@ -118,18 +118,12 @@ class Match:
         who = as_side(side)
         if self.is_over:
             raise IllegalActionError("the match is over", code="match_over")
+        why = forfeit_reason(reason)
         outcome = None
         game = self.game
         if game is not None and game.phase != Phase.OVER:
-            outcome = game.forfeit(who, reason)
-        else:
-            why = EndReason(reason) if reason in set(EndReason) else None
-            if why is None or not why.is_forfeit:
-                raise IllegalActionError(
-                    f"forfeit reason must be timeout, disconnect or leave, got {reason!r}",
-                    code="invalid_reason",
-                )
-        self.forfeited = MatchForfeit(who, EndReason(reason))
+            outcome = game.forfeit(who, why)
+        self.forfeited = MatchForfeit(who, why)
         return outcome
 
     def to_dict(self) -> dict[str, object]:
