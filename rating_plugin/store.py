@@ -476,7 +476,7 @@ class RatingStore:
 
     def __init__(
         self,
-        redis: aioredis.Redis,
+        redis: aioredis.Redis | aioredis.RedisCluster,
         prefix: str = "",
         *,
         history_limit: int = DEFAULT_HISTORY_LIMIT,
@@ -493,12 +493,14 @@ class RatingStore:
             )
         self.late_grace = float(late_grace)
         self._retention_ms = WINDOW_MS + _ms(self.late_grace)
-        self._settle_table42 = redis.register_script(_SETTLE_TABLE42)
-        self._settle_fibs = redis.register_script(_SETTLE_FIBS)
-        self._award_podium = redis.register_script(_AWARD_PODIUM)
-        self._add_boosted = redis.register_script(_ADD_BOOSTED)
-        self._board_page = redis.register_script(_BOARD_PAGE)
-        self._board_rank = redis.register_script(_BOARD_RANK)
+        # RedisCluster has the same script API; redis-py only types it for Redis.
+        client = cast("aioredis.Redis", redis)
+        self._settle_table42 = client.register_script(_SETTLE_TABLE42)
+        self._settle_fibs = client.register_script(_SETTLE_FIBS)
+        self._award_podium = client.register_script(_AWARD_PODIUM)
+        self._add_boosted = client.register_script(_ADD_BOOSTED)
+        self._board_page = client.register_script(_BOARD_PAGE)
+        self._board_rank = client.register_script(_BOARD_RANK)
         self._scripts = (
             self._settle_table42,
             self._settle_fibs,
