@@ -80,7 +80,7 @@ async def _services(app: web.Application) -> AsyncIterator[None]:
     app[BUS] = bus
     app[HUB] = hub
     app[LOBBY] = lobby
-    AccountRoutes(accounts, persistence, settings.node_id).add_to(app)
+    AccountRoutes(accounts, persistence, settings.node_id, settings.list_limit).add_to(app)
     app.router.add_get("/ws", SocketHandler(settings, accounts, lobby, hub).handle)
     persistence.start()
     await bus.start(lobby.on_node_message)

@@ -59,10 +59,13 @@ async def json_body(request: web.Request) -> dict[str, Any]:
 
 
 class AccountRoutes:
-    def __init__(self, accounts: Accounts, persistence: Persistence, node_id: str) -> None:
+    def __init__(
+        self, accounts: Accounts, persistence: Persistence, node_id: str, list_limit: int
+    ) -> None:
         self.accounts = accounts
         self.persistence = persistence
         self.node_id = node_id
+        self.list_limit = list_limit
 
     def add_to(self, app: web.Application) -> None:
         app.router.add_post("/api/register", self.register)
@@ -116,7 +119,7 @@ class AccountRoutes:
         if mode:
             listed = [t for t in listed if t.get("mode") == mode]
         listed.sort(key=lambda t: (t.get("status") != "open", -float(t.get("created_at", 0))))
-        return web.json_response({"tables": listed[:100], "total": len(listed)})
+        return web.json_response({"tables": listed[: self.list_limit], "total": len(listed)})
 
     async def healthz(self, request: web.Request) -> web.Response:
         ok = await self.persistence.ping()

@@ -346,7 +346,6 @@ class Lobby:
         table = self.tables.get(table_id)
         if table is not None:
             table.unwatch(self.node_id, conn_id)
-            self.table_changed_soon(table)
             return
         owner = self._owners.get(table_id)
         if owner is not None and owner != self.node_id:
@@ -390,8 +389,6 @@ class Lobby:
         table = self.tables.get(msg.table)
         if table is not None:
             await table.handle(actor, msg)
-            if isinstance(msg, Watch | Unwatch):
-                self.table_changed_soon(table)
             return
         owner = await self._owner(msg.table)
         if owner is None or owner == self.node_id:
@@ -477,10 +474,6 @@ class Lobby:
         """The table's status changed: update the lobby index (in the background)."""
         if table.is_listed:
             self.spawn(self._publish_listing(table))
-
-    def table_changed_soon(self, table: Table) -> None:
-        # Watcher counts are informative only; refreshed with the next status change.
-        del table
 
     def forget_later(self, table: Table, delay: float | None = None) -> None:
         """Drop a finished table from memory after ``finished_linger`` (sync still works from

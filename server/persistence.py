@@ -160,10 +160,6 @@ class Persistence:
         async with self._lock:
             await self._flush_locked([add])
 
-    async def results(self, table: str) -> list[dict[str, Any]]:
-        raw = await _aw(self.redis.lrange(self.keys.table_results(table), 0, -1))
-        return [json.loads(r) for r in raw]
-
     async def inbox(self, player: str) -> list[dict[str, Any]]:
         """Every undelivered rating event of ``player``, oldest first (nothing is removed)."""
         raw = await _aw(self.redis.lrange(self.keys.inbox(player), 0, -1))

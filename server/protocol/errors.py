@@ -36,7 +36,6 @@ class ErrorCode(StrEnum):
     NOT_WATCHING = "not_watching"
     TOO_MANY_WATCHERS = "too_many_watchers"
     TOO_MANY_TABLES = "too_many_tables"
-    GUEST_NOT_ALLOWED = "guest_not_allowed"
     SAME_PLAYER = "same_player"
     # Games (the server's own; rules errors add their codes)
     NOT_PLAYING = "not_playing"  # the table has no game in progress
