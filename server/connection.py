@@ -91,8 +91,11 @@ class Connection:
     def abort(self) -> None:
         """Drop the socket without a closing handshake (slow consumer)."""
         self.closed = True
-        if self.transport is not None:
-            self.transport.close()
+        transport = self.transport
+        if isinstance(transport, asyncio.WriteTransport):
+            transport.abort()  # close() would wait to send the backlog first
+        elif transport is not None:
+            transport.close()
 
 
 class Hub:

@@ -826,6 +826,9 @@ class Table:
     def shutdown(self) -> None:
         """The node is stopping: stop every timer (the game stays as its snapshot)."""
         self._disarm_clock()
+        if self._next_game is not None:
+            self._next_game.cancel()
+            self._next_game = None
         for seat in self.seats:
             if seat is not None and seat.grace_timer is not None:
                 seat.grace_timer.cancel()

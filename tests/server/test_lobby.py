@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from conftest import StartServer
@@ -49,6 +50,29 @@ async def test_leaving_an_open_table_closes_it(start_server: StartServer) -> Non
     assert closed["reason"] == "left"
     again = await a.request({"type": "create_table", "mode": "competitive"})
     assert again["type"] == "table_created"  # the seat was given back
+
+
+async def test_an_open_table_whose_creator_vanishes_is_closed(
+    start_server: StartServer,
+) -> None:
+    server = await start_server(grace_period=0.2)
+    a = await connect(server, await register(server, "alice"))
+    w = await connect(server, await guest(server))
+    created = await a.request({"type": "create_table", "mode": "competitive"})
+    table = created["table"]
+    await w.request({"type": "watch", "table": table})
+    await a.close()
+    countdown = await w.expect("player_disconnected", table=table)
+    assert countdown["player"] == "alice"
+    closed = await w.expect("table_closed", table=table)
+    assert closed["reason"] == "abandoned"
+    for _ in range(50):  # the lobby index is updated in the background
+        listed = await w.request({"type": "list_tables"})
+        if table not in [t["table"] for t in listed["tables"]]:
+            break
+        await asyncio.sleep(0.02)
+    else:
+        raise AssertionError("the closed table is still listed")
 
 
 async def expect_unrated(server: Any, a: Any, b: Any, reason: str, **table: Any) -> None:
