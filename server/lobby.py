@@ -28,7 +28,7 @@ from typing import Any
 from redis.exceptions import RedisError
 
 from rating_plugin.store import RatingStore
-from server.accounts import Identity
+from server.accounts import GUEST_PREFIX, Identity
 from server.bus import NodeBus
 from server.config import Settings
 from server.connection import Connection, Hub
@@ -231,7 +231,8 @@ class Lobby:
         rated match to ``match_length`` points (FIBS). Both must hold no other seat.
 
         ``names`` default to the player ids; ``addresses`` default to the players' latest
-        connection addresses (same address -> unrated). Returns the table id; both players
+        connection addresses (same address -> unrated); a guest id makes the game unrated
+        (``game_start`` says why). Returns the table id; both players
         receive ``seated`` and ``game_start`` events on every socket they have.
         Raises ProtocolError: ``same_player``, ``bad_field`` (match_length),
         ``already_seated`` (``field`` names the player's slot: ``first``/``second``).
@@ -263,7 +264,10 @@ class Lobby:
             if addresses is not None:
                 address = addresses[i]
             name = names[i] if names is not None else player
-            actor = Actor(player, name, False, address or f"unknown-{player}", self.node_id, "")
+            # A guest id can only come from a guest token; such a game is never rated.
+            is_guest = player.startswith(GUEST_PREFIX)
+            actor = Actor(player, name, is_guest, address or f"unknown-{player}", self.node_id,
+                          "")
             seats.append((actor, set(nodes)))
         table = self._new_table(table_id, TableMode.COMPETITIVE, length, None)
         await self.persistence.set_owner(table_id, self.node_id)
