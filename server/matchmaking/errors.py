@@ -7,7 +7,8 @@
     ├── GuestNotAllowedError            code "guest_not_allowed"
     ├── InRankedGameError               code "in_ranked_game"
     ├── InvalidTicketError              code "invalid_ticket"   (names the bad field)
-    └── NotQueuedError                  code "not_queued"
+    ├── NotQueuedError                  code "not_queued"
+    └── QueueFullError                  code "queue_full"
 
 Every error carries ``code`` (for the wire) and ``field`` (the request field at fault, or
 ``None``); ``str(error)`` is a sentence a player can read.
@@ -56,6 +57,12 @@ class NotQueuedError(MatchmakingError):
     code = "not_queued"
 
 
+class QueueFullError(MatchmakingError):
+    """The pool holds as many tickets as it may; try again later."""
+
+    code = "queue_full"
+
+
 ERROR_CODES: tuple[str, ...] = (
     MatchmakingError.code,
     UnknownPoolError.code,
@@ -63,4 +70,5 @@ ERROR_CODES: tuple[str, ...] = (
     InRankedGameError.code,
     InvalidTicketError.code,
     NotQueuedError.code,
+    QueueFullError.code,
 )

@@ -140,6 +140,7 @@ def test_error_codes_are_stable() -> None:
         "in_ranked_game",
         "invalid_ticket",
         "not_queued",
+        "queue_full",
     )
     assert GuestNotAllowedError("x").code == "guest_not_allowed"
     assert InRankedGameError("x").code == "in_ranked_game"
