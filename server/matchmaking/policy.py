@@ -49,6 +49,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Literal
 
+from rating_plugin import fibs
 from server.matchmaking.errors import (
     GuestNotAllowedError,
     InRankedGameError,
@@ -84,8 +85,8 @@ __all__ = [
 
 RatingLadder = Literal["table42", "fibs"]
 
-NEW_PLAYER_EXPERIENCE = 10
-"""FIBS experience below which a player is shown as "new" (SPEC 1.2)."""
+NEW_PLAYER_EXPERIENCE: int = fibs.NEW_PLAYER_EXPERIENCE
+"""FIBS experience below which a player is shown as "new" (SPEC 1.2): 10."""
 
 MAX_PLAYER_LENGTH = 64
 MAX_ADDRESS_LENGTH = 128

@@ -565,3 +565,15 @@ def test_pass_is_greedy_by_gap_and_maximal(case: tuple[Pool, list[Ticket]]) -> N
         assert pair.gap <= best + 1e-9
         del free[pair.first.player], free[pair.second.player]
     assert smallest_gap() is None
+
+
+def test_the_pure_parts_import_no_io() -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, server.matchmaking, server.matchmaking.policy, server.matchmaking.found;"
+        "print(sorted(m for m in ('asyncio', 'aiohttp', 'redis') if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"

@@ -1,0 +1,103 @@
+"""The "match found" message: opponent, ratings as shown, and the stake preview (pure)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from server.matchmaking import Pairing, Ticket
+from server.matchmaking.found import match_found_messages, rating_shown, stake_preview
+
+T = 1_700_000_000.0
+
+
+def ticket(player: str, rating: float, pool: str = "competitive", **kwargs: object) -> Ticket:
+    return Ticket(player, pool, rating, T, f"10.0.0.{len(player)}", **kwargs)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("mine", "theirs", "win", "loss", "their_win", "their_loss"),
+    [
+        # SPEC 1.1, K=32 cube 1: 300 apart the underdog wins +20 or loses -12
+        (ticket("a", 1500), ticket("b", 1800), 20, -12, 12, -20),
+        (ticket("a", 1500), ticket("b", 1500), 16, -16, 16, -16),
+        # mixed K: 60 games this week (K=16) against a K=32 opponent at equal ratings
+        (ticket("a", 1500, recent_games=60), ticket("b", 1500, recent_games=10), 8, -8, 16, -16),
+        (ticket("a", 1650, recent_games=49), ticket("b", 1500), 14, -18, 18, -14),
+    ],
+)
+def test_table42_stakes(
+    mine: Ticket, theirs: Ticket, win: int, loss: int, their_win: int, their_loss: int
+) -> None:
+    preview = stake_preview(mine, theirs)
+    assert preview is not None
+    assert (preview.player.win, preview.player.loss) == (win, loss)
+    assert (preview.opponent.win, preview.opponent.loss) == (their_win, their_loss)
+
+
+@pytest.mark.parametrize(
+    ("pool", "experience", "win"),
+    [
+        ("match-1", 150, 7.0),  # SPEC 1.2: multiplier 3.5 -> +7.00
+        ("match-1", 400, 2.0),
+        ("match-1", None, 10.0),  # unknown experience counts as 0: multiplier 5
+    ],
+)
+def test_fibs_stakes(pool: str, experience: int | None, win: float) -> None:
+    preview = stake_preview(
+        ticket("a", 1500, pool, experience=experience), ticket("b", 1500, pool, experience=400)
+    )
+    assert preview is not None and preview.player.win == pytest.approx(win)
+    assert preview.match_length == 1
+
+
+def test_boosted_has_no_stakes() -> None:
+    assert stake_preview(ticket("a", 1500, "boosted"), ticket("b", 1900, "boosted")) is None
+
+
+@pytest.mark.parametrize(
+    ("t", "shown"),
+    [
+        (ticket("a", 1523), "1523"),
+        (ticket("a", 1522.5), "1523"),
+        (ticket("a", 1523.375, "match-3"), "1523.38"),
+        (ticket("a", 1523.365, "match-3", is_new=True), "new"),
+        (ticket("a", 1500, "boosted", is_guest=True), "guest"),
+    ],
+)
+def test_rating_shown(t: Ticket, shown: str) -> None:
+    assert rating_shown(t) == shown
+
+
+def test_messages_for_both_players() -> None:
+    ann = Ticket("ann", "match-3", 1523.37, T - 12.5, "1.1.1.1", name="Ann", experience=40)
+    bob = Ticket("bob", "match-3", 1500.0, T - 3, "2.2.2.2", is_new=True, experience=2)
+    messages = match_found_messages(Pairing(bob, ann), table="kB9", now=T)
+    assert set(messages) == {"ann", "bob"}
+    to_ann = messages["ann"]
+    assert to_ann["type"] == "match_found"
+    assert (to_ann["pool"], to_ann["mode"], to_ann["ladder"], to_ann["rated"]) == (
+        "match-3",
+        "rated_match",
+        "fibs",
+        True,
+    )
+    assert (to_ann["match_length"], to_ann["table"], to_ann["waited"]) == (3, "kB9", 12.5)
+    assert to_ann["you"] == {"player": "ann", "name": "Ann", "rating": 1523.37,
+                             "rating_shown": "1523.37"}
+    assert to_ann["opponent"] == {"player": "bob", "name": "bob", "rating": 1500.0,
+                                  "rating_shown": "new"}
+    assert to_ann["stakes"]["player"]["rating"] == 1523.37
+    assert to_ann["stakes"]["player"]["win"] == messages["bob"]["stakes"]["opponent"]["win"]
+    assert messages["bob"]["waited"] == 3
+    json.dumps(messages, allow_nan=False)
+
+
+def test_boosted_message() -> None:
+    messages = match_found_messages(
+        Pairing(ticket("a", 1500, "boosted"), ticket("g", 1500, "boosted", is_guest=True))
+    )
+    assert messages["a"]["rated"] is False and messages["a"]["ladder"] is None
+    assert messages["a"]["stakes"] is None and "table" not in messages["a"]
+    assert messages["a"]["opponent"]["rating_shown"] == "guest"
