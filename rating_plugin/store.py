@@ -847,7 +847,8 @@ class RatingStore:
     ) -> list[HistoryEntry]:
         """``player``'s last rating changes on a rated ladder, newest first: at most ``limit``
         (1..10,000) entries, and at most the ``history_limit`` the store keeps per player and
-        ladder (older entries are dropped as new ones come)."""
+        ladder (older entries are dropped as new ones come). Two reads: the history list holds
+        the keys of the player's records, which one MGET then fetches."""
         player = _check_player(player, "player")
         rated = _ladder(ladder, RATED_LADDERS)
         limit = min(_check_int(limit, "limit", 1, MAX_HISTORY_LIMIT), self.history_limit)
