@@ -398,16 +398,28 @@ async def test_the_queue_runs_on_a_cluster(
 
 @pytest.fixture(scope="module")
 def cluster_port() -> Iterator[int]:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = int(sock.getsockname()[1])
+    """A one-node cluster redis-server (log kept for the error message if it will not start;
+    a port lost to a race with another process is retried on a fresh one)."""
     with tempfile.TemporaryDirectory(prefix="table42-mm-cluster-") as directory:
-        process = subprocess.Popen(
-            [redis_server_binary(), "--bind", "127.0.0.1", "--port", str(port),
-             "--cluster-enabled", "yes", "--cluster-config-file", f"{directory}/nodes.conf",
-             "--save", "", "--appendonly", "no", "--dir", directory],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-        )
+        for attempt in range(3):
+            with socket.socket() as sock:
+                sock.bind(("127.0.0.1", 0))
+                port = int(sock.getsockname()[1])
+            log = f"{directory}/redis-{attempt}.log"
+            process = subprocess.Popen(
+                [redis_server_binary(), "--bind", "127.0.0.1", "--port", str(port),
+                 "--cluster-enabled", "yes",
+                 "--cluster-config-file", f"{directory}/nodes-{attempt}.conf",
+                 "--save", "", "--appendonly", "no", "--dir", directory, "--logfile", log],
+                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            )
+            try:
+                process.wait(0.3)
+            except subprocess.TimeoutExpired:
+                break  # still running: it took the port
+        else:
+            with open(log, encoding="utf-8", errors="replace") as text:
+                raise RuntimeError(f"cluster redis-server would not start: {text.read()[-500:]}")
         try:
             yield port
         finally:
@@ -417,13 +429,16 @@ def cluster_port() -> Iterator[int]:
 
 @pytest.fixture
 async def cluster(cluster_port: int) -> AsyncIterator[aioredis.RedisCluster]:
-    plain = aioredis.Redis(port=cluster_port)
-    for _ in range(250):
+    plain = aioredis.Redis(host="127.0.0.1", port=cluster_port)
+    deadline = asyncio.get_running_loop().time() + 30  # a busy machine starts it slowly
+    while True:
         try:
             await plain.ping()
             break
         except (OSError, RedisConnectionError):
-            await asyncio.sleep(0.02)
+            if asyncio.get_running_loop().time() > deadline:
+                raise
+            await asyncio.sleep(0.05)
     command = cast("Callable[..., Awaitable[Any]]", plain.execute_command)
     with contextlib.suppress(ResponseError):  # assigned by an earlier test
         await command("CLUSTER", "ADDSLOTS", *range(16384))
