@@ -347,6 +347,41 @@ class Ticket:
     recent_games: int | None = None
 
     def __post_init__(self) -> None:
+        # One cheap test passes the common case (every field fine: a pass may decode 10,000
+        # tickets); the field-by-field checks below only run to name the field at fault.
+        rating, queued_at, experience, recent = (
+            self.rating,
+            self.queued_at,
+            self.experience,
+            self.recent_games,
+        )
+        if (
+            type(self.player) is str
+            and 0 < len(self.player) <= MAX_PLAYER_LENGTH
+            and type(self.pool) is str
+            and self.pool in _POOLS_BY_ID
+            and type(rating) in (int, float)
+            and -MAX_RATING <= rating <= MAX_RATING
+            and type(queued_at) in (int, float)
+            and 0 <= queued_at < math.inf
+            and type(self.address) is str
+            and 0 < len(self.address) <= MAX_ADDRESS_LENGTH
+            and type(self.is_guest) is bool
+            and type(self.is_new) is bool
+            and type(self.node) is str
+            and len(self.node) <= MAX_NODE_LENGTH
+            and type(self.ticket_id) is str
+            and len(self.ticket_id) <= MAX_TICKET_ID_LENGTH
+            and type(self.name) is str
+            and len(self.name) <= MAX_PLAYER_LENGTH
+            and (experience is None or (type(experience) is int and 0 <= experience <= 10**9))
+            and (recent is None or (type(recent) is int and 0 <= recent <= 10**9))
+            and (self.player + self.address + self.node + self.ticket_id + self.name).isprintable()
+        ):
+            return
+        self._check_fields()
+
+    def _check_fields(self) -> None:
         _check_text("player", self.player, limit=MAX_PLAYER_LENGTH)
         pool_by_id(self.pool)
         if not _is_number(self.rating) or not math.isfinite(self.rating):

@@ -7,35 +7,35 @@ this module only moves tickets in and out of Redis and claims pairs atomically.
 Keys (:class:`MatchmakingKeys`), all under the one hash tag ``{mm}``::
 
     <prefix>mm:{mm}:players        hash    player -> pool id   (the player index)
-    <prefix>mm:{mm}:pool:<pool>    hash    player -> ticket (compact JSON)
+    <prefix>mm:{mm}:pool:<pool>    hash    player -> ticket (tab-separated, see encode_ticket)
     <prefix>mm:{mm}:lease:<pool>   string  token of the node running the pool's pass (PX)
 
 One ticket per player across all pools is an atomic update of the index and two pools, so the
 index and every pool share a slot: a per-pool tag would put "queue in pool B, leave pool A"
 across two slots. On Redis Cluster all of matchmaking therefore lives on one shard. That is
-ample: a ticket costs about 300 bytes (10,000 waiting players are ~3 MB), and queueing,
-cancelling and claiming are single short scripts; the pass's HGETALL of a 10,000-ticket pool
+ample: a ticket costs about 250 bytes (10,000 waiting players are a few MB), and queueing,
+cancelling and claiming are single short scripts; reading a 10,000-ticket pool for a pass
 takes a few milliseconds of that shard's time (see BENCHMARKS.md). Past one shard's reach,
 split the pools into groups with one tag each and route every player to one group.
 
 Pairing across nodes: a node takes a short lease on a pool (``SET NX PX``), reads the pool,
 runs :func:`~server.matchmaking.policy.plan_pass` locally, then claims the chosen pairs with
-``take.lua``, which removes both tickets of a pair only if both are still stored exactly as
-read. The claim is the guarantee that nobody is handed two games (a player who cancelled or
-re-queued meanwhile spoils only their own pair); the lease only keeps nodes from doing the
-same pass twice at once, so an expired lease costs work, never correctness.
+``take.lua``, which removes both tickets of a pair only if both are still the tickets read
+(same random ticket id: every enqueue writes a new one). The claim is the guarantee that
+nobody is handed two games (a player who cancelled or re-queued meanwhile spoils only their
+own pair); the lease only keeps nodes from doing the same pass twice at once, so an expired
+lease costs work, never correctness.
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import math
 import secrets
 import time
-from collections.abc import Awaitable, Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass
 from functools import cache
 from importlib import resources
 from typing import Any, cast
@@ -100,7 +100,7 @@ class MatchmakingKeys:
         return f"{self.prefix}mm:{TAG}:players"
 
     def pool(self, pool_id: str) -> str:
-        """Hash player -> ticket JSON: the pool's waiting tickets."""
+        """Hash player -> ticket (:func:`encode_ticket`): the pool's waiting tickets."""
         return f"{self.prefix}mm:{TAG}:pool:{pool_id}"
 
     def lease(self, pool_id: str) -> str:
@@ -115,12 +115,18 @@ class MatchmakingKeys:
 
 @dataclass(frozen=True, slots=True)
 class QueueSettings:
-    """Redis-side knobs. ``lease_ms``: how long a pairing lease lasts (a pass normally ends
-    and releases it far sooner); ``claim_batch``: pairs per claim script call (bounds how long
-    one script blocks Redis); ``pass_interval``: seconds between passes in
-    :func:`pairing_loop`; ``max_tickets``: most tickets one pool may hold (0 = no limit)."""
+    """Redis-side knobs.
+
+    ``lease_ms``: longest a pass may hold its pool's lease (a pass normally ends far sooner);
+    ``hold_ms``: how long the lease stays after a pass, so the pool is paired about once per
+    ``hold_ms`` however many nodes run :func:`pairing_loop` (0: release at once);
+    ``claim_batch``: pairs per claim script call (bounds how long one script blocks Redis);
+    ``pass_interval``: seconds between one node's passes in :func:`pairing_loop`;
+    ``max_tickets``: most tickets one pool may hold (0 = no limit).
+    """
 
     lease_ms: int = 5000
+    hold_ms: int = 800
     claim_batch: int = 256
     pass_interval: float = 1.0
     max_tickets: int = 100_000
@@ -128,6 +134,8 @@ class QueueSettings:
     def __post_init__(self) -> None:
         if not isinstance(self.lease_ms, int) or self.lease_ms < 1:
             raise ValueError(f"lease_ms: must be an integer >= 1, got {self.lease_ms!r}")
+        if not isinstance(self.hold_ms, int) or not 0 <= self.hold_ms <= self.lease_ms:
+            raise ValueError(f"hold_ms: must be an integer 0..lease_ms, got {self.hold_ms!r}")
         if not isinstance(self.claim_batch, int) or self.claim_batch < 1:
             raise ValueError(f"claim_batch: must be an integer >= 1, got {self.claim_batch!r}")
         if not math.isfinite(self.pass_interval) or self.pass_interval <= 0:
@@ -139,53 +147,74 @@ class QueueSettings:
 DEFAULT_QUEUE_SETTINGS = QueueSettings()
 
 
+TICKET_FORMAT = "t1"
+"""First field of a stored ticket; a format change gets a new tag."""
+
+
 def encode_ticket(ticket: Ticket) -> str:
-    """The stored form of a ticket: compact JSON, version 1."""
-    data: dict[str, object] = {
-        "v": 1,
-        "id": ticket.ticket_id,
-        "player": ticket.player,
-        "pool": ticket.pool,
-        "rating": ticket.rating,
-        "queued_at": ticket.queued_at,
-        "address": ticket.address,
-        "guest": ticket.is_guest,
-        "new": ticket.is_new,
-        "node": ticket.node,
-    }
-    if ticket.name:
-        data["name"] = ticket.name
-    if ticket.experience is not None:
-        data["experience"] = ticket.experience
-    if ticket.recent_games is not None:
-        data["recent_games"] = ticket.recent_games
-    return json.dumps(data, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+    """The stored form of a ticket: tab-separated fields (never present inside a field, as
+    every text field of a ticket is printable), in this order::
+
+        t1  ticket_id  player  pool  rating  queued_at  address  guest(0/1)  new(0/1)
+        node  name  experience  recent_games          (empty when None)
+
+    Numbers are written so that they read back exactly (``repr`` of a float).
+    ``take.lua`` relies on the first two fields: a ticket is "unchanged" while it still
+    starts with ``t1<TAB><ticket_id><TAB>``.
+    """
+    return "\t".join(
+        (
+            TICKET_FORMAT,
+            ticket.ticket_id,
+            ticket.player,
+            ticket.pool,
+            repr(ticket.rating),
+            repr(ticket.queued_at),
+            ticket.address,
+            "1" if ticket.is_guest else "0",
+            "1" if ticket.is_new else "0",
+            ticket.node,
+            ticket.name,
+            "" if ticket.experience is None else str(ticket.experience),
+            "" if ticket.recent_games is None else str(ticket.recent_games),
+        )
+    )
 
 
 def decode_ticket(raw: str | bytes) -> Ticket:
     """A ticket back from its stored form; :class:`InvalidTicketError` when it is not one."""
+    text = raw.decode("utf-8", errors="replace") if isinstance(raw, bytes) else raw
+    fields = text.split("\t")
+    if len(fields) != 13 or fields[0] != TICKET_FORMAT:
+        raise InvalidTicketError("ticket: unknown stored format", field="ticket")
+    _, ticket_id, player, pool, rating, queued_at, address, guest, new, node, name = fields[:11]
+    experience, recent = fields[11:]
     try:
-        data = json.loads(raw)
-        if not isinstance(data, dict) or data.get("v") != 1:
-            raise InvalidTicketError("ticket: unknown stored format", field="ticket")
         return Ticket(
-            player=data["player"],
-            pool=data["pool"],
-            rating=data["rating"],
-            queued_at=data["queued_at"],
-            address=data["address"],
-            is_guest=data["guest"],
-            is_new=data["new"],
-            node=data["node"],
-            ticket_id=data["id"],
-            name=data.get("name", ""),
-            experience=data.get("experience"),
-            recent_games=data.get("recent_games"),
+            player=player,
+            pool=pool,
+            rating=_number(rating),
+            queued_at=_number(queued_at),
+            address=address,
+            is_guest=guest == "1",
+            is_new=new == "1",
+            node=node,
+            ticket_id=ticket_id,
+            name=name,
+            experience=int(experience) if experience else None,
+            recent_games=int(recent) if recent else None,
         )
-    except (ValueError, KeyError, TypeError) as error:
+    except ValueError as error:
         if isinstance(error, InvalidTicketError):
             raise
         raise InvalidTicketError(f"ticket: unreadable ({error})", field="ticket") from None
+
+
+def _number(text: str) -> float:
+    """An int when written as one (Table42 ratings), else a float."""
+    if text.isdigit():
+        return int(text)
+    return float(text)
 
 
 @dataclass(frozen=True, slots=True)
@@ -206,8 +235,9 @@ class PassResult:
     ``lost``: chosen by the pass but not claimed because a ticket changed meanwhile (the
     player cancelled, re-queued or was claimed by another node); nothing to do.
     ``expired``: removed after waiting longer than ``ticket_ttl`` (tell the players).
-    ``dropped``: removed because they could never pair in this pool (unreadable, or a guest
-    in a rated pool). ``waiting``: tickets the pass left in the pool.
+    ``dropped``: removed because they could never pair in this pool (a guest in a rated
+    pool). ``waiting``: tickets the pass left in the pool. ``unreadable``: stored entries
+    this node could not read (left in place; see :meth:`MatchmakingQueue.tickets`).
     """
 
     pool: Pool
@@ -217,7 +247,8 @@ class PassResult:
     expired: tuple[Ticket, ...] = ()
     dropped: tuple[Ticket, ...] = ()
     waiting: int = 0
-    scan_exhausted: int = field(default=0)
+    unreadable: int = 0
+    scan_exhausted: int = 0
 
 
 RedisClient = aioredis.Redis | aioredis.RedisCluster
@@ -254,8 +285,9 @@ class MatchmakingQueue:
         self._enqueue = client.register_script(_lua("enqueue.lua"))
         self._remove = client.register_script(_lua("remove.lua"))
         self._take = client.register_script(_lua("take.lua"))
+        self._read = client.register_script(_lua("read_pool.lua"))
         self._release = client.register_script(_lua("release_lease.lua"))
-        self._scripts = (self._enqueue, self._remove, self._take, self._release)
+        self._scripts = (self._enqueue, self._remove, self._take, self._read, self._release)
 
     async def load_scripts(self) -> None:
         """Load every script into Redis now (optional; the first call loads it anyway)."""
@@ -358,7 +390,7 @@ class MatchmakingQueue:
             held = await self.ticket(player)
             if held is None or held.node != only_node:
                 return None
-            taken = await self._take_groups(held.pool, 1, [(held.player, encode_ticket(held))])
+            taken = await self._take_groups(held.pool, 1, [(held.player, held.ticket_id)])
             return held if taken and taken[0] else None
         raw = await self._remove(
             keys=[self.keys.players, *self._pool_keys], args=[player, *self._pool_ids]
@@ -404,40 +436,46 @@ class MatchmakingQueue:
 
     async def tickets(self, pool: str) -> list[Ticket]:
         """Every readable ticket waiting in ``pool`` (any order)."""
-        tickets, _, _ = await self._read_pool(pool_by_id(pool))
+        tickets, _ = await self._read_pool(pool_by_id(pool))
         return tickets
 
-    async def _read_pool(self, pool: Pool) -> tuple[list[Ticket], dict[str, str], list[str]]:
-        """(tickets, raw ticket text by player, players whose ticket is unreadable)."""
-        stored: Mapping[bytes, bytes] = await self.redis.hgetall(  # type: ignore[misc]
-            self.keys.pool(pool.id)
-        )
+    async def _read_pool(self, pool: Pool) -> tuple[list[Ticket], int]:
+        """(the pool's tickets, how many stored entries could not be read).
+
+        Unreadable entries are left alone: they may be tickets in a newer format written by
+        a newer node during a rolling upgrade; that node pairs them.
+        """
+        reply = await self._read(keys=[self.keys.pool(pool.id)], args=[])
+        text = _text(reply)
+        if not text:
+            return [], 0
+        parts = text.split("\n")
         tickets: list[Ticket] = []
-        raw: dict[str, str] = {}
-        unreadable: list[str] = []
-        for key, value in stored.items():
-            player = _text(key)
-            text = _text(value)
-            raw[player] = text
+        unreadable = 0
+        for index in range(0, len(parts) - 1, 2):
+            player = parts[index]
             try:
-                ticket = decode_ticket(text)
+                ticket = decode_ticket(parts[index + 1])
             except InvalidTicketError:
-                unreadable.append(player)
+                unreadable += 1
                 continue
             if ticket.player != player or ticket.pool != pool.id:
-                unreadable.append(player)
+                unreadable += 1
                 continue
             tickets.append(ticket)
-        return tickets, raw, unreadable
+        if unreadable:
+            log.warning("matchmaking: %d unreadable tickets in %s", unreadable, pool.id)
+        return tickets, unreadable
 
     # --- pairing ----------------------------------------------------------------------------
 
     async def run_pass(self, pool: str, *, now: float | None = None) -> PassResult | None:
-        """Pair ``pool`` once, if no other node is pairing it right now (else None).
+        """Pair ``pool`` once, unless its lease is taken (another node is pairing it, or
+        paired it less than ``hold_ms`` ago): then None.
 
         Takes the pool's lease, reads its tickets, plans with
-        :func:`~server.matchmaking.policy.plan_pass` at ``now`` and claims the pairs and
-        removes expired tickets with ``take.lua``; the lease is released at the end.
+        :func:`~server.matchmaking.policy.plan_pass` at ``now``, claims the pairs and removes
+        expired tickets with ``take.lua``; at the end the lease is cut to ``hold_ms``.
         """
         target = pool_by_id(pool)
         token = f"{self.node}:{secrets.token_hex(8)}"
@@ -449,7 +487,7 @@ class MatchmakingQueue:
             return await self.pair_unleased(target.id, now=now)
         finally:
             try:
-                await self._release(keys=[lease], args=[token])
+                await self._release(keys=[lease], args=[token, self.queue_settings.hold_ms])
             except RedisError as error:  # the lease expires on its own
                 log.warning("matchmaking lease release for %s: %s", target.id, error)
 
@@ -458,16 +496,15 @@ class MatchmakingQueue:
         nodes doing it at once waste work. :meth:`run_pass` is the normal entry point."""
         target = pool_by_id(pool)
         at = self.clock() if now is None else now
-        tickets, raw, unreadable = await self._read_pool(target)
+        tickets, unreadable = await self._read_pool(target)
         plan = plan_pass(target, tickets, at, self.settings)
 
-        singles = [(t.player, raw[t.player]) for t in (*plan.expired, *plan.rejected)]
-        singles += [(player, raw[player]) for player in unreadable]
+        singles = [(t.player, t.ticket_id) for t in (*plan.expired, *plan.rejected)]
         removed = await self._take_groups(target.id, 1, singles)
         gone = {player for (player, _), ok in zip(singles, removed, strict=True) if ok}
 
         groups = [
-            (pair.first.player, raw[pair.first.player], pair.second.player, raw[pair.second.player])
+            (pair.first.player, pair.first.ticket_id, pair.second.player, pair.second.ticket_id)
             for pair in plan.pairs
         ]
         claimed = await self._take_groups(target.id, 2, groups)
@@ -481,6 +518,7 @@ class MatchmakingQueue:
             expired=tuple(t for t in plan.expired if t.player in gone),
             dropped=tuple(t for t in plan.rejected if t.player in gone),
             waiting=plan.waiting + 2 * len(lost),
+            unreadable=unreadable,
             scan_exhausted=plan.scan_exhausted,
         )
 
@@ -498,16 +536,16 @@ class MatchmakingQueue:
         or when it is known dead). Returns the removed tickets."""
         removed: list[Ticket] = []
         for pool in POOLS:
-            tickets, raw, _ = await self._read_pool(pool)
+            tickets, _ = await self._read_pool(pool)
             mine = [t for t in tickets if t.node == node]
-            taken = await self._take_groups(pool.id, 1, [(t.player, raw[t.player]) for t in mine])
+            taken = await self._take_groups(pool.id, 1, [(t.player, t.ticket_id) for t in mine])
             removed += [t for t, ok in zip(mine, taken, strict=True) if ok]
         return removed
 
     async def _take_groups(
         self, pool_id: str, size: int, groups: Iterable[tuple[str, ...]]
     ) -> list[bool]:
-        """Run take.lua over ``groups`` (each ``size`` (player, ticket) pairs, flattened) in
+        """Run take.lua over ``groups`` (each ``size`` (player, ticket id) pairs, flattened) in
         batches of ``claim_batch``; one bool per group."""
         batch_size = self.queue_settings.claim_batch
         keys = [self.keys.players, self.keys.pool(pool_id)]

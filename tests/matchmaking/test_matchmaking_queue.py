@@ -35,9 +35,11 @@ from server.matchmaking.queue import (
     QueueSettings,
     decode_ticket,
     encode_ticket,
+    pairing_loop,
 )
 
 T = 1_700_000_000.0
+NO_HOLD = QueueSettings(hold_ms=0)  # most tests pair one pool several times in a row
 MakeQueue = Callable[..., Awaitable[MatchmakingQueue]]
 
 
@@ -48,10 +50,14 @@ async def make_queue(
     """A queue per "node", each on its own connection pool; ``redis_client`` cleans up."""
     clients: list[aioredis.Redis] = []
 
-    async def make(node: str = "n1", **kwargs: object) -> MatchmakingQueue:
+    async def make(
+        node: str = "n1", queue_settings: QueueSettings = NO_HOLD, **kwargs: object
+    ) -> MatchmakingQueue:
         client = aioredis.Redis.from_url(redis_url)
         clients.append(client)
-        return MatchmakingQueue(client, prefix=key_prefix, node=node, **kwargs)  # type: ignore[arg-type]
+        return MatchmakingQueue(
+            client, prefix=key_prefix, node=node, queue_settings=queue_settings, **kwargs  # type: ignore[arg-type]
+        )
 
     yield make
     for client in clients:
@@ -177,7 +183,7 @@ async def test_guest_may_queue_for_boosted(queue: MatchmakingQueue) -> None:
 
 
 async def test_a_full_pool_refuses_new_players_but_not_requeues(make_queue: MakeQueue) -> None:
-    queue = await make_queue(queue_settings=QueueSettings(max_tickets=2))
+    queue = await make_queue(queue_settings=QueueSettings(max_tickets=2, hold_ms=0))
     await join(queue, "ann", 1500)
     await join(queue, "bob", 1500)
     with pytest.raises(QueueFullError):
@@ -279,10 +285,24 @@ async def test_a_held_lease_skips_the_pass(make_queue: MakeQueue, key_prefix: st
     assert await one.redis.exists(one.keys.lease("competitive")) == 0  # released
 
 
+async def test_a_pass_holds_the_pool_for_hold_ms(make_queue: MakeQueue) -> None:
+    one = await make_queue("one", queue_settings=QueueSettings(hold_ms=3000))
+    two = await make_queue("two", queue_settings=QueueSettings(hold_ms=3000))
+    await join(one, "a", 1500)
+    await join(one, "b", 1500)
+    assert await one.run_pass("competitive", now=T) is not None
+    await join(one, "c", 1500)
+    await join(one, "d", 1500)
+    assert await two.run_pass("competitive", now=T) is None  # paired moments ago
+    assert await one.run_pass("competitive", now=T) is None
+    ttl = await one.redis.pttl(one.keys.lease("competitive"))
+    assert 0 < ttl <= 3000
+
+
 async def test_a_changed_ticket_spoils_only_its_own_claim(queue: MatchmakingQueue) -> None:
     for player in "abcd":
         await join(queue, player, 1500)
-    stale = {t.player: encode_ticket(t) for t in await queue.tickets("competitive")}
+    stale = {t.player: t.ticket_id for t in await queue.tickets("competitive")}
     await join(queue, "a", 1500, at=T + 1)  # re-queued: a new ticket
     claimed = await queue._take_groups(
         "competitive", 2, [("a", stale["a"], "b", stale["b"]), ("c", stale["c"], "d", stale["d"])]
@@ -303,6 +323,38 @@ async def test_remove_node_tickets(make_queue: MakeQueue) -> None:
                                  "match-7": 0, "boosted": 0}
 
 
+async def test_pairing_loop_hands_over_pairs_and_survives_a_failing_handler(
+    make_queue: MakeQueue,
+) -> None:
+    queue = await make_queue(clock=lambda: T)
+    seen: list[PassResult] = []
+
+    async def handle(result: PassResult) -> None:
+        seen.append(result)
+        if len(seen) == 1:
+            raise RuntimeError("the handler failed once")
+
+    task = asyncio.create_task(pairing_loop(queue, handle, interval=0.02))
+    try:
+        await join(queue, "a", 1500)
+        await join(queue, "b", 1500)
+        for _ in range(500):
+            if seen:
+                break
+            await asyncio.sleep(0.01)
+        await join(queue, "c", 1500, pool="match-1")
+        await join(queue, "d", 1500, pool="match-1")
+        for _ in range(500):
+            if len(seen) >= 2:
+                break
+            await asyncio.sleep(0.01)
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+    assert [names(result) for result in seen] == [[("a", "b")], [("c", "d")]]
+
+
 # --- several nodes at once -----------------------------------------------------------------
 
 
@@ -310,8 +362,10 @@ async def test_many_players_at_one_instant_on_several_nodes_are_paired_once(
     make_queue: MakeQueue, key_prefix: str
 ) -> None:
     rng = random.Random(6)
-    nodes = [await make_queue(f"node{i}", queue_settings=QueueSettings(claim_batch=16))
-             for i in range(4)]
+    nodes = [
+        await make_queue(f"node{i}", queue_settings=QueueSettings(claim_batch=16, hold_ms=0))
+        for i in range(4)
+    ]
     players = [f"p{i:03}" for i in range(240)]
     pools = ["competitive", "match-1", "boosted"]
 

@@ -2,12 +2,12 @@
 -- pool, so a player never waits in two pools (or twice in one).
 --
 -- KEYS[1]      player index, hash: player -> pool id                 P mm:{mm}:players
--- KEYS[2..n+1] every pool's tickets, hash: player -> ticket (JSON)    P mm:{mm}:pool:<pool id>
+-- KEYS[2..n+1] every pool's tickets, hash: player -> ticket           P mm:{mm}:pool:<pool id>
 --              (n pools, in the order of ARGV[5..n+4])
 --
 -- ARGV[1]      player id
 -- ARGV[2]      target pool position, 1..n (the pool KEYS[ARGV[2] + 1] and ARGV[ARGV[2] + 4])
--- ARGV[3]      the ticket (JSON text, stored as given)
+-- ARGV[3]      the ticket (text, stored as given)
 -- ARGV[4]      mode: "replace" (queue or re-queue) or "absent" (only when the player holds no
 --              ticket at all: used to put a ticket back after a failed game start)
 -- ARGV[5..n+4] pool ids, in the order of KEYS[2..n+1]

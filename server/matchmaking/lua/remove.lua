@@ -1,12 +1,12 @@
 -- remove.lua: take a player's ticket out of whichever pool holds it (cancel).
 --
 -- KEYS[1]      player index, hash: player -> pool id                 P mm:{mm}:players
--- KEYS[2..n+1] every pool's tickets, hash: player -> ticket (JSON)    P mm:{mm}:pool:<pool id>
+-- KEYS[2..n+1] every pool's tickets, hash: player -> ticket           P mm:{mm}:pool:<pool id>
 --
 -- ARGV[1]      player id
 -- ARGV[2..n+1] pool ids, in the order of KEYS[2..n+1]
 --
--- Returns the removed ticket (JSON text), or "" when the player held none.
+-- Returns the removed ticket (text), or "" when the player held none.
 
 local player = ARGV[1]
 local pool = redis.call('HGET', KEYS[1], player)
