@@ -65,6 +65,11 @@ class EmbeddedRedis:
         self._dir: tempfile.TemporaryDirectory[str] | None = None
         self._process: subprocess.Popen[bytes] | None = None
 
+    @property
+    def pid(self) -> int | None:
+        """The redis-server's process id while it runs (benchmarks read its CPU time)."""
+        return None if self._process is None else self._process.pid
+
     def start(self, timeout: float = 10.0) -> EmbeddedRedis:
         self._dir = tempfile.TemporaryDirectory(prefix="table42-redis-")
         log = Path(self._dir.name) / "redis.log"
