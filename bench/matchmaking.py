@@ -128,6 +128,9 @@ async def bench_redis(url: str, count: int, repeat: int) -> None:
     print("|---|---|---|---|---|---|---|---|")
     tickets = make_tickets(count, "competitive", seed=1)
     client = aioredis.Redis.from_url(url)
+    wholes: list[float] = []
+    client_cpus: list[float] = []
+    server_cpus: list[float] = []
     try:
         for run in range(repeat):
             prefix = f"bench-{uuid.uuid4().hex[:12]}:"
@@ -147,6 +150,9 @@ async def bench_redis(url: str, count: int, repeat: int) -> None:
             server_cpu = await redis_cpu(client) - server_cpu
             assert result is not None
             pairs = len(result.pairs)
+            wholes.append(whole)
+            client_cpus.append(cpu)
+            server_cpus.append(server_cpu)
             print(f"| {run + 1} | {count / enqueue:,.0f} | {ms(read)} | {ms(whole)} | "
                   f"{ms(cpu)} | {ms(server_cpu)} | {pairs} | {pairs / whole:,.0f} |")
             keys = [k async for k in client.scan_iter(match=f"{prefix}*", count=1000)]
@@ -154,6 +160,8 @@ async def bench_redis(url: str, count: int, repeat: int) -> None:
                 await client.unlink(*keys)
     finally:
         await client.aclose()
+    print(f"\nfastest whole pass {ms(min(wholes))} (median {ms(statistics.median(wholes))}); "
+          f"least client CPU {ms(min(client_cpus))}, least Redis CPU {ms(min(server_cpus))}")
 
 
 def percentile(values: list[float], share: float) -> float:

@@ -2,7 +2,8 @@
 
 * :mod:`server.matchmaking.policy` (pure) — pools, tickets, the widening window, the pairing
   rules and the pairing pass;
-* :mod:`server.matchmaking.found` (pure) — the "match found" message with its stake preview;
+* :mod:`server.matchmaking.messages` (pure) — what clients are sent: "match found" with its
+  stake preview, queue status, expiry, and the pools overview;
 * :mod:`server.matchmaking.errors` — the exception tree with stable codes;
 * :mod:`server.matchmaking.queue` — the tickets in Redis, cancel, sizes, the pairing lease and
   the atomic claim, and :func:`~server.matchmaking.queue.pairing_loop`.
@@ -26,7 +27,13 @@ from server.matchmaking.errors import (
     QueueFullError,
     UnknownPoolError,
 )
-from server.matchmaking.found import match_found_messages, stake_preview
+from server.matchmaking.messages import (
+    expired_message,
+    match_found_messages,
+    overview,
+    stake_preview,
+    status_message,
+)
 from server.matchmaking.policy import (
     DEFAULT_SETTINGS,
     POOLS,
@@ -66,11 +73,14 @@ __all__ = [
     "UnknownPoolError",
     "acceptable",
     "admit",
+    "expired_message",
     "match_found_messages",
     "network_key",
+    "overview",
     "plan_pass",
     "pool_by_id",
     "stake_preview",
+    "status_message",
     "ticket_status",
     "wait_for_gap",
     "window",

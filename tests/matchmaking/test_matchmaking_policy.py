@@ -572,7 +572,7 @@ def test_the_pure_parts_import_no_io() -> None:
     import sys
 
     code = (
-        "import sys, server.matchmaking, server.matchmaking.policy, server.matchmaking.found;"
+        "import sys, server.matchmaking, server.matchmaking.policy, server.matchmaking.messages;"
         "print(sorted(m for m in ('asyncio', 'aiohttp', 'redis') if m in sys.modules))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

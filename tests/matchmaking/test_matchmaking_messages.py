@@ -6,8 +6,15 @@ import json
 
 import pytest
 
-from server.matchmaking import Pairing, Ticket
-from server.matchmaking.found import match_found_messages, rating_shown, stake_preview
+from server.matchmaking import Pairing, Ticket, ticket_status
+from server.matchmaking.messages import (
+    expired_message,
+    match_found_messages,
+    overview,
+    rating_shown,
+    stake_preview,
+    status_message,
+)
 
 T = 1_700_000_000.0
 
@@ -101,3 +108,47 @@ def test_boosted_message() -> None:
     assert messages["a"]["rated"] is False and messages["a"]["ladder"] is None
     assert messages["a"]["stakes"] is None and "table" not in messages["a"]
     assert messages["a"]["opponent"]["rating_shown"] == "guest"
+
+
+def test_status_messages() -> None:
+    ann = Ticket("ann", "competitive", 1500, T - 12, "1.1.1.1")
+    status = ticket_status(ann, T)
+    assert status_message(status) == {
+        "type": "queue_status",
+        "pool": "competitive",
+        "waited": 12,
+        "window": 170,
+        "window_cap": 400,
+        "seconds_to_cap": 23,
+        "rating": 1500,
+    }
+    queued = status_message(status, kind="queued", replaced_pool="boosted")
+    assert (queued["type"], queued["replaced_pool"]) == ("queued", "boosted")
+    assert expired_message(ann, T + 100) == {
+        "type": "queue_expired",
+        "pool": "competitive",
+        "waited": 112,
+    }
+
+
+def test_overview() -> None:
+    view = overview({"competitive": 3, "match-5": 1})
+    assert [(p["pool"], p["waiting"]) for p in view["pools"]] == [
+        ("competitive", 3),
+        ("match-1", 0),
+        ("match-3", 0),
+        ("match-5", 1),
+        ("match-7", 0),
+        ("boosted", 0),
+    ]
+    assert view["pools"][-1] == {
+        "pool": "boosted",
+        "title": "Boosted single game (unrated)",
+        "mode": "boosted",
+        "ladder": "table42",
+        "rated": False,
+        "match_length": 1,
+        "waiting": 0,
+    }
+    assert view["window"] == {"base": 50, "rate": 10, "cap": 400, "seconds_to_cap": 35}
+    json.dumps(view, allow_nan=False)
