@@ -13,10 +13,11 @@ Keys (:class:`MatchmakingKeys`), all under the one hash tag ``{mm}``::
 One ticket per player across all pools is an atomic update of the index and two pools, so the
 index and every pool share a slot: a per-pool tag would put "queue in pool B, leave pool A"
 across two slots. On Redis Cluster all of matchmaking therefore lives on one shard. That is
-ample: a ticket costs about 250 bytes (10,000 waiting players are a few MB), and queueing,
-cancelling and claiming are single short scripts; reading a 10,000-ticket pool for a pass
-takes a few milliseconds of that shard's time (see BENCHMARKS.md). Past one shard's reach,
-split the pools into groups with one tag each and route every player to one group.
+ample: a ticket takes about 260 bytes with its index entry (10,000 waiting players: 2.6 MB);
+queueing, cancelling and claiming are single short scripts; a pass over a 10,000-ticket pool
+costs that shard about 10 ms of CPU to read it and 30 ms to claim 5,000 pairs (BENCHMARKS.md).
+Past one shard's reach, split the pools into groups with one tag each and route every player
+to one group.
 
 Pairing across nodes: a node takes a short lease on a pool (``SET NX PX``), reads the pool,
 runs :func:`~server.matchmaking.policy.plan_pass` locally, then claims the chosen pairs with
