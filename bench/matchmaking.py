@@ -175,9 +175,9 @@ def percentile(values: list[float], share: float) -> float:
 def bench_stream(rates: list[float], hours: float, seed: int) -> None:
     duration = hours * 3600
     print(f"\n## simulated arrivals, {hours:g} h of simulated time, one pass per second\n")
-    print("| arrivals/s | paired | wait p50 | wait p99 | wait max | mean gap | gap p99 "
-          "| mean queue | sim time |")
-    print("|---|---|---|---|---|---|---|---|---|")
+    print("| arrivals/s | paired | expired | wait p50 | wait p99 | wait max (rating) | mean gap "
+          "| gap p99 | mean queue | sim time |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     pool = pool_by_id("competitive")
     for rate in rates:
         rng = random.Random(seed)
@@ -185,6 +185,8 @@ def bench_stream(rates: list[float], hours: float, seed: int) -> None:
         waits: list[float] = []
         gaps: list[float] = []
         queue_sizes: list[int] = []
+        longest = (0.0, 0.0)
+        expired = 0
         next_arrival = rng.expovariate(rate)
         serial = 0
         started = time.perf_counter()
@@ -206,8 +208,10 @@ def bench_stream(rates: list[float], hours: float, seed: int) -> None:
                     gaps.append(pair.gap)
                     for t in (pair.first, pair.second):
                         waits.append(now - t.queued_at)
+                        longest = max(longest, (now - t.queued_at, t.rating))
                         taken.add(t.player)
                 waiting = [t for t in waiting if t.player not in taken]
+            expired += len(plan.expired)
             gone = {t.player for t in (*plan.expired, *plan.rejected)}
             if gone:
                 waiting = [t for t in waiting if t.player not in gone]
@@ -215,8 +219,8 @@ def bench_stream(rates: list[float], hours: float, seed: int) -> None:
             second += 1.0
         elapsed = time.perf_counter() - started
         print(
-            f"| {rate:g} | {len(waits)} | {percentile(waits, 0.5):.0f} s | "
-            f"{percentile(waits, 0.99):.0f} s | {max(waits, default=0):.0f} s | "
+            f"| {rate:g} | {len(waits)} | {expired} | {percentile(waits, 0.5):.0f} s | "
+            f"{percentile(waits, 0.99):.0f} s | {longest[0]:.0f} s ({longest[1]:.0f}) | "
             f"{statistics.fmean(gaps) if gaps else float('nan'):.1f} | "
             f"{percentile(gaps, 0.99):.0f} | {statistics.fmean(queue_sizes):.1f} | "
             f"{elapsed:.1f} s |"
