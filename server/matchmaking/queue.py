@@ -590,9 +590,9 @@ async def pairing_loop(
     until cancelled; ``on_result`` gets each pass that claimed pairs or removed tickets.
 
     Run one per node (``asyncio.create_task`` in the app's cleanup context, cancelled on
-    shutdown); leases keep the nodes from pairing one pool at the same time. A Redis error
-    is logged and the next pass tried one interval later; an error raised by ``on_result`` is
-    logged and does not stop the loop.
+    shutdown); leases keep the nodes from pairing one pool at the same time. A failed pass
+    (Redis unreachable, say) is logged and the next one tried an interval later; an error
+    raised by ``on_result`` is logged and does not stop the loop either.
     """
     period = queue.queue_settings.pass_interval if interval is None else interval
     while True:
@@ -608,6 +608,10 @@ async def pairing_loop(
                         log.exception("matchmaking: handling a pass over %s", result.pool.id)
         except (RedisError, OSError) as error:
             log.warning("matchmaking pass failed: %s", error)
+        except asyncio.CancelledError:
+            raise
+        except Exception:  # a fault in one pass must not end matchmaking on this node
+            log.exception("matchmaking pass failed")
         # A little jitter keeps the nodes' passes from lining up.
         pause = period * (0.9 + 0.2 * secrets.randbelow(1000) / 1000)
         await asyncio.sleep(max(0.0, pause - (time.monotonic() - started)))
