@@ -45,7 +45,7 @@ from enum import StrEnum
 
 from server.rules.dice import DiceSource, Roll, SecretDice
 from server.rules.errors import IllegalActionError
-from server.rules.moves import format_play, legal_plays, parse_play
+from server.rules.moves import legal_plays, parse_play, play_texts
 from server.rules.position import Play, Position, ResultKind, Side, as_side
 
 MAX_CUBE = 64
@@ -190,6 +190,8 @@ class Game:
         self.opening_rolls: list[Roll] = []
         self.history: list[Record] = []
         self._legal: list[Play] = []
+        self._texts: tuple[tuple[str, ...], dict[str, Play]] | None = None
+        self._seen: tuple[Position, tuple[int, ...], list[int], str] | None = None
         self._phase_before_resign = Phase.ROLL
 
     # -- reading ------------------------------------------------------------------------
@@ -198,6 +200,14 @@ class Game:
     def legal_plays(self) -> list[Play]:
         """The legal plays of the side on roll in the ``move`` phase (else ``[]``)."""
         return list(self._legal) if self.phase == Phase.MOVE else []
+
+    @property
+    def legal_play_texts(self) -> list[str]:
+        """``legal_plays`` as whole-play text (``format_play`` with hits marked), computed
+        once per roll; each text is accepted back by ``play()``."""
+        if self.phase != Phase.MOVE:
+            return []
+        return list(self._roll_texts()[0])
 
     @property
     def is_over(self) -> bool:
@@ -254,7 +264,11 @@ class Game:
         """
         who = self._require_turn(side, Phase.MOVE)
         assert self.dice is not None
-        chosen = parse_play(play, self.position, self.dice)
+        # The text of a legal play (as offered in ``legal_play_texts``) is looked up; any
+        # other spelling or a step list is parsed and checked.
+        chosen = self._roll_texts()[1].get(play) if isinstance(play, str) else None
+        if chosen is None:
+            chosen = parse_play(play, self.position, self.dice)
         self.history.append(Record("play", who, self.dice, chosen))
         self.position = self.position.apply(chosen, pass_turn=False)
         if self.position.winner is not None:
@@ -266,12 +280,17 @@ class Game:
     # -- the cube -------------------------------------------------------------------------
 
     def can_double(self, side: Side | int) -> bool:
-        """Whether ``side`` may offer a double now (never raises)."""
-        try:
-            self._check_double(side)
-        except IllegalActionError:
+        """Whether ``side`` may offer a double now (never raises); the same conditions as
+        ``double()`` checks."""
+        if isinstance(side, bool) or not isinstance(side, int):
             return False
-        return True
+        return (
+            self.phase == Phase.ROLL
+            and side == self.turn
+            and self.cube_enabled
+            and (self.cube_owner is None or self.cube_owner == side)
+            and self.cube * 2 <= self.max_cube
+        )
 
     def double(self, side: Side | int) -> None:
         """Offer a double before rolling: the owner of the cube, or either side while it is
@@ -382,19 +401,34 @@ class Game:
     # -- snapshot ---------------------------------------------------------------------------
 
     def to_dict(self) -> dict[str, object]:
-        """The JSON/msgpack-able snapshot for clients (fields in the module docstring)."""
+        """The JSON/msgpack-able snapshot for clients (fields in the module docstring).
+
+        Built for every event a table sends, so the parts that change only with the
+        position (board, pips, Position ID) are computed once per position, and the legal
+        plays' text once per roll.
+        """
         from server.rules.gnubg import match_id, position_id
 
         pos = self.position
+        seen = self._seen
+        if seen is None or seen[0] is not pos:
+            board = pos.board
+            pips = [
+                sum(i * n for i, n in enumerate(board, 1) if n > 0) + 25 * pos.bar[0],
+                sum((i - 25) * n for i, n in enumerate(board, 1) if n < 0) + 25 * pos.bar[1],
+            ]
+            seen = self._seen = (pos, board, pips, position_id(pos))
         turn = self.turn
+        to_act = self.to_act
+        resignation = self.resignation
         return {
             "phase": str(self.phase),
             "turn": None if turn is None else int(turn),
-            "to_act": None if self.to_act is None else int(self.to_act),
-            "board": list(pos.board),
+            "to_act": None if to_act is None else int(to_act),
+            "board": list(seen[1]),
             "bar": list(pos.bar),
             "off": list(pos.off),
-            "pips": [pos.pip_count(Side.ZERO), pos.pip_count(Side.ONE)],
+            "pips": list(seen[2]),
             "dice": list(self.dice) if self.dice is not None else None,
             "cube": self.cube,
             "cube_owner": None if self.cube_owner is None else int(self.cube_owner),
@@ -402,16 +436,16 @@ class Game:
             "crawford": self.crawford,
             "max_cube": self.max_cube,
             "can_double": turn is not None and self.can_double(turn),
-            "legal_plays": [format_play(p, pos) for p in self.legal_plays],
+            "legal_plays": self.legal_play_texts,
             "resignation": None
-            if self.resignation is None
+            if resignation is None
             else {
-                "side": int(self.resignation.side),
-                "kind": str(self.resignation.kind),
-                "points": self.resignation.kind.multiplier * self.cube,
+                "side": int(resignation.side),
+                "kind": str(resignation.kind),
+                "points": resignation.kind.multiplier * self.cube,
             },
             "outcome": None if self.outcome is None else self.outcome.to_dict(),
-            "position_id": position_id(pos),
+            "position_id": seen[3],
             "match_id": match_id(self),
         }
 
@@ -423,11 +457,20 @@ class Game:
             raise ValueError(f"the dice source rolled {value!r}, not an int in 1..6")
         return value
 
+    def _roll_texts(self) -> tuple[tuple[str, ...], dict[str, Play]]:
+        """The legal plays' text and the play each names, for the roll being played."""
+        texts = self._texts
+        if texts is None:
+            assert self.dice is not None
+            texts = self._texts = play_texts(self.position, *self.dice)
+        return texts
+
     def _begin_move(self) -> Roll:
         """Phase ``move`` for the dice rolled; a roll that cannot be played passes at once."""
         rolled, who = self.dice, self.turn
         assert rolled is not None and who is not None
         self._legal = list(legal_plays(self.position, rolled))
+        self._texts = None
         self.phase = Phase.MOVE
         if self._legal == [()]:
             self.history.append(Record("play", who, rolled, ()))
@@ -440,12 +483,14 @@ class Game:
         self.position = self.position.with_turn(self.turn)
         self.dice = None
         self._legal = []
+        self._texts = None
         self.phase = Phase.ROLL
 
     def _end(self, outcome: Outcome) -> Outcome:
         self.outcome = outcome
         self.resignation = None
         self._legal = []
+        self._texts = None
         self.phase = Phase.OVER
         return outcome
 

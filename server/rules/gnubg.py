@@ -28,15 +28,16 @@ from __future__ import annotations
 
 import base64
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from functools import lru_cache
+from typing import TYPE_CHECKING, Any
 
 from server.rules.dice import Roll, check_roll
 from server.rules.errors import InvalidIdError
+from server.rules.game import EndReason, Game, Phase
 from server.rules.moves import legal_results
 from server.rules.position import BAR, CHECKERS, Position, ResultKind, Side
 
 if TYPE_CHECKING:
-    from server.rules.game import Game
     from server.rules.match import Match
 
 _B64 = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
@@ -45,17 +46,16 @@ _B64_CHARS = frozenset(_B64)
 
 def _key_bits(position: Position, on_roll: Side) -> int:
     """The 80-bit key as an int (bit 0 first): the side not on roll, then the side on roll."""
-    value = 0
-    bit = 0
-    for side in (on_roll.opponent, on_roll):
-        counts = position.checkers(side)
-        for point in range(1, 26):  # ace point .. 24 point, then the bar (25)
-            n = counts[point]
-            if n:
-                value |= ((1 << n) - 1) << bit
-                bit += n
-            bit += 1
-    return value
+    board = position.board
+    # Each side's checkers from its own ace point up to its 24 point, then its bar, written
+    # as n ones and a zero per point; the string is read back to front as binary.
+    zero = "".join(_UNARY[n if n > 0 else 0] for n in board) + _UNARY[position.bar[0]]
+    one = "".join(_UNARY[-n if n < 0 else 0] for n in reversed(board)) + _UNARY[position.bar[1]]
+    bits = one + zero if on_roll == Side.ZERO else zero + one
+    return int(bits[::-1], 2)
+
+
+_UNARY = tuple("1" * n + "0" for n in range(16))
 
 
 def position_id(position: Position, on_roll: Side | None = None) -> str:
@@ -232,8 +232,16 @@ def decode_match_id(mid: str) -> MatchState:
 def match_state(game_or_match: Game | Match) -> MatchState:
     """The Match ID fields of a game (money play unless it belongs to a match) or of a
     match's current game."""
-    from server.rules.game import EndReason, Game, Phase
+    return MatchState(*_match_fields(game_or_match))
 
+
+_Fields = tuple[
+    int, Side | None, Side, bool, str, Side, bool, ResultKind | None, Roll | None, int,
+    tuple[int, int],
+]
+
+
+def _match_fields(game_or_match: Game | Match) -> _Fields:
     if isinstance(game_or_match, Game):
         game = game_or_match
         length, score = game.match_length, game.score
@@ -244,9 +252,8 @@ def match_state(game_or_match: Game | Match) -> MatchState:
     else:
         length, score = game_or_match.length, game_or_match.score
         if game_or_match.game is None:
-            return MatchState(
-                1, None, Side.ZERO, False, "none", Side.ZERO, False, None, None, length, score
-            )
+            return (1, None, Side.ZERO, False, "none", Side.ZERO, False, None, None, length,
+                    score)
         game = game_or_match.game
     on_roll = game.turn if game.turn is not None else Side.ZERO
     if game.phase == Phase.OPENING:
@@ -262,21 +269,27 @@ def match_state(game_or_match: Game | Match) -> MatchState:
     if length:
         score = (min(score[0], length), min(score[1], length))
     to_act = game.to_act
-    return MatchState(
-        cube=game.cube,
-        cube_owner=game.cube_owner,
-        on_roll=on_roll,
-        crawford=game.crawford,
-        game_state=state,
-        to_act=to_act if to_act is not None else on_roll,
-        double_offered=game.phase == Phase.DOUBLE_OFFERED,
-        resignation=game.resignation.kind if game.resignation is not None else None,
-        dice=game.dice if game.phase == Phase.MOVE else None,
-        match_length=length,
-        score=score,
+    return (
+        game.cube,
+        game.cube_owner,
+        on_roll,
+        game.crawford,
+        state,
+        to_act if to_act is not None else on_roll,
+        game.phase == Phase.DOUBLE_OFFERED,
+        game.resignation.kind if game.resignation is not None else None,
+        game.dice if game.phase == Phase.MOVE else None,
+        length,
+        score,
     )
 
 
 def match_id(game_or_match: Game | Match) -> str:
     """The GNU Backgammon Match ID of a game or of a match's current game."""
-    return encode_match_state(match_state(game_or_match))
+    return _match_id_of(*_match_fields(game_or_match))
+
+
+@lru_cache(maxsize=2048)
+def _match_id_of(*fields: Any) -> str:
+    # Few distinct Match IDs occur (cube, turn, dice, score ...); one is needed per event.
+    return encode_match_state(MatchState(*fields))

@@ -219,7 +219,21 @@ class Position:
         return sum(p * n for p, n in enumerate(self.checkers(side)))
 
     def with_turn(self, turn: Side) -> Position:
-        return Position(self.board, self.bar, self.off, Side(turn))
+        return Position._trusted(self.board, self.bar, self.off, Side(turn))
+
+    @classmethod
+    def _trusted(
+        cls, board: tuple[int, ...], bar: tuple[int, int], off: tuple[int, int], turn: Side
+    ) -> Position:
+        """A position from parts already known to be valid (skips the checks of
+        ``__post_init__``; for this package's own moves, never for outside input)."""
+        position = object.__new__(cls)
+        setattr_ = object.__setattr__
+        setattr_(position, "board", board)
+        setattr_(position, "bar", bar)
+        setattr_(position, "off", off)
+        setattr_(position, "turn", turn)
+        return position
 
     @property
     def winner(self) -> Side | None:
@@ -253,25 +267,37 @@ class Position:
         point the opponent holds); use ``legal_plays``/``parse_play`` for the dice and the
         rules. With ``pass_turn`` (the default) the opponent is to move afterwards.
         """
-        mine, theirs = self.mover_view()
+        board = list(self.board)
+        bar = list(self.bar)
+        off = list(self.off)
+        me = self.turn
+        sign = 1 if me == 0 else -1  # the sign of the mover's checkers on ``board``
         for step in play:
             src, dst = step
             if not 1 <= src <= 25 or not 0 <= dst <= 24 or dst >= src:
                 raise ValueError(f"bad step {src}/{dst}")
-            if mine[src] <= 0:
-                raise ValueError(f"no checker to move on point {src}")
-            mine[src] -= 1
+            if src == BAR:
+                if bar[me] <= 0:
+                    raise ValueError(f"no checker to move on point {src}")
+                bar[me] -= 1
+            else:
+                i = src - 1 if sign > 0 else 24 - src
+                if board[i] * sign <= 0:
+                    raise ValueError(f"no checker to move on point {src}")
+                board[i] -= sign
             if dst == OFF:
-                mine[OFF] += 1
+                off[me] += 1
                 continue
-            if theirs[dst] >= 2:
+            j = dst - 1 if sign > 0 else 24 - dst
+            mine = board[j] * sign
+            if mine <= -2:
                 raise ValueError(f"point {dst} is held by the opponent")
-            if theirs[dst] == 1:
-                theirs[dst] = 0
-                theirs[BAR] += 1
-            mine[dst] += 1
-        after = Position.from_mover_view(mine, theirs, self.turn)
-        return after.with_turn(self.turn.opponent) if pass_turn else after
+            if mine == -1:  # a blot is hit: it goes to the bar
+                board[j] = 0
+                bar[1 - me] += 1
+            board[j] += sign
+        turn = me.opponent if pass_turn else me
+        return Position._trusted(tuple(board), (bar[0], bar[1]), (off[0], off[1]), turn)
 
     def to_dict(self) -> dict[str, object]:
         """JSON-able: board (24 signed ints from side 0), bar, off, turn."""

@@ -12,10 +12,11 @@ from server.rules import (
     Side,
     Step,
     format_play,
+    format_plays,
     legal_plays,
     parse_play,
 )
-from server.rules.moves import MAX_PLAY_TEXT
+from server.rules.moves import MAX_PLAY_TEXT, play_texts
 
 START = Position.initial()
 
@@ -170,7 +171,13 @@ def test_format_groups_and_orders() -> None:
 def test_every_legal_play_survives_text_and_step_lists(
     position: Position, roll: tuple[int, int]
 ) -> None:
-    for play in legal_plays(position, roll):
+    plays = list(legal_plays(position, roll))
+    texts = format_plays(plays, position)  # the batch formatter writes the same text
+    assert texts == [format_play(play, position) for play in plays]
+    _, by_text = play_texts(position, *roll)
+    for play, text in zip(plays, texts, strict=True):
+        assert by_text.get(text, play) == play
+    for play in plays:
         text = format_play(play, position)
         assert parse_play(text, position, roll) == play
         assert parse_play([list(step) for step in play], position, roll) == play

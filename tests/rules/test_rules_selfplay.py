@@ -67,7 +67,12 @@ def play_one_game(game: Game, rng: random.Random, *, use_cube: bool) -> int:
         assert plays and plays != [()]
         assert plays == list(legal_plays(position, game.dice))
         play = rng.choice(plays)
+        texts = game.legal_play_texts
+        assert len(texts) == len(plays)
+        snapshot = game.to_dict()
+        assert snapshot["legal_plays"] == texts
         before = [position.pip_count(Side.ZERO), position.pip_count(Side.ONE)]
+        assert snapshot["pips"] == before
         _, theirs = position.mover_view()
         moved = 0
         regained = 0
@@ -76,7 +81,8 @@ def play_one_game(game: Game, rng: random.Random, *, use_cube: bool) -> int:
             if dst != OFF and theirs[dst] == 1:
                 theirs[dst] = 0
                 regained += dst  # from its point 25 - dst to the bar, worth 25
-        result = game.play(side, play)
+        # Half the plays arrive as their offered text (the server's path), half as steps.
+        result = game.play(side, texts[plays.index(play)] if rng.random() < 0.5 else play)
         after = [game.position.pip_count(Side.ZERO), game.position.pip_count(Side.ONE)]
         # The mover's pips fall by what it moved; the opponent's rise only by hits.
         assert after[side] == before[side] - moved
