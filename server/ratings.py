@@ -10,7 +10,9 @@ Never rated, in this order of precedence (the ``unrated_reason`` codes):
 - ``private_room``     a private room with a friend
 - ``tournament_game``  a tournament game (tournaments award podium prizes instead)
 - ``guest_player``     either player is a guest
-- ``same_address``     both players connect from the same network address
+- ``same_address``     both players connect from the same network address: the same IPv4
+                       address or IPv6 /64, an IPv4-mapped IPv6 address counting as IPv4
+                       (:func:`same_network`, the very rule matchmaking pairs by)
 - ``boosted_mode``     a Boosted game: no Elo, but the winner earns Boosted points
 
 :func:`rating_event` and :func:`boosted_event` turn the rating store's results into the events
@@ -23,10 +25,26 @@ from dataclasses import dataclass
 from typing import Any
 
 from rating_plugin.store import BoostedResult, PlayerChange, Settlement
+from server.matchmaking.policy import DEFAULT_SETTINGS, network_key
 from server.protocol.messages import TableMode
 
 TABLE42 = "table42"
 FIBS = "fibs"
+
+SAME_NETWORK_IPV6_PREFIX: int = DEFAULT_SETTINGS.ipv6_prefix
+"""IPv6 prefix length counted as one network address, here and in matchmaking (64)."""
+
+
+def same_network(a: str, b: str) -> bool:
+    """Whether two client addresses count as one network address (see the module docstring).
+
+    The same comparison as matchmaking's (:func:`server.matchmaking.policy.network_key` at
+    :data:`SAME_NETWORK_IPV6_PREFIX`), so a pair matchmaking allows is never refused a rating
+    for it, and the other way round.
+    """
+    return network_key(a, ipv6_prefix=SAME_NETWORK_IPV6_PREFIX) == network_key(
+        b, ipv6_prefix=SAME_NETWORK_IPV6_PREFIX
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,7 +88,7 @@ def plan_rating(
         return RatingPlan(None, False, "tournament_game")
     if players[0].is_guest or players[1].is_guest:
         return RatingPlan(None, False, "guest_player")
-    if players[0].address == players[1].address:
+    if same_network(players[0].address, players[1].address):
         return RatingPlan(None, False, "same_address")
     if mode is TableMode.BOOSTED:
         return RatingPlan(None, True, "boosted_mode")
