@@ -37,6 +37,13 @@ class ErrorCode(StrEnum):
     TOO_MANY_WATCHERS = "too_many_watchers"
     TOO_MANY_TABLES = "too_many_tables"
     SAME_PLAYER = "same_player"
+    # Matchmaking (server.matchmaking.errors keeps the same codes)
+    UNKNOWN_POOL = "unknown_pool"
+    IN_RANKED_GAME = "in_ranked_game"
+    GUEST_NOT_ALLOWED = "guest_not_allowed"
+    NOT_QUEUED = "not_queued"
+    QUEUE_FULL = "queue_full"
+    INVALID_TICKET = "invalid_ticket"
     # Games (the server's own; rules errors add their codes)
     NOT_PLAYING = "not_playing"  # the table has no game in progress
     GAME_OVER = "game_over"

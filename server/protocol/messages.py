@@ -30,6 +30,7 @@ MAX_PLAY = 64
 MAX_TOURNAMENT_ID = 64
 MAX_ID = 64
 MAX_VERSION = 2**53
+MAX_POOL = 32
 
 
 class TableMode(StrEnum):
@@ -163,6 +164,30 @@ GAME_ACTIONS: tuple[type[TableMessage], ...] = (
 """Messages that change a game; only a seated player may send them."""
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class JoinQueue(Message):
+    """Queue for lobby matchmaking in ``pool`` (replaces any ticket the player holds)."""
+
+    TYPE: ClassVar[str] = "queue"
+    pool: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CancelQueue(Message):
+    TYPE: ClassVar[str] = "cancel_queue"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class QueueStatus(Message):
+    """Ask how long the player's ticket has waited and how wide its window is now."""
+
+    TYPE: ClassVar[str] = "queue_status"
+
+
+MATCHMAKING_MESSAGES: tuple[type[Message], ...] = (JoinQueue, CancelQueue, QueueStatus)
+"""Messages the matchmaker handles (the pool names are checked there: ``unknown_pool``)."""
+
+
 # --- field validators -------------------------------------------------------------------
 
 Validator = Callable[[str, Any], Any]
@@ -227,6 +252,7 @@ FIELDS: dict[str, Validator] = {
     # The upper bound is the server's max_match_length, checked by the lobby.
     "match_length": _integer(0, 255),
     "tournament_id": _string(MAX_TOURNAMENT_ID, TABLE_ID),
+    "pool": _string(MAX_POOL),
 }
 
 
@@ -260,6 +286,7 @@ def _schema(cls: type[Message]) -> _Schema:
 
 MESSAGE_TYPES: tuple[type[Message], ...] = (
     Hello, Ping, ListTables, CreateTable, Join, Leave, Watch, Unwatch, Sync, *GAME_ACTIONS,
+    *MATCHMAKING_MESSAGES,
 )
 SCHEMAS: dict[str, _Schema] = {cls.TYPE: _schema(cls) for cls in MESSAGE_TYPES}
 ALIASES = {"auth": "hello"}
