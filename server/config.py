@@ -18,6 +18,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
+from server.matchmaking.policy import MatchmakingSettings
+
 IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
 
 ENV_PREFIX = "TABLE42_"
@@ -85,6 +87,18 @@ class Settings:
     presence_ttl: float = 24 * 3600.0
     shutdown_timeout: float = 10.0
 
+    # Matchmaking: window(waited) = min(cap, base + rate * waited), rating points and seconds
+    matchmaking_window_base: float = 50.0
+    matchmaking_window_rate: float = 10.0
+    matchmaking_window_cap: float = 400.0
+    matchmaking_new_players_pair_anyone: bool = True
+    matchmaking_ticket_ttl: float = 1800.0  # 0 = tickets never expire
+    matchmaking_scan_limit: int = 64
+    matchmaking_pass_interval: float = 1.0
+    matchmaking_hold: float = 0.8
+    matchmaking_max_tickets: int = 100_000
+    matchmaking_status_interval: float = 5.0
+
     def __post_init__(self) -> None:
         _check(self)
 
@@ -92,6 +106,18 @@ class Settings:
     def trusted_networks(self) -> tuple[IPNetwork, ...]:
         """``trusted_proxies`` parsed as networks (a single address is a /32 or /128)."""
         return tuple(ipaddress.ip_network(p, strict=False) for p in self.trusted_proxies)
+
+    @property
+    def matchmaking(self) -> MatchmakingSettings:
+        """The matchmaking policy's settings (the IPv6 prefix stays the same-address rule's)."""
+        return MatchmakingSettings(
+            window_base=self.matchmaking_window_base,
+            window_rate=self.matchmaking_window_rate,
+            window_cap=self.matchmaking_window_cap,
+            new_players_pair_anyone=self.matchmaking_new_players_pair_anyone,
+            ticket_ttl=self.matchmaking_ticket_ttl or None,
+            scan_limit=self.matchmaking_scan_limit,
+        )
 
     def with_changes(self, **changes: Any) -> Settings:
         """A copy with some fields replaced (validated again)."""
@@ -140,6 +166,18 @@ def _check(s: Settings) -> None:
             ipaddress.ip_network(proxy, strict=False)
         except ValueError as exc:
             raise SettingsError(f"trusted_proxies: {proxy!r} is not an address") from exc
+    try:
+        s.matchmaking  # noqa: B018 - builds and checks the policy settings
+    except ValueError as exc:
+        raise SettingsError(f"matchmaking_{exc}") from exc
+    for name in ("matchmaking_pass_interval", "matchmaking_status_interval"):
+        positive(name)
+    if not 0 <= s.matchmaking_hold <= 5.0:
+        raise SettingsError(f"matchmaking_hold must be in 0..5 s, got {s.matchmaking_hold!r}")
+    if not s.matchmaking_ticket_ttl >= 0:
+        raise SettingsError("matchmaking_ticket_ttl must be >= 0 seconds (0 = never)")
+    if s.matchmaking_max_tickets < 0:
+        raise SettingsError("matchmaking_max_tickets must be >= 0 (0 = no limit)")
 
 
 @dataclass(frozen=True, slots=True)
@@ -167,6 +205,15 @@ class Option:
 
 def _csv(raw: str) -> tuple[str, ...]:
     return tuple(part.strip() for part in raw.split(",") if part.strip())
+
+
+def _flag(raw: str) -> bool:
+    text = raw.strip().lower()
+    if text in ("1", "true", "yes", "on"):
+        return True
+    if text in ("0", "false", "no", "off"):
+        return False
+    raise ValueError("expected 1/0, true/false, yes/no or on/off")
 
 
 OPTIONS: tuple[Option, ...] = (
@@ -209,6 +256,22 @@ OPTIONS: tuple[Option, ...] = (
     Option("inbox_ttl", float, "seconds an undelivered rating event is kept"),
     Option("presence_ttl", float, "seconds a player's presence record outlives its refresh"),
     Option("shutdown_timeout", float, "seconds to wait for in-flight settlements on shutdown"),
+    Option("matchmaking_window_base", float, "matchmaking: rating window (± points) at 0 s"),
+    Option("matchmaking_window_rate", float, "matchmaking: window growth, points per second"),
+    Option("matchmaking_window_cap", float, "matchmaking: widest window, ± points"),
+    Option("matchmaking_new_players_pair_anyone", _flag,
+           "matchmaking: FIBS players with experience under 10 pair with anyone (1/0)"),
+    Option("matchmaking_ticket_ttl", float,
+           "matchmaking: seconds a ticket may wait before it expires (0 = never)"),
+    Option("matchmaking_scan_limit", int,
+           "matchmaking: unacceptable neighbours one ticket skips per pairing pass"),
+    Option("matchmaking_pass_interval", float, "matchmaking: seconds between pairing passes"),
+    Option("matchmaking_hold", float,
+           "matchmaking: seconds a pool's lease is held after a pass (one pass per pool per "
+           "hold, whatever the number of nodes)"),
+    Option("matchmaking_max_tickets", int, "matchmaking: tickets one pool may hold (0 = any)"),
+    Option("matchmaking_status_interval", float,
+           "matchmaking: seconds between queue_status pushes to a waiting player"),
 )
 
 assert {o.name for o in OPTIONS} == {f.name for f in fields(Settings)}, "OPTIONS out of sync"
