@@ -12,8 +12,9 @@ Node ops: ``cmd`` (actor, msg), ``deliver`` (player or conns, frame), ``attach``
 ``detach`` (player, node), ``unwatch`` (table, node, conn), ``push`` (player, frame).
 
 For matchmaking: :meth:`Lobby.start_rated_game` seats two players at a new Competitive table
-(a single game or a match to n) and :meth:`Lobby.push_to_player` sends any message to a
-player wherever they are connected.
+(a single game or a match to n), :meth:`Lobby.start_boosted_game` at a new Boosted one, and
+:meth:`Lobby.push_to_player` sends any message to a player wherever they are connected;
+:attr:`Lobby.on_seated` is told whenever players sit down (their matchmaking tickets go).
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import secrets
-from collections.abc import Callable, Coroutine, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -125,6 +126,8 @@ class Lobby:
         self._tasks: set[asyncio.Task[Any]] = set()
         self._timers: set[asyncio.TimerHandle] = set()
         self.closing = False
+        # Called (in the background) with the players who just sat down at a table.
+        self.on_seated: Callable[[list[str]], Coroutine[Any, Any, None]] | None = None
 
     # --- tasks -----------------------------------------------------------------------------
 
@@ -225,10 +228,15 @@ class Lobby:
         match_length: int | None = None,
         names: tuple[str, str] | None = None,
         addresses: tuple[str, str] | None = None,
+        mode: TableMode = TableMode.COMPETITIVE,
+        announce: Callable[[str], Awaitable[None]] | None = None,
     ) -> str:
         """Seat ``first`` (side 0) and ``second`` (side 1) at a new Competitive table owned by
         this node and start play: a single game (Table42) when ``match_length`` is None, else a
         rated match to ``match_length`` points (FIBS). Both must hold no other seat.
+        ``mode=TableMode.BOOSTED`` makes it a Boosted table instead (see
+        :meth:`start_boosted_game`). ``announce(table_id)`` is awaited once both seats are
+        held, before anyone is seated, so what it sends arrives before ``seated``.
 
         ``names`` default to the player ids; ``addresses`` default to the players' latest
         connection addresses (same address -> unrated); a guest id makes the game unrated
@@ -240,6 +248,9 @@ class Lobby:
         if first == second:
             raise ProtocolError(ErrorCode.SAME_PLAYER, "a player cannot play themselves",
                                 field="second")
+        if mode not in (TableMode.COMPETITIVE, TableMode.BOOSTED):
+            raise ProtocolError(ErrorCode.BAD_FIELD, "mode must be competitive or boosted",
+                                field="mode")
         length = 0 if match_length is None else match_length
         if not 0 <= length <= self.settings.max_match_length or match_length == 0:
             raise ProtocolError(
@@ -269,12 +280,30 @@ class Lobby:
             actor = Actor(player, name, is_guest, address or f"unknown-{player}", self.node_id,
                           "")
             seats.append((actor, set(nodes)))
-        table = self._new_table(table_id, TableMode.COMPETITIVE, length, None)
+        if announce is not None:
+            await announce(table_id)
+        table = self._new_table(table_id, mode, length, None)
         await self.persistence.set_owner(table_id, self.node_id)
         table.seat_pair(seats)
         await self._publish_listing(table)
         await self.flush()
         return table_id
+
+    async def start_boosted_game(
+        self,
+        first: str,
+        second: str,
+        *,
+        names: tuple[str, str] | None = None,
+        addresses: tuple[str, str] | None = None,
+        announce: Callable[[str], Awaitable[None]] | None = None,
+    ) -> str:
+        """Like :meth:`start_rated_game`, for one Boosted game (Boosted points, never Elo;
+        guests welcome, they earn nothing)."""
+        return await self.start_rated_game(
+            first, second, names=names, addresses=addresses, mode=TableMode.BOOSTED,
+            announce=announce,
+        )
 
     # --- sockets ---------------------------------------------------------------------------
 
@@ -462,6 +491,8 @@ class Lobby:
         self.reply(actor, {"type": "table_created", "ref": msg.ref, "table": table_id,
                            "summary": table.summary()})
         table.seat_creator(actor)
+        if self.on_seated is not None:
+            self.spawn(self.on_seated([actor.player]))
         await self._publish_listing(table)
 
     # --- listing -----------------------------------------------------------------------------
@@ -475,9 +506,12 @@ class Lobby:
             await self.persistence.unlist_table(table.id)
 
     def table_changed(self, table: Table) -> None:
-        """The table's status changed: update the lobby index (in the background)."""
+        """The table's status changed: update the lobby index (in the background); when play
+        starts, tell :attr:`on_seated` who sat down."""
         if table.is_listed:
             self.spawn(self._publish_listing(table))
+        if table.status is TableStatus.PLAYING and self.on_seated is not None:
+            self.spawn(self.on_seated(table.seated_players()))
 
     def forget_later(self, table: Table, delay: float | None = None) -> None:
         """Drop a finished table from memory after ``finished_linger`` (sync still works from
