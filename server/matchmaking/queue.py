@@ -417,6 +417,36 @@ class MatchmakingQueue:
         except InvalidTicketError:
             return None
 
+    async def tickets_of(self, players: Iterable[str]) -> dict[str, Ticket]:
+        """Player -> the ticket they hold now, for those of ``players`` who hold one (two
+        pipelined round trips however many players: for periodic status updates)."""
+        wanted = list(dict.fromkeys(players))
+        if not wanted:
+            return {}
+        pools = await self.redis.hmget(self.keys.players, wanted)  # type: ignore[misc]
+        held = [
+            (player, pool_id)
+            for player, pool_id in zip(wanted, (_text(p) for p in pools), strict=True)
+            if pool_id in self._pool_ids
+        ]
+        if not held:
+            return {}
+        async with self.redis.pipeline(transaction=False) as pipe:
+            for player, pool_id in held:
+                pipe.hget(self.keys.pool(pool_id), player)
+            raws = await pipe.execute()
+        found: dict[str, Ticket] = {}
+        for (player, _), raw in zip(held, raws, strict=True):
+            if raw is None:
+                continue
+            try:
+                ticket = decode_ticket(raw)
+            except InvalidTicketError:
+                continue
+            if ticket.player == player:
+                found[player] = ticket
+        return found
+
     async def status(self, player: str, *, now: float | None = None) -> TicketStatus | None:
         """How long the player has waited and how wide their window is now (None: not
         queued)."""
