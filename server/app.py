@@ -1,11 +1,13 @@
 """``create_app(settings)``: the aiohttp application, with no module-level state.
 
 Application-wide objects live under typed ``web.AppKey``s and are opened and closed in
-``cleanup_ctx`` (Redis client, write-behind flusher, node bus, lobby). Shutdown order:
+``cleanup_ctx`` (Redis client, write-behind flusher, node bus, lobby, matchmaking). Shutdown
+order:
 
 1. ``on_shutdown``: every WebSocket is closed with 1001 (going away); the lobby stops its
    timers first, so closing sockets forfeits nobody;
-2. cleanup: in-flight game settlements are awaited (``shutdown_timeout``), the write-behind
+2. cleanup: matchmaking stops pairing and removes this node's tickets; in-flight game
+   settlements are awaited (``shutdown_timeout``), the write-behind
    buffer is flushed, the node bus says goodbye, the Redis client closes.
 
 A finished result is written before it is announced, so nothing a player saw is lost.
@@ -27,6 +29,7 @@ from server.connection import CLOSE_GOING_AWAY, Hub
 from server.http_api import AccountRoutes
 from server.keys import Keys
 from server.lobby import Lobby
+from server.matchmaker import Matchmaker
 from server.persistence import Persistence
 from server.rules import DiceSource, SecretDice
 from server.ws import SocketHandler
@@ -44,6 +47,7 @@ RATINGS = web.AppKey("ratings", RatingStore)
 BUS = web.AppKey("bus", NodeBus)
 HUB = web.AppKey("hub", Hub)
 LOBBY = web.AppKey("lobby", Lobby)
+MATCHMAKER = web.AppKey("matchmaker", Matchmaker)
 
 
 def create_app(settings: Settings, *, dice_factory: DiceFactory | None = None) -> web.Application:
@@ -80,14 +84,19 @@ async def _services(app: web.Application) -> AsyncIterator[None]:
     app[BUS] = bus
     app[HUB] = hub
     app[LOBBY] = lobby
+    matchmaker = Matchmaker(settings, redis, lobby, hub, ratings, persistence)
+    app[MATCHMAKER] = matchmaker
     AccountRoutes(accounts, persistence, settings.node_id, settings.list_limit).add_to(app)
-    app.router.add_get("/ws", SocketHandler(settings, accounts, lobby, hub).handle)
+    app.router.add_get("/api/matchmaking", matchmaker.overview)
+    app.router.add_get("/ws", SocketHandler(settings, accounts, lobby, hub, matchmaker).handle)
     persistence.start()
     await bus.start(lobby.on_node_message)
+    await matchmaker.start()
     log.info("node %s ready (key prefix %r)", settings.node_id, settings.key_prefix)
     try:
         yield
     finally:
+        await matchmaker.stop()
         await lobby.drain(settings.shutdown_timeout)
         await persistence.stop()
         await bus.stop()

@@ -25,9 +25,10 @@ from server.addresses import client_address
 from server.config import Settings
 from server.connection import Connection, Hub
 from server.lobby import Lobby, error_message
+from server.matchmaker import Matchmaker
 from server.protocol.codec import Outgoing, WireFormat
 from server.protocol.errors import ErrorCode, ProtocolError
-from server.protocol.messages import Hello
+from server.protocol.messages import MATCHMAKING_MESSAGES, Hello
 from server.session import Accepted, CloseConnection, Refused, Session, SessionLimits
 
 log = logging.getLogger(__name__)
@@ -79,11 +80,13 @@ def welcome_message(identity: Identity, conn: Connection, settings: Settings,
 class SocketHandler:
     """Serves ``/ws``; one instance per application."""
 
-    def __init__(self, settings: Settings, accounts: Accounts, lobby: Lobby, hub: Hub) -> None:
+    def __init__(self, settings: Settings, accounts: Accounts, lobby: Lobby, hub: Hub,
+                 matchmaker: Matchmaker | None = None) -> None:
         self.settings = settings
         self.accounts = accounts
         self.lobby = lobby
         self.hub = hub
+        self.matchmaker = matchmaker
         self.limits = session_limits(settings)
         self._trusted = settings.trusted_networks
 
@@ -130,6 +133,8 @@ class SocketHandler:
             session.close()
             try:
                 await self.lobby.on_disconnect(conn)
+                if self.matchmaker is not None:
+                    await self.matchmaker.on_disconnect(conn)
             except Exception:
                 log.exception("disconnect handling failed for %s", conn.player)
         return ws
@@ -183,6 +188,8 @@ class SocketHandler:
                             return
                     elif conn.identity is None:  # ping before hello
                         await self._send(conn, {"type": "pong", "ref": message.ref})
+                    elif isinstance(message, MATCHMAKING_MESSAGES) and self.matchmaker is not None:
+                        await self.matchmaker.on_message(conn, message)
                     else:
                         await lobby.on_message(conn, message)
                 elif isinstance(outcome, Refused):

@@ -1,0 +1,419 @@
+"""Lobby matchmaking on a live node: the ``queue`` / ``cancel_queue`` / ``queue_status``
+messages, the pairing loop that starts the games, and ``GET /api/matchmaking``.
+
+The thin I/O shell around :mod:`server.matchmaking` (the pure policy and the Redis queue that
+every node shares). What it adds is what only a server knows: who the player is (the socket's
+token), where they connect from (the socket's address, X-Forwarded-For from trusted proxies),
+whether they hold a seat, their standing in the rating store, and how to start a game.
+
+A ticket is made from the rating store at queue time: the Table42 rating and the Competitive
+games of the last 7 days (for K) in the ``competitive`` pool; the FIBS rating and experience in
+the ``match-n`` pools; the Table42 rating in ``boosted`` (a guest counts as 1500 there).
+
+A ticket goes away when the player cancels, queues again (replaced), their last socket on the
+node that queued them closes, they sit down at a table (create, join, or any game starting),
+it is paired, or it waits longer than the ticket lifetime (``queue_expired``). A node removes
+the tickets queued through it when it starts (left by an earlier run under the same node id)
+and when it stops.
+
+Lifecycle (``app.py``'s cleanup context): :meth:`Matchmaker.start` runs
+:func:`~server.matchmaking.queue.pairing_loop` (a pass over every pool each
+``matchmaking_pass_interval``; a per-pool lease makes nodes take turns, the claim script makes
+sure nobody is handed two games) and a status loop (``queue_status`` to every player waiting
+through this node each ``matchmaking_status_interval``); :meth:`Matchmaker.stop` cancels both.
+
+On each pair (:meth:`Matchmaker.on_pass`): start the game on this node (``start_rated_game``
+for the Competitive and rated-match pools, ``start_boosted_game`` for ``boosted``); once both
+seats are held, each player is sent ``match_found`` (table, opponent, stake preview), then
+``seated`` and ``game_start`` follow. If one of them already sits at another table
+(``already_seated``), that player's ticket is dropped and the other one is put back with its
+original queue time.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Callable
+from typing import Any
+
+import redis.asyncio as aioredis
+from aiohttp import web
+from redis.exceptions import RedisError
+
+from rating_plugin import table42
+from rating_plugin.store import RatingStore
+from server.accounts import Identity
+from server.config import Settings
+from server.connection import Connection, Hub
+from server.lobby import Lobby, error_message
+from server.matchmaking import (
+    GameMode,
+    MatchmakingError,
+    Pairing,
+    Pool,
+    Ticket,
+    admit,
+    expired_message,
+    match_found_messages,
+    overview,
+    pool_by_id,
+    status_message,
+    ticket_status,
+)
+from server.matchmaking.messages import QUEUED
+from server.matchmaking.queue import MatchmakingQueue, PassResult, QueueSettings, pairing_loop
+from server.persistence import Persistence
+from server.protocol.codec import Outgoing
+from server.protocol.errors import ErrorCode, ProtocolError
+from server.protocol.messages import CancelQueue, JoinQueue, Message, QueueStatus
+from server.table import TableStatus
+
+log = logging.getLogger(__name__)
+
+QUEUE_CANCELLED = "queue_cancelled"
+"""Sent when a ticket is taken away: ``reason`` ``cancelled`` (you asked) or ``seated``."""
+
+
+def queue_settings(settings: Settings) -> QueueSettings:
+    """The Redis queue's knobs from the server settings."""
+    return QueueSettings(
+        hold_ms=int(settings.matchmaking_hold * 1000),
+        pass_interval=settings.matchmaking_pass_interval,
+        max_tickets=settings.matchmaking_max_tickets,
+    )
+
+
+def _as_protocol_error(error: MatchmakingError) -> ProtocolError:
+    """The wire error; ``field`` only when it is one the client sent (``pool``): a ticket's
+    other fields come from the server, and the message names them."""
+    field = error.field if error.field == "pool" else None
+    return ProtocolError(error.code, str(error), field=field)
+
+
+class Matchmaker:
+    """Matchmaking for one node. Needs the node's Redis client, lobby, hub, rating store and
+    persistence; ``clock`` is epoch seconds."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        redis: aioredis.Redis,
+        lobby: Lobby,
+        hub: Hub,
+        ratings: RatingStore,
+        persistence: Persistence,
+        *,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.settings = settings
+        self.policy = settings.matchmaking
+        self.node_id = settings.node_id
+        self.queue = MatchmakingQueue(
+            redis,
+            prefix=settings.key_prefix,
+            node=settings.node_id,
+            settings=self.policy,
+            queue_settings=queue_settings(settings),
+            clock=clock,
+        )
+        self.lobby = lobby
+        self.hub = hub
+        self.ratings = ratings
+        self.persistence = persistence
+        self.clock = clock
+        self._waiting: set[str] = set()  # players who queued through this node
+        self._tasks: list[asyncio.Task[None]] = []
+        self._stopping = False
+
+    # --- lifecycle -----------------------------------------------------------------------
+
+    async def start(self) -> None:
+        """Drop tickets an earlier run of this node left, then start pairing and status."""
+        self.lobby.on_seated = self.players_seated
+        await self._remove_node_tickets("start-up")
+        self._tasks = [
+            asyncio.create_task(pairing_loop(self.queue, self.on_pass), name="mm-pairing"),
+            asyncio.create_task(self._status_loop(), name="mm-status"),
+        ]
+
+    async def stop(self) -> None:
+        """Stop pairing (a pair claimed meanwhile is put back, not started) and remove the
+        tickets queued through this node."""
+        self._stopping = True
+        for task in self._tasks:
+            task.cancel()
+        for task in self._tasks:
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        self._tasks = []
+        await self._remove_node_tickets("shutdown")
+        self._waiting.clear()
+
+    async def _remove_node_tickets(self, when: str) -> None:
+        try:
+            removed = await self.queue.remove_node_tickets(self.node_id)
+        except (RedisError, OSError) as exc:
+            log.warning("matchmaking: removing node %s tickets at %s: %s", self.node_id, when,
+                        exc)
+            return
+        if removed:
+            log.info("matchmaking: %d tickets of node %s removed at %s", len(removed),
+                     self.node_id, when)
+
+    # --- messages from this node's sockets ---------------------------------------------------
+
+    async def on_message(self, conn: Connection, msg: Message) -> None:
+        """Answer one ``queue`` / ``cancel_queue`` / ``queue_status`` (errors: ``error``)."""
+        reply: dict[str, Any]
+        try:
+            if isinstance(msg, JoinQueue):
+                reply = await self._join(conn, msg)
+            elif isinstance(msg, CancelQueue):
+                reply = await self._cancel(conn)
+            elif isinstance(msg, QueueStatus):
+                reply = await self._status(conn)
+            else:
+                raise ProtocolError(ErrorCode.UNKNOWN_TYPE, f"not a matchmaking message: "
+                                    f"{msg.TYPE}", field="type")
+            reply["ref"] = msg.ref
+        except MatchmakingError as exc:
+            reply = error_message(_as_protocol_error(exc), msg.ref)
+        except ProtocolError as exc:
+            reply = error_message(exc, msg.ref)
+        except (RedisError, OSError) as exc:
+            log.warning("Redis error handling %s: %s", msg.TYPE, exc)
+            err = ProtocolError(ErrorCode.UNAVAILABLE, "storage unavailable, retry")
+            reply = error_message(err, msg.ref)
+        except Exception:
+            log.exception("internal error handling %s from %s", msg.TYPE, conn.player)
+            reply = error_message(ProtocolError(ErrorCode.INTERNAL, "internal error"), msg.ref)
+        self.hub.push(conn, Outgoing(reply))
+        await self.hub.flush()
+
+    async def _join(self, conn: Connection, msg: JoinQueue) -> dict[str, Any]:
+        identity = conn.identity
+        assert identity is not None
+        pool = pool_by_id(msg.pool)
+        if pool.mode is GameMode.RATED_MATCH and pool.match_length > (
+            self.settings.max_match_length
+        ):
+            raise ProtocolError(
+                ErrorCode.UNKNOWN_POOL,
+                f"pool: {pool.id} is not offered here (matches up to "
+                f"{self.settings.max_match_length} points)",
+                field="pool",
+            )
+        seat, in_ranked_game = await self._seat(identity.player)
+        admit(pool.id, is_guest=identity.is_guest, in_ranked_game=in_ranked_game)
+        if seat is not None:
+            raise ProtocolError(
+                ErrorCode.ALREADY_SEATED,
+                f"you hold a seat at table {seat}; leave it before queueing", field="table",
+            )
+        standing = await self._standing(pool, identity)
+        queued = await self.queue.enqueue(
+            identity.player,
+            pool.id,
+            address=conn.address,
+            is_guest=identity.is_guest,
+            name=identity.name,
+            **standing,
+        )
+        self._waiting.add(identity.player)
+        return status_message(
+            queued.status, kind=QUEUED, settings=self.policy, replaced_pool=queued.replaced_pool
+        )
+
+    async def _seat(self, player: str) -> tuple[str | None, bool]:
+        """(the table where ``player`` holds a seat, whether a rated game is on there).
+
+        A seat at a finished table counts as free: it is released right after the result.
+        """
+        seat = await self.persistence.seat_of(player)
+        if seat is None:
+            return None, False
+        table = self.lobby.tables.get(seat)
+        if table is not None:
+            if table.status in (TableStatus.FINISHED, TableStatus.CLOSED):
+                return None, False
+            rated = table.plan is not None and table.plan.is_rated
+            return seat, rated and table.status is TableStatus.PLAYING
+        snapshot = await self.persistence.snapshot(seat)
+        state = snapshot.get("state") if snapshot is not None else None
+        if not isinstance(state, dict):
+            return seat, False
+        status = state.get("status")
+        if status in (TableStatus.FINISHED, TableStatus.CLOSED):
+            return None, False
+        rating = state.get("rating")
+        rated = isinstance(rating, dict) and rating.get("rated") is True
+        return seat, rated and status == TableStatus.PLAYING
+
+    async def _standing(self, pool: Pool, identity: Identity) -> dict[str, Any]:
+        """The ticket's rating fields from the rating store (see the module docstring)."""
+        if identity.is_guest:  # guests are never rated: the start rating, no Redis needed
+            return {"rating": table42.START_RATING}
+        if pool.is_fibs:
+            fibs = await self.ratings.rating(identity.player, "fibs")
+            return {"rating": fibs.rating, "experience": fibs.experience or 0}
+        rating = await self.ratings.rating(identity.player, "table42")
+        if pool.mode is GameMode.COMPETITIVE:
+            recent = await self.ratings.recent_games(identity.player, self.clock())
+            return {"rating": rating.rating, "recent_games": recent}
+        return {"rating": rating.rating}
+
+    async def _cancel(self, conn: Connection) -> dict[str, Any]:
+        player = conn.player
+        assert player is not None
+        ticket = await self.queue.cancel(player)
+        self._waiting.discard(player)
+        return self._cancelled(ticket, "cancelled")
+
+    def _cancelled(self, ticket: Ticket, reason: str) -> dict[str, Any]:
+        return {"type": QUEUE_CANCELLED, "pool": ticket.pool,
+                "waited": ticket.waited(self.clock()), "reason": reason}
+
+    async def _status(self, conn: Connection) -> dict[str, Any]:
+        player = conn.player
+        assert player is not None
+        status = await self.queue.status(player)
+        if status is None:
+            raise ProtocolError(ErrorCode.NOT_QUEUED, "you are not queued")
+        return status_message(status, settings=self.policy)
+
+    # --- tickets that go away ------------------------------------------------------------
+
+    async def on_disconnect(self, conn: Connection) -> None:
+        """A socket closed (after the lobby forgot it): the player's last one on this node
+        takes with it the ticket queued through this node."""
+        player = conn.player
+        if player is None or self.hub.count(player) > 0:
+            return
+        self._waiting.discard(player)
+        try:
+            await self.queue.remove(player, only_node=self.node_id)
+        except (RedisError, OSError) as exc:
+            log.warning("matchmaking: removing %s's ticket on disconnect: %s", player, exc)
+
+    async def players_seated(self, players: list[str]) -> None:
+        """``players`` sat down at a table: their tickets go (they are told, ``seated``)."""
+        for player in players:
+            self._waiting.discard(player)
+            try:
+                removed = await self.queue.remove(player)
+            except (RedisError, OSError) as exc:
+                log.warning("matchmaking: removing %s's ticket on seating: %s", player, exc)
+                continue
+            if removed is not None:
+                await self.lobby.push_to_player(player, self._cancelled(removed, "seated"))
+
+    # --- pairing -------------------------------------------------------------------------
+
+    async def on_pass(self, result: PassResult) -> None:
+        """Start a game for each claimed pair; tell the owners of expired tickets."""
+        for pair in result.pairs:
+            try:
+                await self._start(result.pool, pair, result.now)
+            except Exception:
+                log.exception("matchmaking: starting %s vs %s in %s failed",
+                              pair.first.player, pair.second.player, result.pool.id)
+        for ticket in result.expired:
+            self._waiting.discard(ticket.player)
+            await self.lobby.push_to_player(ticket.player, expired_message(ticket, result.now))
+
+    async def _start(self, pool: Pool, pair: Pairing, now: float) -> None:
+        first, second = pair.first, pair.second
+        if self._stopping or self.lobby.closing:
+            # This node is going away; the other node's player keeps waiting, with the time
+            # already waited (this node's tickets are removed by stop()).
+            for ticket in (first, second):
+                await self.queue.requeue(ticket)
+            return
+
+        async def announce(table: str) -> None:
+            for player, message in match_found_messages(pair, table=table, now=now).items():
+                await self.lobby.push_to_player(player, message)
+
+        names = (first.display_name, second.display_name)
+        addresses = (first.address, second.address)
+        try:
+            if pool.mode is GameMode.BOOSTED:
+                await self.lobby.start_boosted_game(
+                    first.player, second.player, names=names, addresses=addresses,
+                    announce=announce,
+                )
+            else:
+                await self.lobby.start_rated_game(
+                    first.player,
+                    second.player,
+                    match_length=None if pool.mode is GameMode.COMPETITIVE
+                    else pool.match_length,
+                    names=names,
+                    addresses=addresses,
+                    announce=announce,
+                )
+        except ProtocolError as exc:
+            if exc.code != ErrorCode.ALREADY_SEATED:
+                raise
+            seated, other = (first, second) if exc.field == "first" else (second, first)
+            self._waiting.discard(seated.player)
+            requeued = await self.queue.requeue(other)
+            log.info("matchmaking: %s already seated; %s %s", seated.player, other.player,
+                     "requeued" if requeued else "queued again meanwhile")
+            return
+        self._waiting.discard(first.player)
+        self._waiting.discard(second.player)
+
+    # --- status pushes -------------------------------------------------------------------
+
+    async def _status_loop(self) -> None:
+        interval = self.settings.matchmaking_status_interval
+        while True:
+            await asyncio.sleep(interval)
+            try:
+                await self.push_statuses()
+            except (RedisError, OSError) as exc:
+                log.warning("matchmaking: status update failed: %s", exc)
+            except Exception:
+                log.exception("matchmaking: status update failed")
+
+    async def push_statuses(self) -> None:
+        """Send ``queue_status`` to every player waiting through this node (one read)."""
+        players = [player for player in self._waiting if self.hub.count(player)]
+        self._waiting.intersection_update(players)
+        if not players:
+            return
+        tickets = await self.queue.tickets_of(players)
+        now = self.clock()
+        for player in players:
+            ticket = tickets.get(player)
+            if ticket is None or ticket.node != self.node_id:
+                self._waiting.discard(player)  # paired, expired, or queued through another node
+                continue
+            status = ticket_status(ticket, now, self.policy)
+            self.hub.push_player(player, Outgoing(status_message(status, settings=self.policy)))
+        await self.hub.flush()
+
+    # --- HTTP ----------------------------------------------------------------------------
+
+    async def overview(self, request: web.Request) -> web.Response:
+        """``GET /api/matchmaking``: players waiting per pool, and the window curve."""
+        try:
+            sizes = await self.queue.sizes()
+        except (RedisError, OSError):
+            return web.json_response(
+                {"error": {"code": str(ErrorCode.UNAVAILABLE), "message": "Redis unavailable"}},
+                status=503,
+            )
+        body = overview(sizes, self.policy)
+        limit = self.settings.max_match_length
+        for entry in body["pools"]:
+            entry["offered"] = entry["mode"] != GameMode.RATED_MATCH or (
+                entry["match_length"] <= limit
+            )
+        body["window"]["ticket_ttl"] = self.policy.ticket_ttl
+        body["pass_interval"] = self.settings.matchmaking_pass_interval
+        return web.json_response(body)
