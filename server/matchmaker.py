@@ -126,6 +126,7 @@ class Matchmaker:
         self.clock = clock
         self._waiting: set[str] = set()  # players who queued through this node
         self._tasks: list[asyncio.Task[None]] = []
+        self._handling: set[asyncio.Task[None]] = set()
         self._stopping = False
 
     # --- lifecycle -----------------------------------------------------------------------
@@ -149,6 +150,8 @@ class Matchmaker:
             with contextlib.suppress(asyncio.CancelledError):
                 await task
         self._tasks = []
+        if self._handling:  # the passes in hand finish (they put their pairs back) first
+            await asyncio.wait(set(self._handling), timeout=self.settings.shutdown_timeout)
         await self._remove_node_tickets("shutdown")
         self._waiting.clear()
 
@@ -313,7 +316,21 @@ class Matchmaker:
     # --- pairing -------------------------------------------------------------------------
 
     async def on_pass(self, result: PassResult) -> None:
-        """Start a game for each claimed pair; tell the owners of expired tickets."""
+        """Start a game for each claimed pair; tell the owners of expired tickets.
+
+        The work is shielded: cancelling the pairing loop on shutdown never leaves claimed
+        players without their game or their ticket (:meth:`stop` waits for it)."""
+        task = asyncio.ensure_future(self._handle_pass(result))
+        self._handling.add(task)
+        task.add_done_callback(self._handled)
+        await asyncio.shield(task)
+
+    def _handled(self, task: asyncio.Task[None]) -> None:
+        self._handling.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            log.error("matchmaking: handling a pass failed", exc_info=task.exception())
+
+    async def _handle_pass(self, result: PassResult) -> None:
         for pair in result.pairs:
             try:
                 await self._start(result.pool, pair, result.now)
@@ -334,8 +351,12 @@ class Matchmaker:
             return
 
         async def announce(table: str) -> None:
-            for player, message in match_found_messages(pair, table=table, now=now).items():
-                await self.lobby.push_to_player(player, message)
+            try:
+                for player, message in match_found_messages(pair, table=table,
+                                                            now=now).items():
+                    await self.lobby.push_to_player(player, message)
+            except Exception:  # the game starts all the same; the seats are held already
+                log.exception("matchmaking: announcing table %s failed", table)
 
         names = (first.display_name, second.display_name)
         addresses = (first.address, second.address)

@@ -366,6 +366,24 @@ async def test_a_pair_with_a_seated_player_puts_the_other_back(
     assert (await alice.request({"type": "queue_status"}))["type"] == "queue_status"
 
 
+async def test_a_stopping_node_puts_a_claimed_pair_back(start_server: StartServer) -> None:
+    one = await start_server(node_id="stop-a", **MANUAL)
+    two = await start_server(node_id="stop-b", **MANUAL)
+    queue = matchmaker(two).queue
+    alice = await player(two, "alice")
+    bob = await player(two, "bob")
+    for client in (alice, bob):
+        await client.request({"type": "queue", "pool": "match-1"})
+    before = {name: await queue.ticket(name) for name in ("alice", "bob")}
+    result = await matchmaker(one).queue.pair_unleased("match-1")
+    assert len(result.pairs) == 1 and await queue.ticket("alice") is None
+    one.lobby.closing = True  # what shutdown sets before the pairing loop is cancelled
+    await matchmaker(one).on_pass(result)
+    after = {name: await queue.ticket(name) for name in ("alice", "bob")}
+    assert after == before and not one.lobby.tables
+    assert not alice.of_type("match_found")
+
+
 # --- bad input and the HTTP overview -----------------------------------------------------------
 
 
