@@ -1,11 +1,13 @@
-"""Live sockets on this node, and the ordered outbox that writes to them.
+"""Live sockets on this node, and the writes to them.
 
-Table logic runs synchronously and only *queues* what it sends (:meth:`Hub.push`); the
-coroutine that drove the change then awaits :meth:`Hub.flush`, which writes the frames in the
-order they were queued. The sockets are opened with compression off and an unbounded writer
-limit, so a write never suspends on flow control; instead a socket whose unsent bytes exceed
-``max_send_buffer`` is a slow consumer and is dropped, so one stalled watcher cannot hold up a
-game. If something queues without flushing, a flush is scheduled on the next loop turn.
+Table logic runs synchronously and pushes what it sends (:meth:`Hub.push`); a push writes the
+frame to the socket's transport at once, so frames leave in the order they were pushed and
+nothing is queued in Python. The sockets are opened with compression off and an unbounded
+writer limit, so a write never suspends on flow control; instead a socket whose unsent bytes
+exceed ``max_send_buffer`` is a slow consumer and is dropped, so one stalled watcher cannot
+hold up a game. A frame is built once per wire format (:meth:`Outgoing.wire`) and the same
+bytes go to every socket that reads that format. :meth:`Hub.flush` is kept for callers that
+want to be sure everything pushed so far has been handed to the sockets (it always has).
 """
 
 from __future__ import annotations
@@ -14,14 +16,16 @@ import asyncio
 import contextlib
 import itertools
 import logging
-from collections import deque
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from aiohttp import WSMsgType, web
+from aiohttp import web
 
 from server.accounts import Identity
-from server.protocol.codec import Outgoing, WireFormat
+from server.protocol.codec import Outgoing, WireFormat, wire_frame
 from server.session import Session
+
+if TYPE_CHECKING:
+    from server.lobby import Actor
 
 log = logging.getLogger(__name__)
 
@@ -34,7 +38,8 @@ _ids = itertools.count(1)
 class Connection:
     """One authenticated (or authenticating) WebSocket on this node."""
 
-    __slots__ = ("address", "closed", "id", "identity", "session", "transport", "watching", "ws")
+    __slots__ = ("actor", "address", "closed", "id", "identity", "session", "transport",
+                 "watching", "ws")
 
     def __init__(
         self,
@@ -47,8 +52,9 @@ class Connection:
         self.ws = ws
         self.session = session
         self.address = address
-        self.transport = transport
+        self.transport = transport if isinstance(transport, asyncio.WriteTransport) else None
         self.identity: Identity | None = None
+        self.actor: Actor | None = None  # who sends on this socket (made once, by the lobby)
         self.watching: set[str] = set()
         self.closed = False
 
@@ -62,24 +68,27 @@ class Connection:
 
     def buffered(self) -> int:
         transport = self.transport
-        if transport is None or not isinstance(transport, asyncio.WriteTransport):
-            return 0
-        return transport.get_write_buffer_size()
+        return 0 if transport is None else transport.get_write_buffer_size()
+
+    def is_writable(self) -> bool:
+        transport = self.transport
+        return not (self.closed or self.ws.closed or transport is None
+                    or transport.is_closing())
+
+    def write_frame(self, frame: bytes) -> None:
+        """Write one whole WebSocket frame (header included, see :meth:`Outgoing.wire`)."""
+        if self.is_writable():
+            assert self.transport is not None
+            self.transport.write(frame)
 
     async def write(self, data: bytes, fmt: WireFormat) -> None:
-        """Write one frame now. Errors from a socket that went away are swallowed."""
-        if self.closed or self.ws.closed:
-            return
-        opcode = WSMsgType.BINARY if fmt.is_binary else WSMsgType.TEXT
-        try:
-            await self.ws.send_frame(data, opcode)
-        except (ConnectionError, RuntimeError):
-            self.closed = True
+        """Write one frame with ``data`` as its payload. Writes to a closed socket are
+        dropped."""
+        self.write_frame(wire_frame(data, fmt))
 
     async def send(self, message: dict[str, Any]) -> None:
         """Encode in this socket's format and write (for one-off replies)."""
-        out = Outgoing(message)
-        await self.write(out.frame(self.format), self.format)
+        self.write_frame(Outgoing(message).wire(self.format))
 
     async def close(self, code: int, reason: str) -> None:
         if self.closed and self.ws.closed:
@@ -91,24 +100,17 @@ class Connection:
     def abort(self) -> None:
         """Drop the socket without a closing handshake (slow consumer)."""
         self.closed = True
-        transport = self.transport
-        if isinstance(transport, asyncio.WriteTransport):
-            transport.abort()  # close() would wait to send the backlog first
-        elif transport is not None:
-            transport.close()
+        if self.transport is not None:
+            self.transport.abort()  # close() would wait to send the backlog first
 
 
 class Hub:
-    """Registry of this node's sockets, by id and by player, and the ordered outbox."""
+    """Registry of this node's sockets, by id and by player, and the writes to them."""
 
     def __init__(self, max_send_buffer: int) -> None:
         self.by_id: dict[str, Connection] = {}
         self.by_player: dict[str, set[Connection]] = {}
-        self._outbox: deque[tuple[Connection, Outgoing]] = deque()
         self._max_send_buffer = max_send_buffer
-        self._flush_scheduled = False
-        self._flushing = False
-        self._background: set[asyncio.Task[None]] = set()
 
     # registry -----------------------------------------------------------------------------
 
@@ -143,20 +145,27 @@ class Hub:
     def all(self) -> list[Connection]:
         return list(self.by_id.values())
 
-    # outbox -------------------------------------------------------------------------------
+    # writes -------------------------------------------------------------------------------
 
     def push(self, conn: Connection, out: Outgoing) -> None:
-        self._outbox.append((conn, out))
-        self.flush_soon()
+        """Write ``out`` to ``conn`` now, in the socket's current format; a socket with more
+        than ``max_send_buffer`` unsent bytes is dropped instead."""
+        transport = conn.transport
+        if conn.closed or transport is None or transport.is_closing() or conn.ws.closed:
+            return
+        if transport.get_write_buffer_size() > self._max_send_buffer:
+            log.info("dropping slow consumer %s (%s)", conn.id, conn.player)
+            conn.abort()
+            return
+        transport.write(out.wire(conn.session.format))
 
     def push_player(self, player: str, out: Outgoing) -> bool:
-        """Queue ``out`` for every socket of ``player`` here; False when there is none."""
+        """Write ``out`` to every socket of ``player`` here; False when there is none."""
         conns = self.by_player.get(player)
         if not conns:
             return False
         for conn in conns:
-            self._outbox.append((conn, out))
-        self.flush_soon()
+            self.push(conn, out)
         return True
 
     def push_conn_id(self, conn_id: str, out: Outgoing) -> bool:
@@ -167,35 +176,7 @@ class Hub:
         return True
 
     def flush_soon(self) -> None:
-        """Make sure queued frames are written on the next loop turn."""
-        if not self._flush_scheduled:
-            self._flush_scheduled = True
-            asyncio.get_running_loop().call_soon(self._kick)
-
-    def _kick(self) -> None:
-        self._flush_scheduled = False
-        if self._outbox and not self._flushing:
-            task = asyncio.ensure_future(self.flush())
-            self._background.add(task)
-            task.add_done_callback(self._background.discard)
+        """Nothing waits: every push is written at once (kept for callers from timers)."""
 
     async def flush(self) -> None:
-        """Write every queued frame, in order."""
-        if self._flushing:
-            return
-        self._flushing = True
-        try:
-            outbox = self._outbox
-            limit = self._max_send_buffer
-            while outbox:
-                conn, out = outbox.popleft()
-                if conn.closed:
-                    continue
-                if conn.buffered() > limit:
-                    log.info("dropping slow consumer %s (%s)", conn.id, conn.player)
-                    conn.abort()
-                    continue
-                fmt = conn.session.format
-                await conn.write(out.frame(fmt), fmt)
-        finally:
-            self._flushing = False
+        """Everything pushed has already been handed to the sockets; returns at once."""

@@ -308,10 +308,13 @@ class Lobby:
     # --- sockets ---------------------------------------------------------------------------
 
     def actor_of(self, conn: Connection) -> Actor:
-        identity = conn.identity
-        assert identity is not None
-        return Actor(identity.player, identity.name, identity.is_guest, conn.address,
-                     self.node_id, conn.id)
+        actor = conn.actor  # made once per socket: it is the same for every message
+        if actor is None:
+            identity = conn.identity
+            assert identity is not None
+            actor = conn.actor = Actor(identity.player, identity.name, identity.is_guest,
+                                       conn.address, self.node_id, conn.id)
+        return actor
 
     async def on_connect(self, conn: Connection, identity: Identity) -> None:
         """A socket authenticated: presence, resume a seated game, deliver the inbox."""

@@ -4,11 +4,16 @@ games; its methods return plain values.
 
 Write-behind: the per-move path never waits for Redis. :meth:`Persistence.append_event` and
 :meth:`Persistence.mark_dirty` only buffer; a flusher task writes everything buffered every
-``flush_interval`` seconds in one pipeline (``RPUSH`` + ``LTRIM`` + ``PEXPIRE`` per table,
-``SET`` of the latest snapshot). A finished game is different: :meth:`write_result` flushes
-the buffer and writes the result and the rating inbox entries in one awaited pipeline, before
-anyone is told the game ended. All flushes hold one lock, so a table's events reach its list in
-version order.
+``flush_interval`` seconds in one pipeline for all tables. Each Redis command costs the client
+several microseconds to pack and its reply to parse, so a flush sends as few as it can: one
+``RPUSH`` per table with new events; ``PEXPIRE`` on a log only when it was not refreshed in
+the last :data:`EXPIRE_REFRESH` seconds; ``LTRIM`` only once a log has grown past
+``event_log_max`` (the ``RPUSH`` reply says its length); the snapshot ``SET`` at most every
+:data:`SNAPSHOT_INTERVAL` seconds per table, except that a snapshot marked urgent (the table's
+status changed) goes out with the next flush. A finished game is different:
+:meth:`write_result` flushes the buffer, every pending snapshot included, and writes the result
+and the rating inbox entries in one awaited pipeline, before anyone is told the game ended. All
+flushes hold one lock, so a table's events reach its list in version order.
 
 Keys (see ``keys.py``): ``{t:T}:events`` (capped list of events: msgpack, the same maps
 clients receive), ``{t:T}:snapshot`` (msgpack), ``{t:T}:results`` (JSON), ``{t:T}:owner``,
@@ -36,7 +41,14 @@ log = logging.getLogger(__name__)
 
 SnapshotFn = Callable[[], dict[str, Any]]
 ADDRESS_FIELD = "address"
+SNAPSHOT_INTERVAL = 1.0
+"""Seconds between two snapshot writes of one table (its event log is written every flush)."""
+EXPIRE_REFRESH = 60.0
+"""Seconds between two ``PEXPIRE`` of one table's event log (capped at a tenth of its TTL)."""
 T = TypeVar("T")
+
+
+_packer = msgpack.Packer(use_bin_type=True)
 
 
 def _aw(value: Awaitable[T] | T) -> Awaitable[T]:
@@ -55,11 +67,18 @@ class Persistence:
         self._settings = settings
         self._events: dict[str, list[bytes]] = {}
         self._dirty: dict[str, SnapshotFn] = {}
+        self._urgent: set[str] = set()
+        self._trim: set[str] = set()
+        self._snapshot_at: dict[str, float] = {}  # loop time of each table's last snapshot
+        self._expire_at: dict[str, float] = {}  # loop time of each log's last PEXPIRE
+        self._pruned_at = 0.0
+        self._later: asyncio.TimerHandle | None = None
         self._lock = asyncio.Lock()
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self._release_seat = redis.register_script(_load_script("release_seat.lua"))
         self._log_ttl_ms = int(settings.event_log_ttl * 1000)
+        self._expire_refresh = min(EXPIRE_REFRESH, settings.event_log_ttl / 10)
         self._seat_ttl_ms = int(max(settings.event_log_ttl, 3600.0) * 1000)
 
     # --- write-behind ------------------------------------------------------------------
@@ -73,42 +92,96 @@ class Persistence:
         else:
             pending.append(event)
 
-    def mark_dirty(self, table: str, snapshot: SnapshotFn) -> None:
-        """Ask for the table's snapshot to be written at the next flush (computed then)."""
+    def mark_dirty(self, table: str, snapshot: SnapshotFn, *, urgent: bool = False) -> None:
+        """Ask for the table's snapshot to be written (computed when it is written): with the
+        next flush when ``urgent`` or when the table has none from the last
+        :data:`SNAPSHOT_INTERVAL` seconds, else once that interval has passed."""
         self._dirty[table] = snapshot
+        if urgent:
+            self._urgent.add(table)
         self._wake.set()
 
     @property
     def pending_events(self) -> int:
         return sum(len(v) for v in self._events.values())
 
-    async def flush(self) -> None:
-        """Write everything buffered now (one pipeline)."""
+    async def flush(self, *, everything: bool = False) -> None:
+        """Write what is buffered now (one pipeline); with ``everything``, also the snapshots
+        that are not due yet."""
         async with self._lock:
-            await self._flush_locked(())
+            await self._flush_locked((), everything=everything)
 
-    def _queue_buffered(self, pipe: Any) -> None:
+    def _queue_buffered(self, pipe: Any, *, everything: bool) -> list[str]:
+        """Queue the buffered writes on ``pipe``; the tables whose ``RPUSH`` come first, in
+        order. Snapshots not yet due stay buffered unless ``everything``."""
+        now = asyncio.get_running_loop().time()
+        keys = self.keys
         events, self._events = self._events, {}
-        dirty, self._dirty = self._dirty, {}
-        cap = self._settings.event_log_max
+        expire_at = self._expire_at
+        refresh = self._expire_refresh
+        pushed = list(events)
         for table, items in events.items():
-            key = self.keys.table_events(table)
-            pipe.rpush(key, *items)
-            pipe.ltrim(key, -cap, -1)
-            pipe.pexpire(key, self._log_ttl_ms)
-        for table, snapshot in dirty.items():
-            pipe.set(self.keys.table_snapshot(table), msgpack.packb(snapshot()),
-                     px=self._log_ttl_ms)
+            pipe.rpush(keys.table_events(table), *items)
+        for table in pushed:
+            if now - expire_at.get(table, -refresh) >= refresh:
+                pipe.pexpire(keys.table_events(table), self._log_ttl_ms)
+                expire_at[table] = now
+        if self._trim:
+            cap = self._settings.event_log_max
+            for table in self._trim:
+                pipe.ltrim(keys.table_events(table), -cap, -1)
+            self._trim = set()
+        if self._dirty:
+            snapshot_at = self._snapshot_at
+            urgent, self._urgent = self._urgent, set()
+            waiting: dict[str, SnapshotFn] = {}
+            for table, snapshot in self._dirty.items():
+                if (everything or table in urgent
+                        or now - snapshot_at.get(table, -SNAPSHOT_INTERVAL) >= SNAPSHOT_INTERVAL):
+                    pipe.set(keys.table_snapshot(table), _packer.pack(snapshot()),
+                             px=self._log_ttl_ms)
+                    snapshot_at[table] = now
+                else:
+                    waiting[table] = snapshot
+            self._dirty = waiting
+            if waiting and self._later is None:
+                self._later = asyncio.get_running_loop().call_later(
+                    SNAPSHOT_INTERVAL, self._wake_later
+                )
+        if now - self._pruned_at > refresh:
+            self._prune(now)
+        return pushed
 
-    async def _flush_locked(self, extra: Iterable[Callable[[Any], None]]) -> None:
+    def _wake_later(self) -> None:
+        self._later = None
+        self._wake.set()
+
+    def _prune(self, now: float) -> None:
+        """Forget the times of tables that have been quiet (their next write starts afresh)."""
+        self._pruned_at = now
+        refresh = self._expire_refresh
+        self._expire_at = {t: at for t, at in self._expire_at.items() if now - at < refresh}
+        self._snapshot_at = {
+            t: at for t, at in self._snapshot_at.items() if now - at < SNAPSHOT_INTERVAL
+        }
+
+    async def _flush_locked(
+        self, extra: Iterable[Callable[[Any], None]], *, everything: bool = False
+    ) -> None:
         extra = list(extra)
-        if not self._events and not self._dirty and not extra:
+        if not self._events and not self._dirty and not self._trim and not extra:
             return
         async with self.redis.pipeline(transaction=False) as pipe:
-            self._queue_buffered(pipe)
+            pushed = self._queue_buffered(pipe, everything=everything)
             for add in extra:
                 add(pipe)
-            await pipe.execute()
+            replies = await pipe.execute()
+        cap = self._settings.event_log_max
+        for table, length in zip(pushed, replies, strict=False):
+            if isinstance(length, int) and length > cap:
+                self._trim.add(table)
+        if self._trim:
+            self._wake.set()
 
     async def run_flusher(self) -> None:
         """Flush every ``flush_interval`` while there is something to write, until cancelled."""
@@ -133,7 +206,10 @@ class Persistence:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task
             self._task = None
-        await self.flush()
+        if self._later is not None:
+            self._later.cancel()
+            self._later = None
+        await self.flush(everything=True)
 
     # --- finished games ------------------------------------------------------------------
 

@@ -40,6 +40,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
+import msgpack
 from redis.exceptions import RedisError
 
 from server.protocol.codec import Outgoing, WireFormat
@@ -154,7 +155,9 @@ class Table:
         self.seats: list[Seat | None] = [None, None]
         self.watchers: dict[tuple[str, str], str] = {}
         self.version = 0
-        self.recent: deque[Outgoing] = deque(maxlen=self.settings.recent_events)
+        # The latest events as (version, msgpack bytes): sync decodes them, which is rare,
+        # and bytes cost far less memory (and garbage-collector time) than the dicts.
+        self.recent: deque[tuple[int, bytes]] = deque(maxlen=self.settings.recent_events)
         self.plan: RatingPlan | None = None
         self.match: Match | None = None
         self.game: Game | None = None
@@ -168,8 +171,13 @@ class Table:
         self._pending_seat: str | None = None
         self._finishing = False
         self._next_game: asyncio.TimerHandle | None = None
-        self._clock_token: tuple[int, int, str] | None = None
+        self._clock_token: tuple[int, int, Phase] | None = None
+        self._clock_due: float | None = None  # loop time the current decision's clock runs out
         self._last_state: dict[str, Any] | None = None
+        self._snapshot_status: TableStatus | None = None
+        self._seats_key: tuple[Any, ...] | None = None
+        self._seats_state: list[dict[str, Any] | None] = []
+        self._plan_state: dict[str, Any] | None = None
         self._loop = asyncio.get_running_loop()
 
     # --- reading ---------------------------------------------------------------------------
@@ -206,13 +214,23 @@ class Table:
         }
 
     def state(self) -> dict[str, Any]:
-        """The full table state sent with every game event (and on resume / sync)."""
+        """The full table state sent with every game event (and on resume / sync).
+
+        Built for every event, so the seats and the rating plan, which rarely change, are
+        reused from the previous state until they do (nobody mutates a sent state).
+        """
         game = self.game
         clock_side = self._clock_side
-        seats = self.seats
+        plan = self.plan
+        if plan is None:
+            rating = None
+        else:
+            rating = self._plan_state
+            if rating is None:
+                rating = self._plan_state = plan.to_dict()
         return {
             "status": str(self.status),
-            "seats": [None if s is None else s.to_dict(i) for i, s in enumerate(seats)],
+            "seats": self._seats_dicts(),
             "game_no": self.game_no,
             "game": None if game is None else game.to_dict(),
             "clock": {
@@ -223,8 +241,20 @@ class Table:
                 "max_strikes": self.settings.max_strikes,
             },
             "match": self._match_state(),
-            "rating": None if self.plan is None else self.plan.to_dict(),
+            "rating": rating,
         }
+
+    def _seats_dicts(self) -> list[dict[str, Any] | None]:
+        key = tuple(
+            None if s is None else (s.player, s.name, s.is_guest, bool(s.nodes), s.grace_deadline)
+            for s in self.seats
+        )
+        if key != self._seats_key:
+            self._seats_key = key
+            self._seats_state = [
+                None if s is None else s.to_dict(i) for i, s in enumerate(self.seats)
+            ]
+        return self._seats_state
 
     def _match_state(self) -> dict[str, Any] | None:
         match = self.match
@@ -257,10 +287,15 @@ class Table:
             self._sync_clock()
             obj["state"] = self._last_state = self.state()
         out = Outgoing(obj)
-        self.recent.append(out)
+        packed = out.frame(WireFormat.MSGPACK)
+        self.recent.append((self.version, packed))
         persistence = self.lobby.persistence
-        persistence.append_event(self.id, out.frame(WireFormat.MSGPACK))
-        persistence.mark_dirty(self.id, self.snapshot)
+        persistence.append_event(self.id, packed)
+        # A new status (open, playing, finished) must reach the snapshot at once: other
+        # nodes read it to tell whether a player's seat is in a live game.
+        urgent = self.status is not self._snapshot_status
+        self._snapshot_status = self.status
+        persistence.mark_dirty(self.id, self.snapshot, urgent=urgent)
         if broadcast:
             self._broadcast(out)
         return out
@@ -484,8 +519,10 @@ class Table:
         since = min(msg.since, self.version)
         recent = self.recent
         events: list[dict[str, Any]]
-        if not recent or recent[0].obj["v"] <= since + 1:
-            events = [out.obj for out in recent if out.obj["v"] > since]
+        if since == self.version:
+            events = []
+        elif recent and recent[0][0] <= since + 1:
+            events = [msgpack.unpackb(packed) for v, packed in recent if v > since]
         else:
             try:
                 events = await self.lobby.persistence.events_since(self.id, since)
@@ -812,6 +849,7 @@ class Table:
                 seat.grace_timer = None
         self._emit("table_closed", {"reason": reason}, with_state=False)
         self.status = TableStatus.CLOSED
+        self.lobby.persistence.mark_dirty(self.id, self.snapshot, urgent=True)
         players = self.seated_players()
         self.lobby.table_changed(self)
         if release:
@@ -842,27 +880,40 @@ class Table:
         if game is None or self._finishing or game.is_over or game.to_act is None:
             self._disarm_clock()
             return
-        token = (self.game_no, len(game.history), str(game.phase))
+        token = (self.game_no, len(game.history), game.phase)
         if token == self._clock_token:
             return
         self._clock_token = token
-        if self._clock is not None:
-            self._clock.cancel()
         self._clock_side = game.to_act
         limit = self.settings.decision_time
         self.deadline = time.time() + limit
-        self._clock = self._loop.call_later(limit, self._clock_expired)
+        due = self._clock_due = self._loop.time() + limit
+        # One timer per table, not one per decision: a timer armed for an earlier decision
+        # fires before this one is due and re-arms itself (see _clock_check).
+        if self._clock is None:
+            self._clock = self._loop.call_at(due, self._clock_check)
 
     def _disarm_clock(self) -> None:
         if self._clock is not None:
             self._clock.cancel()
             self._clock = None
+        self._clock_due = None
         self._clock_side = None
         self._clock_token = None
         self.deadline = None
 
-    def _clock_expired(self) -> None:
+    def _clock_check(self) -> None:
         self._clock = None
+        due = self._clock_due
+        if due is None:
+            return
+        if self._loop.time() < due:
+            self._clock = self._loop.call_at(due, self._clock_check)
+            return
+        self._clock_expired()
+
+    def _clock_expired(self) -> None:
+        self._clock_due = None
         try:
             self._timeout()
         except Exception:

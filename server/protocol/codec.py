@@ -35,6 +35,7 @@ def _reject_constant(name: str) -> Any:
 
 _json_decoder = json.JSONDecoder(parse_constant=_reject_constant)
 _json_encoder = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+_packer = msgpack.Packer(use_bin_type=True)  # one event loop thread; reused, not rebuilt
 
 
 def _ext_hook(code: int, data: bytes) -> Any:
@@ -43,6 +44,13 @@ def _ext_hook(code: int, data: bytes) -> Any:
 
 def _depth_ok(obj: Any, limit: int) -> bool:
     """True when ``obj`` nests no deeper than ``limit`` containers (iterative, no recursion)."""
+    if type(obj) is dict and limit >= 1:
+        # The usual message: one flat map. Checked without building a stack.
+        for value in obj.values():
+            if type(value) is dict or type(value) is list:
+                break
+        else:
+            return True
     stack: list[tuple[Any, int]] = [(obj, 1)]
     while stack:
         item, depth = stack.pop()
@@ -90,7 +98,7 @@ def encode(obj: Any, fmt: WireFormat) -> bytes:
     try:
         if fmt is WireFormat.JSON:
             return _json_encoder.encode(obj).encode("utf-8")
-        packed: bytes = msgpack.packb(obj, use_bin_type=True)
+        packed: bytes = _packer.pack(obj)
         return packed
     except UnicodeEncodeError:
         # A lone surrogate (from a client's JSON "\ud800" escape) echoed back in a message:
@@ -113,21 +121,39 @@ def _short(exc: BaseException) -> str:
     return text if len(text) <= 120 else text[:117] + "..."
 
 
+def wire_frame(payload: bytes, fmt: WireFormat) -> bytes:
+    """The whole unmasked, uncompressed WebSocket frame a server sends for ``payload``
+    (RFC 6455 §5.2): FIN + text (JSON) or binary (msgpack) opcode, the length, the payload."""
+    first = 0x82 if fmt is WireFormat.MSGPACK else 0x81
+    size = len(payload)
+    if size < 126:
+        header = bytes((first, size))
+    elif size < 65536:
+        header = bytes((first, 126)) + size.to_bytes(2, "big")
+    else:
+        header = bytes((first, 127)) + size.to_bytes(8, "big")
+    return header + payload
+
+
 class Outgoing:
     """One server message, encoded lazily and at most once per wire format.
 
     A broadcast builds one ``Outgoing`` and every recipient asks for the bytes in its own
-    format, so an event to 2 players and 50 watchers is encoded at most twice.
+    format, so an event to 2 players and 50 watchers is encoded at most twice, and framed
+    (:meth:`wire`) at most twice.
     """
 
-    __slots__ = ("_json", "_msgpack", "obj")
+    __slots__ = ("_json", "_msgpack", "_wire_json", "_wire_msgpack", "obj")
 
     def __init__(self, obj: dict[str, Any]) -> None:
         self.obj = obj
         self._json: bytes | None = None
         self._msgpack: bytes | None = None
+        self._wire_json: bytes | None = None
+        self._wire_msgpack: bytes | None = None
 
     def frame(self, fmt: WireFormat) -> bytes:
+        """The encoded message (a frame's payload) in ``fmt``."""
         if fmt is WireFormat.JSON:
             if self._json is None:
                 self._json = encode(self.obj, WireFormat.JSON)
@@ -135,3 +161,13 @@ class Outgoing:
         if self._msgpack is None:
             self._msgpack = encode(self.obj, WireFormat.MSGPACK)
         return self._msgpack
+
+    def wire(self, fmt: WireFormat) -> bytes:
+        """The whole WebSocket frame (header and payload) to write to a socket in ``fmt``."""
+        if fmt is WireFormat.MSGPACK:
+            if self._wire_msgpack is None:
+                self._wire_msgpack = wire_frame(self.frame(fmt), fmt)
+            return self._wire_msgpack
+        if self._wire_json is None:
+            self._wire_json = wire_frame(self.frame(fmt), fmt)
+        return self._wire_json

@@ -42,7 +42,7 @@ def legal_plays(position: Position, roll: Roll) -> Iterator[Play]:
     return iter(_plays_with_keys(position, a, b)[0])
 
 
-@lru_cache(maxsize=4096)
+@lru_cache(maxsize=128)
 def _plays_with_keys(position: Position, a: int, b: int) -> _Found:
     mine, theirs = position.mover_view()
     found = _generate(mine, theirs, a, b)
@@ -188,7 +188,7 @@ def _generate_doubles(mine: list[int], theirs: list[int], d: int) -> dict[_Key, 
     return results
 
 
-@lru_cache(maxsize=1024)
+@lru_cache(maxsize=128)
 def play_texts(position: Position, a: int, b: int) -> tuple[tuple[str, ...], dict[str, Play]]:
     """The text of each legal play of the roll ``a``-``b`` (in ``legal_plays`` order) and
     the play each text names, memoised per (position, roll). A text two plays would share
@@ -208,7 +208,7 @@ def legal_results(position: Position, roll: Roll) -> dict[Position, Play]:
     return dict(_results(position, a, b))
 
 
-@lru_cache(maxsize=512)
+@lru_cache(maxsize=128)
 def _results(position: Position, a: int, b: int) -> tuple[tuple[Position, Play], ...]:
     plays, keys = _plays_with_keys(position, a, b)
     _, theirs = position.mover_view()
