@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator, Sequence
-from functools import lru_cache, partial
+from functools import lru_cache
 
 from server.rules.dice import Roll, check_roll
 from server.rules.errors import IllegalPlayError
@@ -20,8 +20,9 @@ MAX_PLAY_TEXT = 200
 """Longest whole-play text accepted (a four-step play needs about 30 characters)."""
 
 _Key = bytes | tuple[bytes, int]
-_step = partial(tuple.__new__, Step)
-"""``Step`` without the keyword-argument layer of ``Step(a, b)``: ``_step((a, b))``."""
+_STEP = tuple(tuple(Step(src, dst) for dst in range(26)) for src in range(26))
+"""Every ``Step`` the generator can make, built once: ``_STEP[src][dst]``. Plays share them
+(they are immutable), so generating a play builds one tuple and nothing else."""
 _Found = tuple[tuple[Play, ...], tuple[_Key, ...]]
 
 
@@ -99,7 +100,7 @@ def _generate(mine: list[int], theirs: list[int], a: int, b: int) -> dict[_Key, 
                 mask = (1 << t if hit1 else 0) | (1 << u if u > 0 and theirs[u] == 1 else 0)
                 key: _Key = (bytes(mine), mask) if mask else bytes(mine)
                 if key not in results:
-                    results[key] = (_step((p, t)), _step((q, u)))
+                    results[key] = (_STEP[p][t], _STEP[q][u])
                 mine[u] -= 1
                 mine[q] += 1
             mine[t] -= 1
@@ -111,7 +112,7 @@ def _generate(mine: list[int], theirs: list[int], a: int, b: int) -> dict[_Key, 
             mine[p] -= 1
             mine[t] += 1
             mask = 1 << t if t > 0 and theirs[t] == 1 else 0
-            results[(bytes(mine), mask) if mask else bytes(mine)] = (_step((p, t)),)
+            results[(bytes(mine), mask) if mask else bytes(mine)] = (_STEP[p][t],)
             mine[t] -= 1
             mine[p] += 1
         if results:
@@ -129,8 +130,9 @@ def _generate_doubles(mine: list[int], theirs: list[int], d: int) -> dict[_Key, 
     """
     results: dict[_Key, Play] = {}
     best = [1]
-    steps: list[tuple[int, int]] = []
+    steps: list[Step] = []
     outside = [sum(mine[7:26])]
+    step_of = _STEP
     sources = [p for p in range(24, 0, -1) if p <= d or theirs[p - d] < 2]
     count = len(sources)
     entry = BAR - d
@@ -144,7 +146,7 @@ def _generate_doubles(mine: list[int], theirs: list[int], d: int) -> dict[_Key, 
                     moved = True
                     mine[BAR] -= 1
                     mine[entry] += 1
-                    steps.append((BAR, entry))
+                    steps.append(step_of[BAR][entry])
                     visit(0, mask | (1 << entry) if theirs[entry] == 1 else mask)
                     steps.pop()
                     mine[entry] -= 1
@@ -165,7 +167,7 @@ def _generate_doubles(mine: list[int], theirs: list[int], d: int) -> dict[_Key, 
                     entered_home = p > 6 >= t
                     if entered_home:
                         outside[0] -= 1
-                    steps.append((p, t))
+                    steps.append(step_of[p][t])
                     visit(index, mask | (1 << t) if t and theirs[t] == 1 else mask)
                     steps.pop()
                     if entered_home:
@@ -182,7 +184,7 @@ def _generate_doubles(mine: list[int], theirs: list[int], d: int) -> dict[_Key, 
             results.clear()
         key: _Key = (bytes(mine), mask) if mask else bytes(mine)
         if key not in results:
-            results[key] = tuple(map(_step, steps))
+            results[key] = tuple(steps)
 
     visit(0, 0)
     return results
@@ -521,32 +523,35 @@ def _format(play: Play, blots: frozenset[int]) -> str:
     names, hit_names = _NAMES, _HIT_NAMES
     starts: list[int] = []
     ends: list[int] = []
-    heads: list[str] = []  # the start and the hit points inside the chain
+    mids: list[str] | None = None  # per chain, its hit points inside, as text
     for src, dst in play:
         if src in ends:
             i = ends.index(src)
             if src in blots:
-                heads[i] += "/" + hit_names[src]
+                if mids is None:
+                    mids = ["", "", "", ""]
+                mids[i] += "/" + hit_names[src]
             ends[i] = dst
         else:
             starts.append(src)
             ends.append(dst)
-            heads.append(names[src])
-    texts = [
-        f"{head}/{(hit_names if end in blots else names)[end]}"
-        for head, end in zip(heads, ends, strict=True)
-    ]
-    if len(texts) == 1:
-        return texts[0]
+    if len(starts) == 1:
+        end = ends[0]
+        return (f"{names[starts[0]]}{mids[0] if mids else ''}/"
+                f"{(hit_names if end in blots else names)[end]}")
     # Highest start first, then highest end; identical moves are counted: "8/4(2)".
-    chains = sorted(zip(starts, ends, texts, strict=True), reverse=True)
+    chains = sorted(zip(starts, ends, mids or _NO_MIDS, strict=False), reverse=True)
     out: list[str] = []
     i = 0
-    while i < len(chains):
+    n = len(chains)
+    while i < n:
         j = i + 1
-        while j < len(chains) and chains[j] == chains[i]:
+        chain = chains[i]
+        while j < n and chains[j] == chain:
             j += 1
-        out.append(chains[i][2] if j - i == 1 else f"{chains[i][2]}({j - i})")
+        start, end, mid = chain
+        text = f"{names[start]}{mid}/{(hit_names if end in blots else names)[end]}"
+        out.append(text if j - i == 1 else f"{text}({j - i})")
         i = j
     return " ".join(out)
 
@@ -561,6 +566,7 @@ def _name(point: int) -> str:
 
 _NAMES = tuple(_name(point) for point in range(26))
 _HIT_NAMES = tuple(name + "*" for name in _NAMES)
+_NO_MIDS = ("", "", "", "")
 
 
 def format_plays(plays: Sequence[Play], position: Position) -> list[str]:
@@ -573,7 +579,11 @@ def format_plays(plays: Sequence[Play], position: Position) -> list[str]:
     append = out.append
     for play in plays:
         if len(play) != 2:
-            append(_format(play, blots))
+            if len(play) == 1:
+                (a, b), = play
+                append(f"{names[a]}/{(hit_names if b in blots else names)[b]}")
+            else:
+                append(_format(play, blots))
             continue
         (a, b), (c, d) = play
         if c == b:  # one checker moved twice: a/b/d, with b written only when it is hit
