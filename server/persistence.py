@@ -10,10 +10,11 @@ several microseconds to pack and its reply to parse, so a flush sends as few as 
 the last :data:`EXPIRE_REFRESH` seconds; ``LTRIM`` only once a log has grown past
 ``event_log_max`` (the ``RPUSH`` reply says its length); the snapshot ``SET`` at most every
 :data:`SNAPSHOT_INTERVAL` seconds per table, except that a snapshot marked urgent (the table's
-status changed) goes out with the next flush. A finished game is different:
-:meth:`write_result` flushes the buffer, every pending snapshot included, and writes the result
-and the rating inbox entries in one awaited pipeline, before anyone is told the game ended. All
-flushes hold one lock, so a table's events reach its list in version order.
+status changed) goes out with a flush that starts at once. A finished game is different:
+:meth:`write_result` writes that table's buffered events and snapshot, the result and the
+rating inbox entries in one awaited pipeline of its own, before anyone is told the game ended.
+Periodic flushes hold one lock, so they reach Redis in order; a result's pipeline does not
+wait for them, so a log may hold a few events out of order and is read sorted by version.
 
 Keys (see ``keys.py``): ``{t:T}:events`` (capped list of events: msgpack, the same maps
 clients receive), ``{t:T}:snapshot`` (msgpack), ``{t:T}:results`` (JSON), ``{t:T}:owner``,
@@ -184,11 +185,14 @@ class Persistence:
             self._wake.set()
 
     async def run_flusher(self) -> None:
-        """Flush every ``flush_interval`` while there is something to write, until cancelled."""
+        """Flush every ``flush_interval`` while there is something to write, until cancelled;
+        at once when a snapshot is urgent (a table's new status should be visible to other
+        nodes as soon as its players can see it)."""
         while True:
             await self._wake.wait()
             self._wake.clear()
-            await asyncio.sleep(self._settings.flush_interval)
+            if not self._urgent:
+                await asyncio.sleep(self._settings.flush_interval)
             try:
                 await self.flush()
             except (RedisError, OSError) as exc:
@@ -216,25 +220,41 @@ class Persistence:
     async def write_result(
         self, table: str, result: dict[str, Any], inbox: Iterable[tuple[str, dict[str, Any]]]
     ) -> None:
-        """Flush the buffer, append ``result`` to the table's results and each ``(player,
-        event)`` to that player's inbox, in one awaited pipeline."""
+        """Write ``table``'s buffered events and snapshot, append ``result`` to its results and
+        each ``(player, event)`` to that player's inbox, in one awaited pipeline.
+
+        It does not wait for a periodic flush in flight (the end of a game is on the path to
+        both players' rating events), so this table's events may reach its list just before
+        older ones still in that flush: readers order the log by version
+        (:meth:`events_since`).
+        """
         result_json = json.dumps(result, separators=(",", ":"))
         entries = [(p, json.dumps(e, separators=(",", ":"))) for p, e in inbox]
         ttl_ms = int(self._settings.inbox_ttl * 1000)
         cap = self._settings.inbox_max
-
-        def add(pipe: Any) -> None:
-            key = self.keys.table_results(table)
+        keys = self.keys
+        events = self._events.pop(table, None)
+        snapshot = self._dirty.pop(table, None)
+        self._urgent.discard(table)
+        async with self.redis.pipeline(transaction=False) as pipe:
+            if events:
+                pipe.rpush(keys.table_events(table), *events)
+                pipe.pexpire(keys.table_events(table), self._log_ttl_ms)
+            if snapshot is not None:
+                pipe.set(keys.table_snapshot(table), _packer.pack(snapshot()),
+                         px=self._log_ttl_ms)
+            key = keys.table_results(table)
             pipe.rpush(key, result_json)
             pipe.pexpire(key, self._log_ttl_ms)
             for player, entry in entries:
-                inbox_key = self.keys.inbox(player)
+                inbox_key = keys.inbox(player)
                 pipe.rpush(inbox_key, entry)
                 pipe.ltrim(inbox_key, -cap, -1)
                 pipe.pexpire(inbox_key, ttl_ms)
-
-        async with self._lock:
-            await self._flush_locked([add])
+            replies = await pipe.execute()
+        if events and isinstance(replies[0], int) and replies[0] > self._settings.event_log_max:
+            self._trim.add(table)
+            self._wake.set()
 
     async def inbox(self, player: str) -> list[dict[str, Any]]:
         """Every undelivered rating event of ``player``, oldest first (nothing is removed)."""
@@ -252,8 +272,9 @@ class Persistence:
         """Logged events of ``table`` with ``v > since``, in order (flushes the buffer first)."""
         await self.flush()
         raw = await _aw(self.redis.lrange(self.keys.table_events(table), 0, -1))
-        events = [msgpack.unpackb(r) for r in raw]
-        return [e for e in events if int(e.get("v", 0)) > since]
+        events = [e for e in map(msgpack.unpackb, raw) if int(e.get("v", 0)) > since]
+        events.sort(key=lambda e: int(e["v"]))  # see write_result: the list is nearly in order
+        return events
 
     async def snapshot(self, table: str) -> dict[str, Any] | None:
         raw = await self.redis.get(self.keys.table_snapshot(table))
