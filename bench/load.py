@@ -93,12 +93,17 @@ TARGET_RATING_P99_MS = 10.0
 # --- /proc readings ------------------------------------------------------------------------
 
 
-def cpu_seconds(pid: int) -> float:
-    """utime + stime of process ``pid`` (all its threads), in seconds."""
+def cpu_times(pid: int) -> tuple[float, float]:
+    """(utime, stime) of process ``pid`` (all its threads), in seconds."""
     with open(f"/proc/{pid}/stat", encoding="ascii") as f:
         raw = f.read()
     fields = raw[raw.rfind(")") + 2 :].split()
-    return (int(fields[11]) + int(fields[12])) / CLK_TCK
+    return int(fields[11]) / CLK_TCK, int(fields[12]) / CLK_TCK
+
+
+def cpu_seconds(pid: int) -> float:
+    """utime + stime of process ``pid`` (all its threads), in seconds."""
+    return sum(cpu_times(pid))
 
 
 def rss_bytes(pid: int) -> int:
@@ -546,10 +551,14 @@ def measure_window(pids: dict[str, list[int]], measure_from: float,
     """CPU seconds each group of processes spent between the two instants."""
     time.sleep(max(0.0, measure_from - time.monotonic()))
     before = {k: sum(cpu_seconds(p) for p in v) for k, v in pids.items()}
+    server_before = cpu_times(pids["server"][0])
     started = time.monotonic()
     time.sleep(max(0.0, measure_to - time.monotonic()))
     after = {k: sum(cpu_seconds(p) for p in v) for k, v in pids.items()}
+    server_after = cpu_times(pids["server"][0])
     spent = {k: after[k] - before[k] for k in pids}
+    spent["server_user"] = server_after[0] - server_before[0]
+    spent["server_system"] = server_after[1] - server_before[1]
     spent["wall"] = time.monotonic() - started
     return spent
 
@@ -655,6 +664,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             "per_second": len(rts) / spent["wall"],
             "rt_p50_ms": ms(percentile(rts, 0.5)), "rt_p99_ms": ms(percentile(rts, 0.99)),
             "server_cpu_s": spent["server"],
+            "server_system_share": spent["server_system"] / max(1e-9, spent["server"]),
             "server_cpu_per_rt_us": 1e6 * spent["server"] / max(1, len(rts)),
             "client_cpu_per_rt_us": 1e6 * spent["clients"] / max(1, len(rts)),
         }
@@ -719,6 +729,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             "unrated_games": sum(r["unrated"] for r in replies),
             "errors": dict(errors),
             "server_cpu_s": spent["server"],
+            "server_system_share": spent["server_system"] / max(1e-9, spent["server"]),
             "server_utilisation": spent["server"] / spent["wall"],
             "server_cpu_per_move_us": 1e6 * spent["server"] / n,
             "server_cpu_per_play_us": 1e6 * spent["server"] / max(1, plays),
@@ -828,7 +839,8 @@ def report(r: dict[str, Any]) -> str:
          f"{_f(load['rating_from_send_p50_ms'], 2)} / {_f(load['rating_from_send_p99_ms'], 2)} ms",
          ""),
         ("server CPU per move", f"{_f(load['server_cpu_per_move_us'])} µs "
-         f"(server busy {load['server_utilisation'] * 100:.0f}% of a core)", ""),
+         f"({load['server_system_share'] * 100:.0f}% in the kernel; server busy "
+         f"{load['server_utilisation'] * 100:.0f}% of a core)", ""),
         ("server CPU per checker play (incl. its roll)",
          f"{_f(load['server_cpu_per_play_us'])} µs", ""),
         ("Redis CPU per move", f"{_f(load['redis_cpu_per_move_us'])} µs", ""),
@@ -838,7 +850,8 @@ def report(r: dict[str, Any]) -> str:
          f"{echo['active']} of {echo['sockets']} sockets active", ""),
         ("echo: round trip p50 / p99",
          f"{_f(echo['rt_p50_ms'], 2)} / {_f(echo['rt_p99_ms'], 2)} ms", ""),
-        ("echo: server CPU per round trip", f"{_f(echo['server_cpu_per_rt_us'])} µs", ""),
+        ("echo: server CPU per round trip", f"{_f(echo['server_cpu_per_rt_us'])} µs "
+         f"({echo['server_system_share'] * 100:.0f}% in the kernel)", ""),
         ("ratio server CPU per move / echo", f"{r['ratio']:.2f}x",
          f"<= {TARGET_RATIO:g}x {_ok(r['ratio'] <= TARGET_RATIO)}"),
         ("  per checker play / echo", f"{r['ratio_per_play']:.2f}x", ""),
