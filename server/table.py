@@ -175,8 +175,7 @@ class Table:
         self._clock_due: float | None = None  # loop time the current decision's clock runs out
         self._last_state: dict[str, Any] | None = None
         self._snapshot_status: TableStatus | None = None
-        self._seats_key: tuple[Any, ...] | None = None
-        self._seats_state: list[dict[str, Any] | None] = []
+        self._seats_state: list[dict[str, Any] | None] | None = None  # see _seats_dicts
         self._plan_state: dict[str, Any] | None = None
         self._loop = asyncio.get_running_loop()
 
@@ -245,16 +244,16 @@ class Table:
         }
 
     def _seats_dicts(self) -> list[dict[str, Any] | None]:
-        key = tuple(
-            None if s is None else (s.player, s.name, s.is_guest, bool(s.nodes), s.grace_deadline)
-            for s in self.seats
-        )
-        if key != self._seats_key:
-            self._seats_key = key
-            self._seats_state = [
+        seats = self._seats_state
+        if seats is None:
+            seats = self._seats_state = [
                 None if s is None else s.to_dict(i) for i, s in enumerate(self.seats)
             ]
-        return self._seats_state
+        return seats
+
+    def _seats_changed(self) -> None:
+        """A seat was taken, or its player's connection or grace deadline changed."""
+        self._seats_state = None
 
     def _match_state(self) -> dict[str, Any] | None:
         match = self.match
@@ -354,10 +353,14 @@ class Table:
         try:
             if isinstance(msg, Play):
                 before = game.position
+                # A play sent as one of the offered texts is already in normal form.
+                offered = msg.play in game.legal_play_texts
                 outcome = game.play(side, msg.play)
                 chosen = game.history[-1].play
                 kind = "moved"
-                fields["play"] = format_play(chosen, before) if chosen is not None else msg.play
+                fields["play"] = (
+                    msg.play if offered or chosen is None else format_play(chosen, before)
+                )
             elif isinstance(msg, Roll):
                 dice = game.roll(side)
                 kind = "rolled"
@@ -434,6 +437,7 @@ class Table:
         """Seat the table's creator (seat lock already held) at side 0."""
         self.seats[0] = Seat(actor.player, actor.name, actor.is_guest, actor.address,
                              {actor.node})
+        self._seats_changed()
         self._emit("seated", {"side": 0, "player": actor.player, "name": actor.name},
                    with_state=False)
 
@@ -442,6 +446,7 @@ class Table:
         for side, (actor, nodes) in enumerate(players):
             self.seats[side] = Seat(actor.player, actor.name, actor.is_guest, actor.address,
                                     set(nodes))
+            self._seats_changed()
             self._emit("seated", {"side": side, "player": actor.player, "name": actor.name},
                        with_state=False)
         self._start_play()
@@ -475,6 +480,7 @@ class Table:
         side = free[0]
         self.seats[side] = Seat(actor.player, actor.name, actor.is_guest, actor.address,
                                 {actor.node})
+        self._seats_changed()
         self._emit("seated", {"side": side, "player": actor.player, "name": actor.name},
                    with_state=False)
         if all(s is not None for s in self.seats):
@@ -554,14 +560,17 @@ class Table:
         seat = self.seats[side]
         assert seat is not None
         seat.nodes.add(actor.node)
+        self._seats_changed()
         if seat.grace_timer is not None and self._finishing:
             seat.grace_timer.cancel()  # the game is being settled: no event in between
             seat.grace_timer = None
             seat.grace_deadline = None
+            self._seats_changed()
         if seat.grace_timer is not None:
             seat.grace_timer.cancel()
             seat.grace_timer = None
             seat.grace_deadline = None
+            self._seats_changed()
             self._emit("player_reconnected", {"side": int(side), "player": seat.player})
         self.lobby.reply(actor, self._resume_message(actor.player))
         return True
@@ -575,12 +584,14 @@ class Table:
         seat = self.seats[side]
         assert seat is not None
         seat.nodes.discard(node)
+        self._seats_changed()
         if seat.nodes or seat.grace_timer is not None:
             return
         if self.status not in (TableStatus.OPEN, TableStatus.PLAYING) or self._finishing:
             return
         grace = self.settings.grace_period
         seat.grace_deadline = time.time() + grace
+        self._seats_changed()
         seat.grace_timer = self._loop.call_later(grace, self._grace_expired, side)
         self._emit(
             "player_disconnected",

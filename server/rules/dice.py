@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import secrets
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from typing import Protocol, runtime_checkable
 
 from server.rules.errors import DiceExhaustedError
@@ -20,12 +20,23 @@ class DiceSource(Protocol):
 
 
 class SecretDice:
-    """Dice from the operating system's CSPRNG (``secrets``); the default everywhere."""
+    """Dice from the operating system's CSPRNG (``secrets``); the default everywhere.
 
-    __slots__ = ()
+    Random bytes are fetched 64 at a time (one system call for about 30 rolls instead of
+    one per die); a byte of 252 or more is skipped so that each face is equally likely.
+    """
+
+    __slots__ = ("_bytes",)
+
+    def __init__(self) -> None:
+        self._bytes: Iterator[int] = iter(())
 
     def roll_die(self) -> int:
-        return secrets.randbelow(6) + 1
+        while True:
+            for byte in self._bytes:
+                if byte < 252:  # 252 = 42 x 6: the faces stay uniform
+                    return byte % 6 + 1
+            self._bytes = iter(secrets.token_bytes(64))
 
 
 class ScriptedDice:
