@@ -80,6 +80,11 @@ def _generate(mine: list[int], theirs: list[int], a: int, b: int) -> dict[_Key, 
             single.append((p, t))
             if mine[BAR]:
                 seconds: Sequence[int] = (BAR,)
+            elif first == lo and t and out2 and p != BAR:
+                # Lower die first, not from the bar, nothing to bear off: moving another
+                # checker with the higher die gives a position the higher-die-first pass
+                # has already found, so only the same checker moving on can be new.
+                seconds = (t,)
             elif t and mine[t] == 1:
                 seconds = [*occupied, t]  # the checker just moved is a new source
             else:
