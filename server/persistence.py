@@ -256,6 +256,26 @@ class Persistence:
             self._trim.add(table)
             self._wake.set()
 
+    async def write_inbox(
+        self, inbox: Iterable[tuple[str, dict[str, Any]]], *, table: str | None = None,
+        note: dict[str, Any] | None = None,
+    ) -> None:
+        """Append each ``(player, event)`` to that player's inbox and, with ``note``, that
+        record to ``table``'s results (a settlement that failed), in one awaited pipeline."""
+        ttl_ms = int(self._settings.inbox_ttl * 1000)
+        cap = self._settings.inbox_max
+        async with self.redis.pipeline(transaction=False) as pipe:
+            for player, event in inbox:
+                key = self.keys.inbox(player)
+                pipe.rpush(key, json.dumps(event, separators=(",", ":")))
+                pipe.ltrim(key, -cap, -1)
+                pipe.pexpire(key, ttl_ms)
+            if note is not None and table is not None:
+                key = self.keys.table_results(table)
+                pipe.rpush(key, json.dumps(note, separators=(",", ":")))
+                pipe.pexpire(key, self._log_ttl_ms)
+            await pipe.execute()
+
     async def inbox(self, player: str) -> list[dict[str, Any]]:
         """Every undelivered rating event of ``player``, oldest first (nothing is removed)."""
         raw = await _aw(self.redis.lrange(self.keys.inbox(player), 0, -1))

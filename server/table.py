@@ -13,12 +13,16 @@ flusher; ``sync(since)`` returns the events after ``since`` and the full state.
 
 The end of a game, in this order (nothing is announced before it is stored):
 
-1. settle ratings through the rating store (Table42 for a Competitive single game, FIBS when
-   a rated match ends, Boosted points for a Boosted game), retried on Redis errors;
-2. in one awaited pipeline: flush the buffered events, append the result to the table's
-   results, and put each player's ``rating``/``boosted`` event in that player's inbox;
-3. broadcast ``game_over`` (and ``match_over``) to players and watchers;
-4. push the rating events to the players wherever they are connected.
+1. at the same time, so that the two round trips to Redis overlap: settle ratings through the
+   rating store (Table42 for a Competitive single game, FIBS when a rated match ends, Boosted
+   points for a Boosted game), and, in one pipeline, write the table's buffered events
+   (``game_over``/``match_over`` included) and append the result to the table's results;
+   each is retried on Redis errors;
+2. once both are stored: broadcast ``game_over`` (and ``match_over``) to players and
+   watchers, then push the rating events to the players wherever they are connected;
+3. put each player's ``rating``/``boosted`` event in that player's inbox, which delivers it
+   at the player's next connection (for a player connected nowhere just then; clients
+   dedupe by game id).
 
 Clocks: each decision (roll or double, move, take or drop, answer a resignation) must come
 within ``decision_time``; its deadline is in every state. When it passes, the player gets a
@@ -35,7 +39,7 @@ import contextlib
 import logging
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any
@@ -729,13 +733,11 @@ class Table:
             "rating": plan.to_dict(),
             "match": self._match_state(),
         }
-        pushes: list[tuple[str, dict[str, Any]]] = []
-        try:
-            pushes = await self._settle(outcome, winner, loser, finished_at, match_over,
-                                        game_counted)
-        except Exception as exc:
-            log.exception("table %s: settlement of %s failed", self.id, game_id)
-            result["rating_error"] = str(exc)[:200]
+        # The settlement and the result are written at the same time (two round trips to
+        # Redis, overlapped): the announcements are sent once both are stored.
+        settling = asyncio.ensure_future(
+            self._settle(outcome, winner, loser, finished_at, match_over, game_counted)
+        )
         if match_over:
             self.status = TableStatus.FINISHED
         # The announcements get their versions now and are stored in the same pipeline as
@@ -751,21 +753,31 @@ class Table:
                 "loser": seats[1 - seats.index(match_winner)].player,
                 "score": list(match.score), "reason": str(outcome.reason),
             }, broadcast=False))
-        for attempt in range(SETTLE_ATTEMPTS):
-            try:
-                await self.lobby.persistence.write_result(self.id, result, pushes)
-                break
-            except (RedisError, OSError):
-                if attempt == SETTLE_ATTEMPTS - 1:
-                    log.exception("table %s: could not store the result of %s", self.id,
-                                  game_id)
-                else:
-                    await asyncio.sleep(0.05 * (attempt + 1))
+        persistence = self.lobby.persistence
+        try:
+            await self._retry(game_id, "the result", persistence.write_result, self.id,
+                              result, ())
+        except BaseException:
+            settling.cancel()
+            raise
+        pushes: list[tuple[str, dict[str, Any]]] = []
+        note: dict[str, Any] | None = None
+        try:
+            pushes = await settling
+        except Exception as exc:
+            log.exception("table %s: settlement of %s failed", self.id, game_id)
+            note = {"game_id": game_id, "rating_error": str(exc)[:200]}
         for out in announcements:
             self._broadcast(out)
         for player, event in pushes:
             self.lobby.deliver_rating(player, self._nodes_of(player), event)
         await self.lobby.flush()
+        # The rating events are already settled in the rating store; the inbox keeps them
+        # for a player who is not connected now (and for every next connection, deduped
+        # by game id), so it is written right after they are pushed.
+        if pushes or note is not None:
+            await self._retry(game_id, "the rating inbox", persistence.write_inbox, pushes,
+                              table=self.id, note=note)
         if match_over:
             await self._wind_up()
             return
@@ -774,6 +786,19 @@ class Table:
         self._next_game = self._loop.call_later(
             self.settings.next_game_delay, self._begin_next_game
         )
+
+    async def _retry(self, game_id: str, what: str, write: Callable[..., Awaitable[None]],
+                     *args: Any, **kwargs: Any) -> None:
+        for attempt in range(SETTLE_ATTEMPTS):
+            try:
+                await write(*args, **kwargs)
+                return
+            except (RedisError, OSError):
+                if attempt == SETTLE_ATTEMPTS - 1:
+                    log.exception("table %s: could not store %s of %s", self.id, what,
+                                  game_id)
+                else:
+                    await asyncio.sleep(0.05 * (attempt + 1))
 
     def _begin_next_game(self) -> None:
         self._next_game = None
