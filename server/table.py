@@ -50,6 +50,7 @@ from redis.exceptions import RedisError
 from server.protocol.codec import Outgoing, WireFormat
 from server.protocol.errors import ErrorCode, ProtocolError
 from server.protocol.messages import (
+    GAME_ACTIONS,
     AcceptResign,
     Double,
     Drop,
@@ -95,6 +96,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 SETTLE_ATTEMPTS = 3
+_GAME_ACTIONS = frozenset(GAME_ACTIONS)
 
 
 class TableStatus(StrEnum):
@@ -318,15 +320,14 @@ class Table:
         if self.status is TableStatus.CLOSED:
             raise ProtocolError(ErrorCode.NO_SUCH_TABLE, f"table {self.id} is closed",
                                 field="table")
-        if isinstance(msg, Watch):
+        if type(msg) in _GAME_ACTIONS:  # the common case first: a move
+            self._act(actor, msg)
+        elif isinstance(msg, Watch):
             self.watch(actor, msg)
             return
-        if isinstance(msg, Sync):
+        elif isinstance(msg, Sync):
             await self.sync(actor, msg)
             return
-        if isinstance(msg, Play | Roll | Double | Take | Drop | Resign | AcceptResign
-                      | RejectResign):
-            self._act(actor, msg)
         elif isinstance(msg, Join):
             await self.join(actor)
         elif isinstance(msg, Leave):
