@@ -165,6 +165,7 @@ class GameStats:
     games_started: int = 0
     games_over: int = 0
     unrated: int = 0
+    seat_retries: int = 0
     errors: Counter[str] = field(default_factory=Counter)
 
 
@@ -372,6 +373,7 @@ class Worker:
             "games_started": stats.games_started,
             "games_over": stats.games_over,
             "unrated": stats.unrated,
+            "seat_retries": stats.seat_retries,
             "errors": dict(stats.errors),
         }
 
@@ -446,10 +448,12 @@ class Worker:
                 self._spawn(self._new_table(slot))
         elif kind == "error":
             code = str(msg.get("code"))
-            stats.errors[code] += 1
             if code == "already_seated" and bot.side == 0 and slot.game_id is None:
                 # The previous table frees its seats just after the rating events.
+                stats.seat_retries += 1
                 self._spawn(self._new_table(slot, delay=0.01))
+            else:
+                stats.errors[code] += 1
 
     def _act(self, slot: Slot, bot: Bot,
              msg: dict[str, Any]) -> Iterator[tuple[Bot, dict[str, Any]]]:
@@ -727,6 +731,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             "games_started": sum(r["games_started"] for r in replies),
             "games_over": sum(r["games_over"] for r in replies),
             "unrated_games": sum(r["unrated"] for r in replies),
+            "seat_retries": sum(r["seat_retries"] for r in replies),
             "errors": dict(errors),
             "server_cpu_s": spent["server"],
             "server_system_share": spent["server_system"] / max(1e-9, spent["server"]),
@@ -822,6 +827,8 @@ def report(r: dict[str, Any]) -> str:
         ("concurrent games / client processes", f"{r['games']} / {r['clients']}", ""),
         ("measured window", f"{_f(r['duration'], 0)} s after {_f(r['warmup'], 0)} s warm-up",
          ""),
+        ("bot pace", "full speed (no pause)" if not r["think_ms"]
+         else f"{_f(r['think_ms'], 0)} ms pause before each decision", ""),
         ("moves (roll + play commands)", f"{load['moves']:,} ({_f(load['moves_per_second'], 0)}/s)",
          ""),
         ("checker plays", f"{load['plays']:,} ({_f(load['plays_per_second'], 0)}/s)", ""),
