@@ -756,11 +756,15 @@ class Table:
             }, broadcast=False))
         persistence = self.lobby.persistence
         try:
-            await self._retry(game_id, "the result", persistence.write_result, self.id,
-                              result, ())
+            stored = await self._retry(game_id, "the result", persistence.write_result,
+                                       self.id, result, ())
         except BaseException:
             settling.cancel()
             raise
+        if stored and match_over:
+            # Every event is in the table's Redis log now; a finished table lingers for a
+            # while, and sync reads the log instead of holding the events in memory.
+            self.recent.clear()
         pushes: list[tuple[str, dict[str, Any]]] = []
         note: dict[str, Any] | None = None
         try:
@@ -789,17 +793,20 @@ class Table:
         )
 
     async def _retry(self, game_id: str, what: str, write: Callable[..., Awaitable[None]],
-                     *args: Any, **kwargs: Any) -> None:
+                     *args: Any, **kwargs: Any) -> bool:
+        """``await write(*args, **kwargs)``, tried up to ``SETTLE_ATTEMPTS`` times on Redis
+        errors; False (and logged) when every attempt failed."""
         for attempt in range(SETTLE_ATTEMPTS):
             try:
                 await write(*args, **kwargs)
-                return
+                return True
             except (RedisError, OSError):
                 if attempt == SETTLE_ATTEMPTS - 1:
                     log.exception("table %s: could not store %s of %s", self.id, what,
                                   game_id)
                 else:
                     await asyncio.sleep(0.05 * (attempt + 1))
+        return False
 
     def _begin_next_game(self) -> None:
         self._next_game = None
