@@ -37,6 +37,8 @@ from server.ws import SocketHandler
 log = logging.getLogger(__name__)
 
 DiceFactory = Callable[[], DiceSource]
+REDIS_MAX_CONNECTIONS = 64
+"""Redis connections one node keeps at most (the node bus's subscription holds one)."""
 
 SETTINGS = web.AppKey("settings", Settings)
 REDIS = web.AppKey("redis", aioredis.Redis)
@@ -67,9 +69,12 @@ def create_app(settings: Settings, *, dice_factory: DiceFactory | None = None) -
 async def _services(app: web.Application) -> AsyncIterator[None]:
     settings = app[SETTINGS]
     assert settings.redis_url is not None
-    redis = aioredis.Redis.from_url(
-        settings.redis_url, socket_connect_timeout=5.0, health_check_interval=30
-    )
+    # A bounded pool: a burst (a thousand games starting at once) waits for a connection
+    # instead of opening one per waiting command and keeping them all for good.
+    redis = aioredis.Redis.from_pool(aioredis.BlockingConnectionPool.from_url(
+        settings.redis_url, max_connections=REDIS_MAX_CONNECTIONS, timeout=20,
+        socket_connect_timeout=5.0, health_check_interval=30,
+    ))
     keys = Keys(settings.key_prefix)
     persistence = Persistence(redis, keys, settings)
     accounts = Accounts(redis, keys, settings)
