@@ -42,8 +42,10 @@ log = logging.getLogger(__name__)
 
 SnapshotFn = Callable[[], dict[str, Any]]
 ADDRESS_FIELD = "address"
-SNAPSHOT_INTERVAL = 1.0
-"""Seconds between two snapshot writes of one table (its event log is written every flush)."""
+SNAPSHOT_INTERVAL = 5.0
+"""Seconds between two snapshot writes of one table. Its event log is written every flush and
+every state-carrying event in it holds the full state; the snapshot is what other nodes read
+for a table's status, and a new status is written at once (urgent)."""
 EXPIRE_REFRESH = 60.0
 """Seconds between two ``PEXPIRE`` of one table's event log (capped at a tenth of its TTL)."""
 T = TypeVar("T")
