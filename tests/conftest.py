@@ -27,6 +27,28 @@ def redis_url() -> Iterator[str]:
         yield embedded.url
 
 
+@pytest.fixture(scope="session")
+def redis_cluster_url() -> Iterator[str]:
+    """A one-node Redis Cluster (embedded, all slots): it refuses keys that span two slots."""
+    with EmbeddedRedis(cluster=True) as embedded:
+        yield embedded.url
+
+
+@pytest.fixture
+async def redis_cluster(
+    redis_cluster_url: str, key_prefix: str
+) -> AsyncIterator[aioredis.RedisCluster]:
+    """A cluster client; every key under the test's ``key_prefix`` is deleted afterwards."""
+    client = aioredis.RedisCluster.from_url(redis_cluster_url)
+    try:
+        yield client
+    finally:
+        keys = [key async for key in client.scan_iter(match=f"{key_prefix}*", count=1000)]
+        for key in keys:
+            await client.unlink(key)
+        await client.aclose()
+
+
 @pytest.fixture
 def key_prefix() -> str:
     """A key prefix no other test uses; it never contains a hash-tag brace."""

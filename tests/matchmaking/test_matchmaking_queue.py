@@ -6,18 +6,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import random
-import socket
-import subprocess
-import tempfile
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
-from typing import Any, cast
+from collections.abc import AsyncIterator, Awaitable, Callable
 
 import pytest
 import redis.asyncio as aioredis
-from redis.exceptions import ConnectionError as RedisConnectionError
-from redis.exceptions import ResponseError
 
-from server.embedded_redis import redis_server_binary
 from server.matchmaking import (
     GuestNotAllowedError,
     InRankedGameError,
@@ -434,10 +427,10 @@ async def test_two_nodes_planning_from_one_snapshot_claim_each_pair_once(
 
 
 async def test_the_queue_runs_on_a_cluster(
-    cluster: aioredis.RedisCluster, key_prefix: str
+    redis_cluster: aioredis.RedisCluster, key_prefix: str
 ) -> None:
     """A one-node cluster refuses scripts whose keys span slots: the {mm} tag holds."""
-    queue = MatchmakingQueue(cluster, prefix=key_prefix, node="c")
+    queue = MatchmakingQueue(redis_cluster, prefix=key_prefix, node="c")
     await queue.load_scripts()
     await join(queue, "a", 1500)
     await join(queue, "b", 1510, pool="match-7")
@@ -448,60 +441,4 @@ async def test_the_queue_runs_on_a_cluster(
     await join(queue, "c", 1500)
     assert (await queue.cancel("c")).player == "c"
     assert await queue.remove_node_tickets("c") == []
-
-
-@pytest.fixture(scope="module")
-def cluster_port() -> Iterator[int]:
-    """A one-node cluster redis-server (log kept for the error message if it will not start;
-    a port lost to a race with another process is retried on a fresh one)."""
-    with tempfile.TemporaryDirectory(prefix="table42-mm-cluster-") as directory:
-        for attempt in range(3):
-            with socket.socket() as sock:
-                sock.bind(("127.0.0.1", 0))
-                port = int(sock.getsockname()[1])
-            log = f"{directory}/redis-{attempt}.log"
-            process = subprocess.Popen(
-                [redis_server_binary(), "--bind", "127.0.0.1", "--port", str(port),
-                 "--cluster-enabled", "yes",
-                 "--cluster-config-file", f"{directory}/nodes-{attempt}.conf",
-                 "--save", "", "--appendonly", "no", "--dir", directory, "--logfile", log],
-                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-            )
-            try:
-                process.wait(0.3)
-            except subprocess.TimeoutExpired:
-                break  # still running: it took the port
-        else:
-            with open(log, encoding="utf-8", errors="replace") as text:
-                raise RuntimeError(f"cluster redis-server would not start: {text.read()[-500:]}")
-        try:
-            yield port
-        finally:
-            process.terminate()
-            process.wait(10)
-
-
-@pytest.fixture
-async def cluster(cluster_port: int) -> AsyncIterator[aioredis.RedisCluster]:
-    plain = aioredis.Redis(host="127.0.0.1", port=cluster_port)
-    deadline = asyncio.get_running_loop().time() + 30  # a busy machine starts it slowly
-    while True:
-        try:
-            await plain.ping()
-            break
-        except (OSError, RedisConnectionError):
-            if asyncio.get_running_loop().time() > deadline:
-                raise
-            await asyncio.sleep(0.05)
-    command = cast("Callable[..., Awaitable[Any]]", plain.execute_command)
-    with contextlib.suppress(ResponseError):  # assigned by an earlier test
-        await command("CLUSTER", "ADDSLOTS", *range(16384))
-    while b"cluster_state:ok" not in await command("CLUSTER", "INFO"):
-        await asyncio.sleep(0.02)
-    await plain.aclose()
-    client = aioredis.RedisCluster.from_url(f"redis://127.0.0.1:{cluster_port}")
-    try:
-        yield client
-    finally:
-        await client.aclose()
 

@@ -7,81 +7,27 @@ whole API through ``redis.asyncio.RedisCluster`` against it proves the hash tags
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import dataclasses
-import socket
-import subprocess
-import tempfile
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
-from typing import Any, cast
 
 import pytest
 import redis.asyncio as aioredis
-from redis.exceptions import ClusterCrossSlotError, ResponseError
-from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import ClusterCrossSlotError
 
 from rating_plugin.store import RatingStore
-from server.embedded_redis import redis_server_binary
 
 T = 1_700_000_000.0
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-@pytest.fixture(scope="module")
-def cluster_port() -> Iterator[int]:
-    port = free_port()
-    with tempfile.TemporaryDirectory(prefix="table42-cluster-") as directory:
-        process = subprocess.Popen(
-            [redis_server_binary(), "--bind", "127.0.0.1", "--port", str(port),
-             "--cluster-enabled", "yes", "--cluster-config-file", f"{directory}/nodes.conf",
-             "--save", "", "--appendonly", "no", "--dir", directory],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-        )
-        try:
-            yield port
-        finally:
-            process.terminate()
-            process.wait(10)
-
-
-@pytest.fixture
-async def cluster(cluster_port: int) -> AsyncIterator[aioredis.RedisCluster]:
-    plain = aioredis.Redis(port=cluster_port)
-    for _ in range(200):
-        try:
-            await plain.ping()
-            break
-        except (OSError, RedisConnectionError):
-            await asyncio.sleep(0.02)
-    command = cast("Callable[..., Awaitable[Any]]", plain.execute_command)
-    with contextlib.suppress(ResponseError):  # assigned already by an earlier test
-        await command("CLUSTER", "ADDSLOTS", *range(16384))
-    while b"cluster_state:ok" not in await command("CLUSTER", "INFO"):
-        await asyncio.sleep(0.02)
-    await plain.aclose()
-    client = aioredis.RedisCluster.from_url(f"redis://127.0.0.1:{cluster_port}")
-    try:
-        yield client
-    finally:
-        await client.aclose()
-
-
-async def test_the_cluster_refuses_keys_in_two_slots(cluster: aioredis.RedisCluster) -> None:
+async def test_the_cluster_refuses_keys_in_two_slots(redis_cluster: aioredis.RedisCluster) -> None:
     with pytest.raises(ClusterCrossSlotError):
-        await cluster.execute_command("EVAL", "return 1", 2, "a{x}", "b{y}",
+        await redis_cluster.execute_command("EVAL", "return 1", 2, "a{x}", "b{y}",
                                       target_nodes=aioredis.RedisCluster.PRIMARIES)
 
 
 async def test_the_whole_api_runs_on_a_cluster(
-    cluster: aioredis.RedisCluster, key_prefix: str
+    redis_cluster: aioredis.RedisCluster, key_prefix: str
 ) -> None:
-    store = RatingStore(cluster, prefix=key_prefix)
+    store = RatingStore(redis_cluster, prefix=key_prefix)
     await store.load_scripts()
     first = await store.settle("g1", ladder="table42", winner="a", loser="b", cube=2,
                                finished_at=T)
