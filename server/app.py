@@ -37,8 +37,10 @@ from server.ws import SocketHandler
 log = logging.getLogger(__name__)
 
 DiceFactory = Callable[[], DiceSource]
-REDIS_MAX_CONNECTIONS = 64
-"""Redis connections one node keeps at most (the node bus's subscription holds one)."""
+REDIS_MAX_CONNECTIONS = 512
+"""Redis connections one node keeps at most (the node bus's subscription holds one). A command
+holds its connection until the event loop reads the reply, which under full load is as long
+as a move's round trip, so a few hundred can be busy at once with a thousand games."""
 
 SETTINGS = web.AppKey("settings", Settings)
 REDIS = web.AppKey("redis", aioredis.Redis)
