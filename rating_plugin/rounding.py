@@ -1,7 +1,7 @@
 """Rounding half away from zero, the way the Table42 reference (Go's ``math.Round``) rounds.
 
-Python's built-in ``round()`` rounds exact halves to the nearest even integer
-(``round(2.5) == 2``), which would give different rating changes than the reference.
+Python's built-in rounding function rounds exact halves to the nearest even integer
+(2.5 becomes 2), which would give different rating changes than the reference.
 """
 
 from __future__ import annotations

@@ -4,13 +4,14 @@ The formula, as the reference server (Go) computes it after every Competitive ga
 
     E_winner = 1 / (1 + 10 ** ((loser - winner) / D))        D = 1200 since 1.3.1
     E_loser  = 1 - E_winner
-    winner   = round(winner_K * (1 - E_winner) * c)         c = 1 + log2(cube) / 6
-    loser    = round(loser_K  * (0 - E_loser)  * c)
+    winner   = round_half_away(winner_K * (1 - E_winner) * c)   c = 1 + log2(cube) / 6
+    loser    = round_half_away(loser_K  * (0 - E_loser)  * c)
 
-``round`` is half away from zero (:func:`rating_plugin.round_half_away`). Ratings are integers
-and start at 1500. Each player has their own K: 32, or 16 after 50 or more Competitive games in
-the 7 days before the game being scored (:func:`k_factor`). Gammons and backgammons do not
-change the rating change; only the result, the two ratings, the cube and the two K factors do.
+Rounding is half away from zero (:func:`rating_plugin.round_half_away`), as Go's
+``math.Round``. Ratings are integers and start at 1500. Each player has their own K: 32, or
+16 after 50 or more Competitive games in the 7 days before the game being scored
+(:func:`k_factor`). Gammons and backgammons do not change the rating change; only the result,
+the two ratings, the cube and the two K factors do.
 
 Earlier versions of the formula are kept as named presets (:data:`VERSIONS`), so old games can
 be explained with the rule that scored them:
