@@ -1,0 +1,213 @@
+"""The server's per-move path in one process, without sockets: CPU per move of our own code.
+
+Run from the repository root (after ``python3 -m pip install -e .``)::
+
+    python3 bench/move_path.py                       # 100 games, 20 000 measured moves
+    python3 bench/move_path.py --games 1000 --moves 40000
+    py-spy record -f raw -o moves.txt -- python3 bench/move_path.py   # where the time goes
+
+The lobby, tables, persistence (write-behind flusher included) and rating store are the real
+ones, on a real Redis (embedded, or ``--redis-url`` under a fresh key prefix that is deleted
+afterwards). Each player is a ``Connection`` whose transport keeps what the server writes
+instead of sending it; a driver plays the same random Competitive games as ``bench/load.py``
+by handing each command's frame to ``Session.receive`` and ``Lobby.on_message``, exactly as
+the socket handler does. The figure is the process CPU time spent inside those two calls
+(the game's end, settled in the background, is not in it), divided by the moves: what the
+server's own code costs per move, with aiohttp, the kernel and the network left out.
+``bench/load.py`` measures the whole server over real sockets.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import random
+import secrets
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import msgpack
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+class _Sink(asyncio.WriteTransport):
+    """A transport that keeps each written WebSocket frame's payload for its player."""
+
+    def __init__(self, inbox: list[bytes]) -> None:
+        super().__init__()
+        self._inbox = inbox
+
+    def write(self, data: bytes | bytearray | memoryview) -> None:
+        frame = bytes(data)
+        size = frame[1] & 0x7F
+        start = 2 if size < 126 else 4 if size == 126 else 10
+        self._inbox.append(frame[start:])
+
+    def get_write_buffer_size(self) -> int:
+        return 0
+
+    def is_closing(self) -> bool:
+        return False
+
+    def abort(self) -> None:
+        pass
+
+
+class _OpenSocket:
+    closed = False
+
+
+@dataclass
+class Player:
+    side: int
+    conn: Any = None
+    inbox: list[bytes] = field(default_factory=list)
+
+
+async def run(args: argparse.Namespace) -> dict[str, float]:
+    sys.path.insert(0, str(ROOT))
+    import redis.asyncio as aioredis
+
+    from rating_plugin.store import RatingStore
+    from server.accounts import Identity
+    from server.bus import NodeBus
+    from server.config import Settings
+    from server.connection import Connection, Hub
+    from server.embedded_redis import EmbeddedRedis
+    from server.keys import Keys
+    from server.lobby import Lobby
+    from server.persistence import Persistence
+    from server.protocol.codec import WireFormat
+    from server.rules import SecretDice
+    from server.session import Accepted, Session
+    from server.ws import session_limits
+
+    embedded = None if args.redis_url else EmbeddedRedis().start()
+    url = args.redis_url or (embedded.url if embedded is not None else "")
+    prefix = f"bench-moves-{secrets.token_hex(3)}:"
+    settings = Settings(redis_url=url, key_prefix=prefix, rate_limit=1e6, rate_burst=10**6,
+                        decision_time=3600.0, grace_period=3600.0)
+    redis = aioredis.Redis.from_url(url)
+    keys = Keys(prefix)
+    persistence = Persistence(redis, keys, settings)
+    hub = Hub(settings.max_send_buffer)
+    lobby = Lobby(settings, persistence, NodeBus(redis, keys, settings.node_id), hub,
+                  RatingStore(redis, prefix), SecretDice)
+    persistence.start()
+    loop = asyncio.get_running_loop()
+    limits = session_limits(settings)
+    rng = random.Random(args.seed)
+    spent = 0.0
+
+    async def send(player: Player, message: dict[str, Any], *, timed: bool) -> None:
+        nonlocal spent
+        data = msgpack.packb(message)
+        started = time.process_time()
+        outcome = player.conn.session.receive(data, binary=True, now=loop.time())
+        assert isinstance(outcome, Accepted), outcome
+        await lobby.on_message(player.conn, outcome.message)
+        if timed:
+            spent += time.process_time() - started
+
+    games: list[tuple[Player, Player]] = []
+    for g in range(args.games):
+        pair = (Player(0), Player(1))
+        for player in pair:
+            name = f"p{g}x{player.side}"
+            session = Session(limits, now=loop.time(), fmt=WireFormat.MSGPACK, player=name)
+            conn = Connection(_OpenSocket(), session,  # type: ignore[arg-type]
+                              f"10.{g // 250}.{g % 250}.{player.side + 1}", _Sink(player.inbox))
+            conn.identity = Identity(name, name, False)
+            hub.add(conn)
+            hub.bind(conn)
+            player.conn = conn
+        games.append(pair)
+    tables: list[str] = [""] * len(games)
+
+    async def new_table(index: int) -> None:
+        first, second = games[index]
+        await send(first, {"type": "create_table", "mode": "competitive", "id": 1}, timed=False)
+        while True:
+            created = [m for m in map(msgpack.unpackb, first.inbox)
+                       if m.get("type") == "table_created"]
+            if created:
+                break
+            await asyncio.sleep(0.001)
+        first.inbox.clear()
+        tables[index] = created[0]["table"]
+        await send(second, {"type": "join", "table": tables[index]}, timed=False)
+
+    for index in range(len(games)):
+        await new_table(index)
+    moves = measured = finished = 0
+    warmup = args.warmup
+    try:
+        while measured < args.moves:
+            progressed = False
+            for index, pair in enumerate(games):
+                for player in pair:
+                    if not player.inbox:
+                        continue
+                    received = [msgpack.unpackb(raw) for raw in player.inbox]
+                    player.inbox.clear()
+                    for message in received:
+                        if message.get("type") == "rating" and player.side == 0:
+                            finished += 1
+                            await asyncio.sleep(0.005)  # the seats are freed just after
+                            await new_table(index)
+                            progressed = True
+                            break
+                        state = message.get("state")
+                        if not state or state.get("status") != "playing":
+                            continue
+                        game = state["game"]
+                        if game is None or game["to_act"] != player.side:
+                            continue
+                        command: dict[str, Any] = {"type": "roll", "table": tables[index]}
+                        if game["phase"] == "move":
+                            command = {"type": "play", "table": tables[index],
+                                       "play": rng.choice(game["legal_plays"])}
+                        elif game["phase"] != "roll":
+                            continue
+                        timed = moves >= warmup
+                        await send(player, command, timed=timed)
+                        moves += 1
+                        measured += timed
+                        progressed = True
+            if not progressed:
+                await asyncio.sleep(0.001)
+    finally:
+        await persistence.stop()
+        keys_left = [k async for k in redis.scan_iter(match=prefix + "*", count=1000)]
+        for i in range(0, len(keys_left), 500):
+            await redis.delete(*keys_left[i:i + 500])
+        await redis.aclose()
+        if embedded is not None:
+            embedded.stop()
+    return {"games": args.games, "moves": measured, "games_finished": finished,
+            "cpu_per_move_us": 1e6 * spent / max(1, measured)}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--games", type=int, default=100, help="concurrent games (100)")
+    parser.add_argument("--moves", type=int, default=20_000, help="moves measured (20 000)")
+    parser.add_argument("--warmup", type=int, default=2_000, help="moves before measuring")
+    parser.add_argument("--redis-url", default=None,
+                        help="use this Redis (a fresh key prefix, deleted after); "
+                             "default: an embedded redis-server")
+    parser.add_argument("--seed", type=int, default=1)
+    args = parser.parse_args(argv)
+    result = asyncio.run(run(args))
+    print(f"{result['cpu_per_move_us']:.1f} µs of CPU per move in Session.receive + "
+          f"Lobby.on_message ({result['moves']:,} moves, {result['games']} games, "
+          f"{result['games_finished']} finished)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
