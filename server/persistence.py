@@ -80,7 +80,7 @@ class _Batch:
         pool: Any = redis.connection_pool  # get_connection is not typed in redis-py 5.2
         conn = await pool.get_connection("_")
         try:
-            await conn.send_packed_command(self.parts, check_health=False)
+            await conn.send_packed_command(self.parts)  # pings first only if long idle
             return [await conn.read_response(disable_decoding=True) for _ in range(self.count)]
         except BaseException:
             await conn.disconnect(nowait=True)
