@@ -181,6 +181,7 @@ async def run(args: argparse.Namespace) -> dict[str, float]:
             if not progressed:
                 await asyncio.sleep(0.001)
     finally:
+        await lobby.drain(5.0)  # settlements in flight finish before the keys are deleted
         await persistence.stop()
         keys_left = [k async for k in redis.scan_iter(match=prefix + "*", count=1000)]
         for i in range(0, len(keys_left), 500):
