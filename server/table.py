@@ -96,6 +96,8 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 SETTLE_ATTEMPTS = 3
+#: The longest wait between two tries of a settlement Redis refused at a game's end.
+LATE_SETTLE_MAX_DELAY = 30.0
 _GAME_ACTIONS = frozenset(GAME_ACTIONS)
 
 
@@ -735,10 +737,11 @@ class Table:
             "match": self._match_state(),
         }
         # The settlement and the result are written at the same time (two round trips to
-        # Redis, overlapped): the announcements are sent once both are stored.
-        settling = asyncio.ensure_future(
-            self._settle(outcome, winner, loser, finished_at, match_over, game_counted)
-        )
+        # Redis, overlapped): the announcements are sent once both are stored. The settlement's
+        # inputs are fixed now, so a late retry does not depend on the table any more.
+        settle_once = self._settlement(outcome, winner, loser, finished_at, match_over,
+                                       game_counted)
+        settling = asyncio.ensure_future(self._settle(settle_once))
         if match_over:
             self.status = TableStatus.FINISHED
         # The announcements get their versions now and are stored in the same pipeline as
@@ -769,6 +772,12 @@ class Table:
         note: dict[str, Any] | None = None
         try:
             pushes = await settling
+        except (RedisError, OSError) as exc:
+            # Redis is away: keep settling in the background until it is back (idempotent by
+            # game id), so the rating change is delayed, never lost.
+            log.warning("table %s: settlement of %s failed (%s); retrying in the background",
+                        self.id, game_id, exc)
+            self.lobby.spawn(self._settle_late(game_id, settle_once))
         except Exception as exc:
             log.exception("table %s: settlement of %s failed", self.id, game_id)
             note = {"game_id": game_id, "rating_error": str(exc)[:200]}
@@ -816,7 +825,7 @@ class Table:
         finally:
             self.lobby.kick_flush()
 
-    async def _settle(
+    def _settlement(
         self,
         outcome: Outcome,
         winner: Seat,
@@ -824,44 +833,93 @@ class Table:
         finished_at: float,
         match_over: bool,
         game_counted: bool,
-    ) -> list[tuple[str, dict[str, Any]]]:
+    ) -> Callable[[], Awaitable[list[tuple[str, dict[str, Any]]]]]:
+        """One attempt at settling this game (or match), with every input fixed now: the rating
+        store call for the game's ladder, returning the ``(player, event)`` pushes."""
         plan = self.plan
         assert plan is not None
         store = self.lobby.ratings
         reason = str(outcome.reason)
+        table, game_id = self.id, self.game_id()
+
+        async def nothing() -> list[tuple[str, dict[str, Any]]]:
+            return []
+
+        if plan.ladder == TABLE42:
+            async def table42() -> list[tuple[str, dict[str, Any]]]:
+                settlement = await store.settle(
+                    game_id, ladder=TABLE42, winner=winner.player, loser=loser.player,
+                    cube=outcome.cube, finished_at=finished_at, reason=reason,
+                )
+                return rating_events(settlement, table=table)
+            return table42
+        if plan.ladder == FIBS and match_over:
+            match = self.match
+            assert match is not None and match.winner is not None
+            seats = (self.seats[0], self.seats[1])
+            mw, ml = seats[match.winner], seats[match.winner.opponent]
+            assert mw is not None and ml is not None
+            match_id, length = self.match_id(), self.match_length
+            match_winner, match_loser = mw.player, ml.player
+
+            async def fibs() -> list[tuple[str, dict[str, Any]]]:
+                settlement = await store.settle(
+                    match_id, ladder=FIBS, winner=match_winner, loser=match_loser,
+                    match_length=length, finished_at=finished_at, reason=reason,
+                )
+                return rating_events(settlement, table=table)
+            return fibs
+        if plan.boosted and game_counted:
+            async def boosted() -> list[tuple[str, dict[str, Any]]]:
+                result = await store.add_boosted_points(
+                    game_id, winner=winner.player, loser=loser.player,
+                    points=outcome.points, finished_at=finished_at,
+                )
+                return boosted_events(result, table=table)
+            return boosted
+        return nothing
+
+    async def _settle(
+        self, settle_once: Callable[[], Awaitable[list[tuple[str, dict[str, Any]]]]]
+    ) -> list[tuple[str, dict[str, Any]]]:
+        """``settle_once()``, tried up to ``SETTLE_ATTEMPTS`` times on Redis errors."""
         for attempt in range(SETTLE_ATTEMPTS):
             try:
-                if plan.ladder == TABLE42:
-                    settlement = await store.settle(
-                        self.game_id(), ladder=TABLE42, winner=winner.player,
-                        loser=loser.player, cube=outcome.cube, finished_at=finished_at,
-                        reason=reason,
-                    )
-                    return rating_events(settlement, table=self.id)
-                if plan.ladder == FIBS and match_over:
-                    match = self.match
-                    assert match is not None and match.winner is not None
-                    seats = (self.seats[0], self.seats[1])
-                    mw, ml = seats[match.winner], seats[match.winner.opponent]
-                    assert mw is not None and ml is not None
-                    settlement = await store.settle(
-                        self.match_id(), ladder=FIBS, winner=mw.player, loser=ml.player,
-                        match_length=self.match_length, finished_at=finished_at,
-                        reason=reason,
-                    )
-                    return rating_events(settlement, table=self.id)
-                if plan.boosted and game_counted:
-                    boosted = await store.add_boosted_points(
-                        self.game_id(), winner=winner.player, loser=loser.player,
-                        points=outcome.points, finished_at=finished_at,
-                    )
-                    return boosted_events(boosted, table=self.id)
-                return []
+                return await settle_once()
             except (RedisError, OSError):
                 if attempt == SETTLE_ATTEMPTS - 1:
                     raise
                 await asyncio.sleep(0.05 * (attempt + 1))
         return []
+
+    async def _settle_late(
+        self, game_id: str, settle_once: Callable[[], Awaitable[list[tuple[str, dict[str, Any]]]]]
+    ) -> None:
+        """Keep trying a settlement that failed at the game's end, backing off up to
+        ``LATE_SETTLE_MAX_DELAY``; then push the rating events and store them in the inboxes.
+        A node stopped before Redis came back logs the game id, so it can be settled by hand
+        (the store applies a game id once, whenever it comes)."""
+        delay = 0.5
+        try:
+            while True:
+                await asyncio.sleep(delay)
+                try:
+                    pushes = await settle_once()
+                    break
+                except (RedisError, OSError) as exc:
+                    log.warning("table %s: settlement of %s still failing: %s", self.id,
+                                game_id, exc)
+                    delay = min(delay * 2, LATE_SETTLE_MAX_DELAY)
+        except asyncio.CancelledError:
+            log.error("table %s: node stopping with %s NOT settled: settle it again", self.id,
+                      game_id)
+            raise
+        log.info("table %s: %s settled late", self.id, game_id)
+        for player, event in pushes:
+            self.lobby.deliver_rating(player, self._nodes_of(player), event)
+        if pushes:
+            await self._retry(game_id, "the rating inbox", self.lobby.persistence.write_inbox,
+                              pushes, table=self.id, note=None)
 
     def _nodes_of(self, player: str) -> set[str]:
         side = self.side_of(player)

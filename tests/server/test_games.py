@@ -255,3 +255,33 @@ async def test_boosted_game_earns_points_not_elo(start_server: StartServer) -> N
         assert event["points"] == over["points"]
         assert event["won"] is (client.player == over["winner"])
     assert a.of_type("rating") == [] and b.of_type("rating") == []
+
+
+async def test_a_settlement_redis_refuses_at_the_end_is_made_once_it_is_back(
+    start_server: StartServer, key_prefix: str
+) -> None:
+    """Redis away when the game ends: the game still ends, the node keeps settling in the
+    background and the rating events arrive once a Redis answers (nothing is lost)."""
+    from server.app import LOBBY
+    from server.embedded_redis import EmbeddedRedis
+
+    server, a, b = await two_players(start_server)
+    lobby = server.app[LOBBY]
+    late = EmbeddedRedis()  # its port: nothing listens there yet
+    away = aioredis.Redis(host="127.0.0.1", port=late.port, socket_connect_timeout=0.2)
+    lobby.ratings = RatingStore(away, prefix=key_prefix)
+    try:
+        table, _ = await seat_two(server, a, b)
+        over = await play_out({0: a, 1: b}, table, decide=resign_at_cube_four)
+        assert over["reason"] == "resign"
+        await asyncio.sleep(0.3)
+        assert not [m for m in a.messages if m.get("type") == "rating"]
+        late.start()
+        for client in (a, b):
+            event = await client.expect("rating", timeout=10)
+            assert (event["cube"], abs(event["change"])) == (4, 21)
+        settled = await RatingStore(away, prefix=key_prefix).settlement(over["game_id"])
+        assert settled is not None
+    finally:
+        await away.aclose()
+        late.stop()
