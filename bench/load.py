@@ -524,16 +524,7 @@ class Pool:
         args = per_worker if isinstance(per_worker, list) else [per_worker] * len(self.conns)
         for conn, a in zip(self.conns, args, strict=True):
             conn.send({"op": op, "args": a})
-        replies = []
-        deadline = time.monotonic() + timeout
-        for conn in self.conns:
-            if not conn.poll(max(0.0, deadline - time.monotonic())):
-                raise TimeoutError(f"client process did not finish {op} in {timeout:.0f}s")
-            reply = conn.recv()
-            if "failed" in reply:
-                raise RuntimeError(f"client {op}: {reply['failed']}")
-            replies.append(reply)
-        return replies
+        return collect(self, op, timeout)
 
     def close(self) -> None:
         for conn in self.conns:
