@@ -130,14 +130,21 @@ async def run(args: argparse.Namespace) -> dict[str, float]:
 
     async def new_table(index: int) -> None:
         first, second = games[index]
-        await send(first, {"type": "create_table", "mode": "competitive", "id": 1}, timed=False)
         while True:
-            created = [m for m in map(msgpack.unpackb, first.inbox)
-                       if m.get("type") == "table_created"]
+            # The seats of a game just over are freed a moment after its `rating` events:
+            # until then the server refuses with `already_seated`, so ask again.
+            await send(first, {"type": "create_table", "mode": "competitive", "id": 1},
+                       timed=False)
+            replies: list[dict[str, Any]] = []
+            while not replies:
+                await asyncio.sleep(0.001)
+                replies = [m for m in map(msgpack.unpackb, first.inbox)
+                           if m.get("type") in ("table_created", "error")]
+            first.inbox.clear()
+            created = [m for m in replies if m["type"] == "table_created"]
             if created:
                 break
-            await asyncio.sleep(0.001)
-        first.inbox.clear()
+            await asyncio.sleep(0.01)
         tables[index] = created[0]["table"]
         await send(second, {"type": "join", "table": tables[index]}, timed=False)
 
