@@ -360,14 +360,11 @@ class Table:
         try:
             if isinstance(msg, Play):
                 before = game.position
-                # A play sent as one of the offered texts is already in normal form.
-                offered = msg.play in game.legal_play_texts
                 outcome = game.play(side, msg.play)
                 chosen = game.history[-1].play
                 kind = "moved"
-                fields["play"] = (
-                    msg.play if offered or chosen is None else format_play(chosen, before)
-                )
+                # The play in normal form as text (hits marked), however it was sent.
+                fields["play"] = "" if chosen is None else format_play(chosen, before)
             elif isinstance(msg, Roll):
                 dice = game.roll(side)
                 kind = "rolled"

@@ -115,8 +115,11 @@ class Roll(TableMessage):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Play(TableMessage):
+    """A checker play: one of the offered ``legal_plays`` as sent (a tuple of ``(from,
+    to)`` steps), or the play written as text (``"24/18 13/8"``)."""
+
     TYPE: ClassVar[str] = "play"
-    play: str
+    play: str | tuple[tuple[int, int], ...]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -210,6 +213,31 @@ def _string(max_len: int, pattern: re.Pattern[str] | None = None) -> Validator:
     return check
 
 
+MAX_STEPS = 4
+"""Most steps a play has (a roll of doubles moves four checkers)."""
+
+
+def _play(name: str, value: Any) -> str | tuple[tuple[int, int], ...]:
+    """Text (as ``_string(MAX_PLAY)``) or 1..4 ``[from, to]`` steps, points 0..25."""
+    if isinstance(value, str):
+        text: str = _PLAY_TEXT(name, value)
+        return text
+    if not isinstance(value, list | tuple):
+        raise _bad(name, f"must be a string or an array of [from, to] steps, got {_kind(value)}")
+    if not 1 <= len(value) <= MAX_STEPS:
+        raise _bad(name, f"must have 1..{MAX_STEPS} steps")
+    steps: list[tuple[int, int]] = []
+    for step in value:
+        if (
+            not isinstance(step, list | tuple)
+            or len(step) != 2
+            or not all(type(p) is int and 0 <= p <= 25 for p in step)
+        ):
+            raise _bad(name, "steps must be [from, to] pairs of integers in 0..25")
+        steps.append((step[0], step[1]))
+    return tuple(steps)
+
+
 def _integer(low: int, high: int) -> Validator:
     def check(name: str, value: Any) -> int:
         if isinstance(value, bool) or not isinstance(value, int):
@@ -242,10 +270,12 @@ def _kind(value: Any) -> str:
             dict: "object", bytes: "binary"}.get(type(value), type(value).__name__)
 
 
+_PLAY_TEXT = _string(MAX_PLAY)
+
 FIELDS: dict[str, Validator] = {
     "token": _string(MAX_TOKEN),
     "table": _string(64, TABLE_ID),
-    "play": _string(MAX_PLAY),
+    "play": _play,
     "since": _integer(0, MAX_VERSION),
     "mode": _choice(TableMode),
     "kind": _choice(ResignKind),

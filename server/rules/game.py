@@ -26,8 +26,10 @@ Phases (``Game.phase``) and who acts (``Game.to_act``)::
 - ``cube_enabled``: false in the Crawford game, in 1-point matches or when switched off;
   ``crawford``: true in the Crawford game; ``max_cube``; ``can_double``: whether the side
   on roll may offer a double now.
-- ``legal_plays``: the legal plays of the side on roll as whole-play text (``move`` phase
-  only, else ``[]``), each accepted back by ``play()``.
+- ``legal_plays``: the legal plays of the side on roll (``move`` phase only, else ``[]``),
+  each a list of ``[from, to]`` steps in the mover's numbering (25 = bar, 0 = off) in an
+  order they can be played, e.g. ``[[24, 18], [13, 8]]``; each is accepted back as it is
+  by ``play()`` (a lookup, not a search). ``legal_play_texts`` has them as text.
 - ``resignation``: ``{"side", "kind", "points"}`` while one is offered, else ``null``.
 - ``outcome``: ``{"winner", "kind", "reason", "cube", "points"}`` once over, else ``null``.
 - ``position_id``, ``match_id``: GNU Backgammon IDs of the current state.
@@ -42,6 +44,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import Any
 
 from server.rules.dice import DiceSource, Roll, SecretDice
 from server.rules.errors import IllegalActionError
@@ -191,6 +194,7 @@ class Game:
         self.history: list[Record] = []
         self._legal: list[Play] = []
         self._texts: tuple[tuple[str, ...], dict[str, Play]] | None = None
+        self._by_steps: dict[Play, Play] | None = None
         self._seen: tuple[Position, tuple[int, ...], list[int], str] | None = None
         self._phase_before_resign = Phase.ROLL
 
@@ -266,7 +270,14 @@ class Game:
         assert self.dice is not None
         # The text of a legal play (as offered in ``legal_play_texts``) is looked up; any
         # other spelling or a step list is parsed and checked.
-        chosen = self._roll_texts()[1].get(play) if isinstance(play, str) else None
+        if isinstance(play, str):
+            chosen = self._roll_texts()[1].get(play)
+        else:
+            try:  # steps sent back as offered; anything else is parsed (and explained)
+                key: Any = tuple(map(tuple, play))
+                chosen = self._offered().get(key)
+            except TypeError:
+                chosen = None
         if chosen is None:
             chosen = parse_play(play, self.position, self.dice)
         self.history.append(Record("play", who, self.dice, chosen))
@@ -436,7 +447,7 @@ class Game:
             "crawford": self.crawford,
             "max_cube": self.max_cube,
             "can_double": turn is not None and self.can_double(turn),
-            "legal_plays": self.legal_play_texts,
+            "legal_plays": self._legal if self.phase == Phase.MOVE else [],
             "resignation": None
             if resignation is None
             else {
@@ -465,12 +476,21 @@ class Game:
             texts = self._texts = play_texts(self.position, *self.dice)
         return texts
 
+    def _offered(self) -> dict[Play, Play]:
+        """Each legal play of the roll being played by its steps as plain tuples (one play
+        sent back exactly as ``legal_plays`` offered it is looked up, not searched)."""
+        offered = self._by_steps
+        if offered is None:
+            offered = self._by_steps = {play: play for play in self._legal}
+        return offered
+
     def _begin_move(self) -> Roll:
         """Phase ``move`` for the dice rolled; a roll that cannot be played passes at once."""
         rolled, who = self.dice, self.turn
         assert rolled is not None and who is not None
         self._legal = list(legal_plays(self.position, rolled))
         self._texts = None
+        self._by_steps = None
         self.phase = Phase.MOVE
         if self._legal == [()]:
             self.history.append(Record("play", who, rolled, ()))
@@ -484,6 +504,7 @@ class Game:
         self.dice = None
         self._legal = []
         self._texts = None
+        self._by_steps = None
         self.phase = Phase.ROLL
 
     def _end(self, outcome: Outcome) -> Outcome:
@@ -491,6 +512,7 @@ class Game:
         self.resignation = None
         self._legal = []
         self._texts = None
+        self._by_steps = None
         self.phase = Phase.OVER
         return outcome
 

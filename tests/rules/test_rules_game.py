@@ -368,14 +368,17 @@ def test_snapshot_fields() -> None:
     assert snap["dice"] == [3, 1]
     assert snap["cube"] == 1 and snap["cube_owner"] is None and snap["can_double"] is False
     legal = snap["legal_plays"]
-    assert isinstance(legal, list) and len(legal) == 16 and "8/5 6/5" in legal
+    assert isinstance(legal, list) and len(legal) == 16 and ((8, 5), (6, 5)) in legal
+    assert "8/5 6/5" in g.legal_play_texts
     assert snap["resignation"] is None and snap["outcome"] is None
     assert snap["position_id"] == "4HPwATDgc/ABMA"
     assert snap["match_id"] == "MIEFAAAAAAAE"  # see test_rules_gnubg.py
-    for text in legal:
-        copy = game(3, 1)
-        copy.start()
-        copy.play(Side.ZERO, text)
+    for text, steps in zip(g.legal_play_texts, legal, strict=True):
+        for sent in (text, steps, [list(step) for step in steps]):
+            copy = game(3, 1)
+            copy.start()
+            copy.play(Side.ZERO, sent)
+            assert copy.history[-1].play == steps
 
 
 def test_snapshot_when_over() -> None:

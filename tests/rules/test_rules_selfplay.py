@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import random
 
 import pytest
@@ -70,7 +71,10 @@ def play_one_game(game: Game, rng: random.Random, *, use_cube: bool) -> int:
         texts = game.legal_play_texts
         assert len(texts) == len(plays)
         snapshot = game.to_dict()
-        assert snapshot["legal_plays"] == texts
+        assert snapshot["legal_plays"] == plays
+        assert json.loads(json.dumps(snapshot["legal_plays"])) == [
+            [list(step) for step in offered] for offered in plays
+        ]
         before = [position.pip_count(Side.ZERO), position.pip_count(Side.ONE)]
         assert snapshot["pips"] == before
         _, theirs = position.mover_view()
@@ -81,8 +85,12 @@ def play_one_game(game: Game, rng: random.Random, *, use_cube: bool) -> int:
             if dst != OFF and theirs[dst] == 1:
                 theirs[dst] = 0
                 regained += dst  # from its point 25 - dst to the bar, worth 25
-        # Half the plays arrive as their offered text (the server's path), half as steps.
-        result = game.play(side, texts[plays.index(play)] if rng.random() < 0.5 else play)
+        # A third of the plays arrive as their text, a third as offered, a third as the
+        # steps a client sends back (lists decoded from a frame).
+        choice = rng.random()
+        sent: object = (texts[plays.index(play)] if choice < 1 / 3 else play if choice < 2 / 3
+                        else [list(step) for step in play])
+        result = game.play(side, sent)  # type: ignore[arg-type]
         after = [game.position.pip_count(Side.ZERO), game.position.pip_count(Side.ONE)]
         # The mover's pips fall by what it moved; the opponent's rise only by hits.
         assert after[side] == before[side] - moved

@@ -48,6 +48,13 @@ async def test_malformed_frames_and_messages(start_server: StartServer, binary: 
         (enc({"type": "create_table", "mode": "tournament"}), "missing_field", "tournament_id"),
         (enc({"type": "play", "table": "nosuchtable", "play": "24/18"}), "no_such_table",
          "table"),
+        (enc({"type": "play", "table": "t", "play": 7}), "bad_field", "play"),
+        (enc({"type": "play", "table": "t", "play": []}), "bad_field", "play"),
+        (enc({"type": "play", "table": "t", "play": [[8, 5]] * 5}), "bad_field", "play"),
+        (enc({"type": "play", "table": "t", "play": [[8, 26]]}), "bad_field", "play"),
+        (enc({"type": "play", "table": "t", "play": [[8, True]]}), "bad_field", "play"),
+        (enc({"type": "play", "table": "t", "play": [[8, 5, 2]]}), "bad_field", "play"),
+        (enc({"type": "play", "table": "t", "play": "x" * 65}), "bad_field", "play"),
         (enc({"type": "hello", "token": "x"}), "already_authenticated", None),
     ]
     for frame, code, field in cases:
@@ -134,6 +141,12 @@ async def test_game_errors_and_other_players_games_stay_untouched(
     )
     assert (await error_for(other, {"type": "roll"}))["code"] == "wrong_phase"
     assert (await error_for(mover, {"type": "play", "play": "24/1"}))["code"] == "illegal_play"
+    assert (await error_for(mover, {"type": "play", "play": [[24, 1]]}))["code"] == (
+        "illegal_play"
+    )
+    assert (await error_for(mover, {"type": "play", "play": [[0, 5]]}))["code"] == (
+        "illegal_play"
+    )
     assert (await error_for(mover, {"type": "play", "play": "garbage"}))["code"] == (
         "illegal_play"
     )

@@ -20,6 +20,7 @@ from server_helpers import (
 )
 
 from rating_plugin.store import RatingStore
+from server.rules import Play, Position, Side, format_play
 
 
 async def two_players(start_server: StartServer, **settings: Any) -> tuple[Any, Any, Any]:
@@ -285,3 +286,46 @@ async def test_a_settlement_redis_refuses_at_the_end_is_made_once_it_is_back(
     finally:
         await away.aclose()
         late.stop()
+
+
+async def test_plays_are_offered_as_steps_and_accepted_as_steps_or_text(
+    start_server: StartServer,
+) -> None:
+    server, a, b = await two_players(start_server)
+    table, _ = await seat_two(server, a, b)
+    sent: list[tuple[int, Position, Play]] = []
+
+    def alternate(side: int, state: dict[str, Any]) -> dict[str, Any] | None:
+        game = state["game"]
+        if game["phase"] != "move":
+            return None
+        offered = game["legal_plays"]
+        assert all(
+            1 <= len(steps) <= 4
+            and all(len(step) == 2 and 0 <= step[1] < step[0] <= 25 for step in steps)
+            for steps in offered
+        )
+        choice = offered[len(sent) % len(offered)]
+        position = Position(tuple(game["board"]), tuple(game["bar"]), tuple(game["off"]),
+                            Side(side))
+        sent.append((side, position, tuple((s, t) for s, t in choice)))
+        # Every other play goes back as text (hits not marked), the rest as offered.
+        play: Any = choice if len(sent) % 2 else " ".join(
+            f"{s}/{t}".replace("25/", "bar/").replace("/0", "/off") for s, t in choice
+        )
+        return {"type": "play", "play": play}
+
+    seen: list[dict[str, Any]] = []
+
+    def six_plays(message: dict[str, Any]) -> bool:
+        if message.get("type") == "moved" and message not in seen:
+            seen.append(message)
+        return len(seen) >= 6
+
+    await play_out({0: a, 1: b}, table, decide=alternate, stop=six_plays)
+    moved = [m for m in a.messages if m.get("type") == "moved" and m.get("table") == table]
+    assert len(moved) >= 4
+    # Each `moved` names the play in normal form, hits marked, however it was sent.
+    for event, (side, position, steps) in zip(moved, sent, strict=False):
+        assert event["side"] == side
+        assert event["play"] == format_play(steps, position)
