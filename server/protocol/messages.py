@@ -228,13 +228,13 @@ def _play(name: str, value: Any) -> str | tuple[tuple[int, int], ...]:
         raise _bad(name, f"must have 1..{MAX_STEPS} steps")
     steps: list[tuple[int, int]] = []
     for step in value:
-        if (
-            not isinstance(step, list | tuple)
-            or len(step) != 2
-            or not all(type(p) is int and 0 <= p <= 25 for p in step)
-        ):
-            raise _bad(name, "steps must be [from, to] pairs of integers in 0..25")
-        steps.append((step[0], step[1]))
+        if isinstance(step, list | tuple) and len(step) == 2:
+            src, dst = step
+            # type() rather than isinstance: true and false are not points.
+            if type(src) is int and type(dst) is int and 0 <= src <= 25 and 0 <= dst <= 25:
+                steps.append((src, dst))
+                continue
+        raise _bad(name, "steps must be [from, to] pairs of integers in 0..25")
     return tuple(steps)
 
 
