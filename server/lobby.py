@@ -124,7 +124,7 @@ class Lobby:
         self._dice_factory = dice_factory
         self._owners: dict[str, str] = {}
         self._tasks: set[asyncio.Task[Any]] = set()
-        self._timers: set[asyncio.TimerHandle] = set()
+        self._timers: dict[str, asyncio.TimerHandle] = {}  # table id -> its forget timer
         self.closing = False
         # Called (in the background) with the players who just sat down at a table.
         self.on_seated: Callable[[list[str]], Coroutine[Any, Any, None]] | None = None
@@ -148,7 +148,7 @@ class Lobby:
         self.closing = True
         for table in self.tables.values():
             table.shutdown()
-        for handle in self._timers:
+        for handle in self._timers.values():
             handle.cancel()
         self._timers.clear()
         if self._tasks:
@@ -520,19 +520,22 @@ class Lobby:
         """Drop a finished table from memory after ``finished_linger`` (sync still works from
         Redis for others; the owner key expires with the log)."""
         wait = self.settings.finished_linger if delay is None else delay
-        handle: asyncio.TimerHandle | None = None
-
-        def forget() -> None:
-            if handle is not None:
-                self._timers.discard(handle)
-            if self.tables.get(table.id) is table:
-                del self.tables[table.id]
-
+        loop = asyncio.get_running_loop()
         if wait <= 0:
-            asyncio.get_running_loop().call_soon(forget)
+            loop.call_soon(self._forget, table)
             return
-        handle = asyncio.get_running_loop().call_later(wait, forget)
-        self._timers.add(handle)
+        # A bound method and an argument, no closure: a closure naming its own timer would
+        # make a reference cycle that keeps the whole table (its game, its history) alive
+        # until the garbage collector's next full pass.
+        previous = self._timers.pop(table.id, None)
+        if previous is not None:
+            previous.cancel()
+        self._timers[table.id] = loop.call_later(wait, self._forget, table)
+
+    def _forget(self, table: Table) -> None:
+        self._timers.pop(table.id, None)
+        if self.tables.get(table.id) is table:
+            del self.tables[table.id]
 
     # --- messages from other nodes ---------------------------------------------------------
 

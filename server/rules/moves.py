@@ -192,7 +192,14 @@ def _generate_doubles(mine: list[int], theirs: list[int], d: int) -> dict[_Key, 
             results[key] = tuple(steps)
 
     visit(0, 0)
+    # visit refers to itself through its closure cell: pointing the cell elsewhere breaks
+    # that cycle, so the search's lists are freed now, not at the collector's next pass.
+    visit = _searched
     return results
+
+
+def _searched(first: int, mask: int) -> None:
+    """Stands in for a finished search's ``visit`` (see ``_generate_doubles``)."""
 
 
 @lru_cache(maxsize=128)

@@ -4,7 +4,9 @@ cube, resignation, drops, clocks, disconnects."""
 from __future__ import annotations
 
 import asyncio
+import gc
 import time
+import weakref
 from typing import Any
 
 import msgpack
@@ -329,3 +331,31 @@ async def test_plays_are_offered_as_steps_and_accepted_as_steps_or_text(
     for event, (side, position, steps) in zip(moved, sent, strict=False):
         assert event["side"] == side
         assert event["play"] == format_play(steps, position)
+
+
+async def test_a_forgotten_table_is_freed_at_once_not_by_the_garbage_collector(
+    start_server: StartServer,
+) -> None:
+    # Reference cycles would keep each finished game (its history, its events) in memory
+    # until the collector's next full pass, which a busy server makes rarely.
+    gc.collect()
+    gc.disable()
+    try:
+        server, a, b = await two_players(start_server, finished_linger=0.05)
+        table_id, _ = await seat_two(server, a, b)
+        table = weakref.ref(server.lobby.tables[table_id])
+        await play_out({0: a, 1: b}, table_id)
+        for client in (a, b):
+            await client.expect("rating")
+        for _ in range(200):
+            if table_id not in server.lobby.tables:
+                break
+            await asyncio.sleep(0.01)
+        assert table_id not in server.lobby.tables
+        for _ in range(50):  # the background tasks of the game's end let go of it
+            if table() is None:
+                break
+            await asyncio.sleep(0.01)
+        assert table() is None, [type(r).__name__ for r in gc.get_referrers(table())]
+    finally:
+        gc.enable()
