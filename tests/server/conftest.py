@@ -7,8 +7,9 @@ game out) are in ``server_helpers.py``.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator, Callable
-from typing import Any
+from typing import Any, cast
 
 import pytest
 import redis.asyncio as aioredis
@@ -66,7 +67,8 @@ async def start_server(
         await site.start()
         server = runner.server
         assert server is not None
-        sockets = site._server.sockets if site._server is not None else []  # type: ignore[union-attr]
+        # aiohttp types it as AbstractServer; loop.create_server made an asyncio.Server.
+        sockets = cast(asyncio.Server, site._server).sockets if site._server is not None else []
         port = sockets[0].getsockname()[1]
         srv = RunningServer(app, runner, port, settings)
         running.append(srv)

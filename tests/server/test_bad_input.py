@@ -11,9 +11,9 @@ import aiohttp
 import msgpack
 import pytest
 import websockets
-from conftest import StartServer
 from server_helpers import (
     Client,
+    StartServer,
     connect,
     guest,
     latest_state,

@@ -7,12 +7,13 @@ import asyncio
 import gc
 import time
 import weakref
-from typing import Any
+from collections.abc import Awaitable
+from typing import Any, cast
 
 import msgpack
 import redis.asyncio as aioredis
-from conftest import StartServer
 from server_helpers import (
+    StartServer,
     connect,
     latest_state,
     play_out,
@@ -22,7 +23,7 @@ from server_helpers import (
 )
 
 from rating_plugin.store import RatingStore
-from server.rules import Play, Position, Side, format_play
+from server.rules import Play, Position, Side, Step, format_play
 
 
 async def two_players(start_server: StartServer, **settings: Any) -> tuple[Any, Any, Any]:
@@ -60,7 +61,9 @@ async def test_whole_competitive_game_json_and_msgpack_clients(
     # The event log in Redis holds every event, in order, ending with game_over.
     store = RatingStore(redis_client, key_prefix)
     assert (await store.rating(winner, "table42")).rating == 1516
-    events = await redis_client.lrange(f"{key_prefix}{{t:{table}}}:events", 0, -1)
+    events = await cast(
+        "Awaitable[list[bytes]]", redis_client.lrange(f"{key_prefix}{{t:{table}}}:events", 0, -1)
+    )
     assert [msgpack.unpackb(e)["v"] for e in events] == list(range(1, over_a["v"] + 1))
     assert msgpack.unpackb(events[-1]) == over_b  # the log holds what clients received
     # Versions are gapless: the creator saw every event, the joiner all from its seat on.
@@ -310,7 +313,7 @@ async def test_plays_are_offered_as_steps_and_accepted_as_steps_or_text(
         choice = offered[len(sent) % len(offered)]
         position = Position(tuple(game["board"]), tuple(game["bar"]), tuple(game["off"]),
                             Side(side))
-        sent.append((side, position, tuple((s, t) for s, t in choice)))
+        sent.append((side, position, tuple(Step(s, t) for s, t in choice)))
         # Every other play goes back as text (hits not marked), the rest as offered.
         play: Any = choice if len(sent) % 2 else " ".join(
             f"{s}/{t}".replace("25/", "bar/").replace("/0", "/off") for s, t in choice

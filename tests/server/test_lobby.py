@@ -5,8 +5,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from conftest import StartServer
-from server_helpers import connect, guest, play_out, register, scripted, seat_two
+from server_helpers import StartServer, connect, guest, play_out, register, scripted, seat_two
 
 
 async def test_list_join_watch_and_unlisted_private_rooms(start_server: StartServer) -> None:

@@ -4,8 +4,7 @@ and push a message to a player wherever they are connected."""
 from __future__ import annotations
 
 import pytest
-from conftest import StartServer
-from server_helpers import connect, play_out, register, scripted
+from server_helpers import StartServer, connect, play_out, register, scripted
 
 from server.protocol import ProtocolError
 

@@ -14,8 +14,16 @@ from typing import Any
 import aiohttp
 import pytest
 import redis.asyncio as aioredis
-from conftest import StartServer
-from server_helpers import Client, RunningServer, connect, guest, register, scripted, seat_two
+from server_helpers import (
+    Client,
+    RunningServer,
+    StartServer,
+    connect,
+    guest,
+    register,
+    scripted,
+    seat_two,
+)
 
 from rating_plugin import stakes
 from rating_plugin.store import RatingStore

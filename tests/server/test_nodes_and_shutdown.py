@@ -7,12 +7,12 @@ import os
 import signal
 import socket
 import sys
-from typing import Any
+from collections.abc import Awaitable
+from typing import Any, cast
 
 import aiohttp
 import redis.asyncio as aioredis
-from conftest import StartServer
-from server_helpers import connect, guest, play_out, register, scripted, seat_two
+from server_helpers import StartServer, connect, guest, play_out, register, scripted, seat_two
 
 from rating_plugin.store import RatingStore
 from server.embedded_redis import EmbeddedRedis
@@ -76,15 +76,22 @@ async def test_shutdown_closes_with_1001_and_keeps_finished_results(
     await server.stop()
     for client in (a, b, w):
         assert await client.wait_closed() == 1001
-    results = await redis_client.lrange(f"{key_prefix}{{t:{table}}}:results", 0, -1)
+    results = await cast(
+        "Awaitable[list[bytes]]", redis_client.lrange(f"{key_prefix}{{t:{table}}}:results", 0, -1)
+    )
     assert len(results) == 1
-    events = await redis_client.lrange(f"{key_prefix}{{t:{table}}}:events", 0, -1)
+    events = await cast(
+        "Awaitable[list[bytes]]", redis_client.lrange(f"{key_prefix}{{t:{table}}}:events", 0, -1)
+    )
     assert len(events) >= final["v"] + 1  # every event, game_over included
     store = RatingStore(redis_client, key_prefix)
     ratings = {p: (await store.rating(p, "table42")).rating for p in ("alice", "bob")}
     assert sorted(ratings.values()) == [1484, 1516]
     for player in ("alice", "bob"):
-        inbox = await redis_client.lrange(f"{key_prefix}{{p:{player}}}:inbox", 0, -1)
+        inbox = await cast(
+            "Awaitable[list[bytes]]",
+            redis_client.lrange(f"{key_prefix}{{p:{player}}}:inbox", 0, -1),
+        )
         assert len(inbox) == 1
 
 
