@@ -268,8 +268,8 @@ class Game:
         """
         who = self._require_turn(side, Phase.MOVE)
         assert self.dice is not None
-        # The text of a legal play (as offered in ``legal_play_texts``) is looked up; any
-        # other spelling or a step list is parsed and checked.
+        # A legal play sent as offered (``legal_plays`` steps, or its ``legal_play_texts``
+        # text) is looked up; any other spelling or step list is parsed and checked.
         if isinstance(play, str):
             chosen = self._roll_texts()[1].get(play)
         else:
@@ -447,7 +447,7 @@ class Game:
             "crawford": self.crawford,
             "max_cube": self.max_cube,
             "can_double": turn is not None and self.can_double(turn),
-            "legal_plays": self._legal if self.phase == Phase.MOVE else [],
+            "legal_plays": list(self._legal) if self.phase == Phase.MOVE else [],
             "resignation": None
             if resignation is None
             else {
