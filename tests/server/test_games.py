@@ -350,12 +350,12 @@ async def test_a_forgotten_table_is_freed_at_once_not_by_the_garbage_collector(
         await play_out({0: a, 1: b}, table_id)
         for client in (a, b):
             await client.expect("rating")
-        for _ in range(200):
+        for _ in range(500):
             if table_id not in server.lobby.tables:
                 break
             await asyncio.sleep(0.01)
         assert table_id not in server.lobby.tables
-        for _ in range(50):  # the background tasks of the game's end let go of it
+        for _ in range(500):  # the background tasks of the game's end let go of it
             if table() is None:
                 break
             await asyncio.sleep(0.01)
