@@ -13,6 +13,7 @@ The calculator's parameters become the argument list of ``python -m rating_plugi
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -51,7 +52,7 @@ MAX_LENGTH = 99
 ELO_PRESETS = (*elo.K_PRESETS, "fide")
 
 _WHOLE = re.compile(r"[0-9]{1,12}")
-_DECIMAL = re.compile(r"-?[0-9]{1,9}(\.[0-9]{1,12})?")
+MAX_NUMBER_TEXT = 32
 _TRUE = ("1", "true", "yes", "on")
 _FALSE = ("0", "false", "no", "off")
 
@@ -102,19 +103,28 @@ def _choice(query: Query, field: str, default: str | None, choices: tuple[str, .
 
 
 def _decimal(query: Query, field: str, *, required: bool, positive: bool = False) -> str | None:
-    """A number as text (kept as text: the command line reads ``1500`` as a whole number and
-    ``1500.0`` as a decimal, and so does its JSON)."""
+    """A number as text, as the command line reads it: a whole number stays whole (``1500``
+    prints as 1500 and ``1500.0`` as 1500.0 in its JSON), anything else is a float."""
     raw = query.get(field)
     if raw is None:
         if required:
             raise ProtocolError(ErrorCode.MISSING_FIELD, f"{field} is required", field=field)
         return None
-    if not _DECIMAL.fullmatch(raw) or abs(float(raw)) > MAX_RATING:
+    value: float | None = None
+    if len(raw) <= MAX_NUMBER_TEXT and raw.strip() == raw:
+        try:
+            value = int(raw)
+        except ValueError:
+            try:
+                value = float(raw)
+            except ValueError:
+                value = None
+    if value is None or not math.isfinite(value) or abs(value) > MAX_RATING:
         raise _bad(field, f"must be a number from -{MAX_RATING} to {MAX_RATING}, got "
                    f"{_shown(raw)}")
-    if positive and float(raw) <= 0:
+    if positive and value <= 0:
         raise _bad(field, f"must be greater than 0, got {_shown(raw)}")
-    return raw
+    return str(value) if isinstance(value, int) else repr(value)
 
 
 def _flag(query: Query, field: str) -> bool:
@@ -287,7 +297,7 @@ def calculator_argv(system: str, query: Query) -> list[str]:
         argv += _result(query, ("win", "draw", "loss"))
         k = _elo_k(query, ELO_PRESETS)
         argv += k + _fide(query, k == ["--preset", "fide"])
-    return argv + _ratings(query)
+    return [*argv, "--", *_ratings(query)]
 
 
 def stakes_argv(system: str, query: Query) -> list[str]:
@@ -306,4 +316,4 @@ def stakes_argv(system: str, query: Query) -> list[str]:
         cap = _decimal(query, "max_difference", required=False, positive=True)
         if cap is not None:
             argv += ["--max-difference", cap]
-    return argv + _ratings(query)
+    return [*argv, "--", *_ratings(query)]
