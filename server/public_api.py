@@ -24,6 +24,7 @@ import json
 import time
 from collections.abc import Callable
 from importlib import resources
+from importlib.resources.abc import Traversable
 from typing import Any
 
 from aiohttp import web
@@ -156,10 +157,12 @@ def stakes_body(pool_id: str, ladder: str, mine: PlayerProfile, theirs: PlayerPr
     return {**preview.to_dict(), "pool": pool_id, "ladder": ladder}
 
 
-def load_openapi() -> dict[str, Any]:
+def load_openapi(package: Traversable | None = None) -> dict[str, Any]:
     """``server/openapi.json`` with every fragment of :data:`OPENAPI_FRAGMENTS` that exists
-    merged in (their paths and schemas added; the main document wins on a clash)."""
-    package = resources.files("server")
+    merged in (their paths and schemas added; the main document wins on a clash).
+    ``package`` is the directory to read them from (default: the installed package)."""
+    if package is None:
+        package = resources.files("server")
     document: dict[str, Any] = json.loads(package.joinpath(OPENAPI).read_text("utf-8"))
     for name in OPENAPI_FRAGMENTS:
         fragment = package.joinpath(name)

@@ -19,6 +19,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from rating_plugin import elo, table42
+from server.matchmaking.errors import UnknownPoolError
 from server.matchmaking.policy import POOLS, Pool, pool_by_id
 from server.protocol.errors import ErrorCode, ProtocolError
 
@@ -194,7 +195,10 @@ def parse_stakes(query: Query) -> StakesQuery:
     opponent = check_player(query.get("opponent"), "opponent")
     if player == opponent:
         raise _bad("opponent", "must not be the player")
-    pool = pool_by_id(query.get("pool", "competitive"))  # unknown_pool, field pool
+    try:
+        pool = pool_by_id(query.get("pool", "competitive"))
+    except UnknownPoolError as exc:
+        raise ProtocolError(ErrorCode.UNKNOWN_POOL, str(exc), field="pool") from None
     if not pool.is_rated:
         rated = ", ".join(p.id for p in POOLS if p.is_rated)
         raise _bad("pool", f"{pool.id} games change no rating; rated pools are {rated}")
