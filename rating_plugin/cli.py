@@ -474,7 +474,9 @@ def build_parser(
 ) -> argparse.ArgumentParser:
     """The calculator's argument parser (``prog`` names the program in help and errors)."""
     formatter = argparse.RawDescriptionHelpFormatter
-    parser = parser_class(prog=prog, description=DESCRIPTION, epilog=EPILOG, formatter_class=formatter)
+    parser = parser_class(
+        prog=prog, description=DESCRIPTION, epilog=EPILOG, formatter_class=formatter
+    )
     systems = parser.add_subparsers(
         title="subcommands", dest="command", metavar="SYSTEM", required=True
     )

@@ -29,6 +29,7 @@ import time
 from collections.abc import Awaitable, Callable
 
 from aiohttp import web
+from aiohttp.typedefs import Middleware
 from redis.exceptions import RedisError
 
 from server.addresses import client_address
@@ -40,7 +41,6 @@ from server.ratelimit import RateLimiter
 log = logging.getLogger(__name__)
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
-Middleware = Callable[[web.Request, Handler], Awaitable[web.StreamResponse]]
 
 UNLIMITED_PATHS = frozenset({"/healthz"})
 """Paths the rate limit leaves alone (load balancers poll the health check)."""
