@@ -116,9 +116,11 @@ async def delete_prefix(client: aioredis.Redis, prefix: str) -> int:
     return deleted
 
 
-async def command_calls(client: aioredis.Redis) -> dict[str, int]:
+async def command_stats(client: aioredis.Redis) -> dict[str, tuple[int, float]]:
+    """Command -> (calls, microseconds inside Redis) from ``INFO commandstats``."""
     stats = await client.info("commandstats")
-    return {name.removeprefix("cmdstat_"): int(value["calls"]) for name, value in stats.items()}
+    return {name.removeprefix("cmdstat_"): (int(value["calls"]), float(value["usec"]))
+            for name, value in stats.items()}
 
 
 async def drive(call: Callable[[], Awaitable[object]], tasks: int,
@@ -199,15 +201,21 @@ async def run(url: str, args: argparse.Namespace) -> dict[str, Any]:
         for name, call in store_phases.items():
             best: dict[str, Any] | None = None
             for _ in range(args.repeat):
-                before = await command_calls(client)
+                before = await command_stats(client)
+                cpu = time.process_time()
                 calls, latencies = await drive(call, args.concurrency, args.duration)
-                after = await command_calls(client)
+                cpu = time.process_time() - cpu
+                after = await command_stats(client)
                 figures: dict[str, Any] = summary(calls, latencies, args.duration)
+                used = {cmd: (after[cmd][0] - before.get(cmd, (0, 0.0))[0],
+                              after[cmd][1] - before.get(cmd, (0, 0.0))[1]) for cmd in after}
                 figures["commands_per_call"] = {
-                    cmd: round((after.get(cmd, 0) - before.get(cmd, 0)) / max(1, calls), 2)
-                    for cmd in ("evalsha", "eval", "get", "hmget", "zcount")
-                    if after.get(cmd, 0) - before.get(cmd, 0) > calls // 100
+                    cmd: round(used[cmd][0] / max(1, calls), 2)
+                    for cmd in ("evalsha", "get", "hmget", "zcount", "zrevrange", "zscore")
+                    if cmd in used and used[cmd][0] > calls // 100
                 }
+                figures["redis_us_per_call"] = used.get("evalsha", (0, 0.0))[1] / max(1, calls)
+                figures["client_cpu_us_per_call"] = 1e6 * cpu / max(1, calls)
                 if best is None or figures["per_second"] > best["per_second"]:
                     best = figures
             phases[name] = best or {}
@@ -266,12 +274,17 @@ def report(result: dict[str, Any]) -> None:
     print(f"{result['players']:,} players filled in {result['fill_seconds']:.1f} s; "
           f"{result['concurrency']} concurrent tasks, {result['duration']:g} s per phase "
           f"(best of the repeats)")
-    print(f"{'phase':<26}{'per second':>12}{'mean ms':>10}{'p99 ms':>10}  commands per call")
+    print(f"{'phase':<26}{'per second':>12}{'mean ms':>10}{'p99 ms':>10}"
+          f"{'Redis µs':>10}{'client µs':>11}  Redis commands per call (in scripts too)")
     for name, figures in result["phases"].items():
         commands = figures.get("commands_per_call")
         shown = "" if commands is None else ", ".join(f"{k} {v}" for k, v in commands.items())
+        redis_us = figures.get("redis_us_per_call")
+        client_us = figures.get("client_cpu_us_per_call")
         print(f"{name:<26}{figures['per_second']:>12,.0f}{figures['mean_ms']:>10.2f}"
-              f"{figures['p99_ms']:>10.2f}  {shown}")
+              f"{figures['p99_ms']:>10.2f}"
+              f"{'' if redis_us is None else f'{redis_us:.1f}':>10}"
+              f"{'' if client_us is None else f'{client_us:.0f}':>11}  {shown}")
     print(f"deleted {result['deleted_keys']:,} keys")
 
 

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from importlib import resources
 from importlib.resources.abc import Traversable
 from typing import Any
@@ -44,6 +44,7 @@ from server.accounts import GUEST_PREFIX, Accounts, Identity
 from server.http_api import error_response
 from server.protocol.errors import ErrorCode, ProtocolError
 from server.public_params import (
+    CALCULATOR_SYSTEMS,
     calculator_argv,
     check_player,
     parse_history,
@@ -52,6 +53,7 @@ from server.public_params import (
     stakes_argv,
 )
 
+Handler = Callable[[web.Request], Awaitable[web.Response]]
 OPENAPI = "openapi.json"
 OPENAPI_FRAGMENTS = ("openapi_tournaments.json",)
 """Fragments merged into the served document when present: ``{"paths", "components":
@@ -194,9 +196,12 @@ class PublicRoutes:
         app.router.add_get("/api/leaderboard/{ladder}", self.leaderboard)
         app.router.add_get("/api/players/{player}", self.profile)
         app.router.add_get("/api/players/{player}/history", self.history)
-        app.router.add_get("/api/calculator/{system}", self.calculator)
+        # One route per system (not a {system} placeholder): the OpenAPI document then gives
+        # each its own parameters, and an unknown system is the router's 404.
+        for system in CALCULATOR_SYSTEMS:
+            app.router.add_get(f"/api/calculator/{system}", self._calculator(system))
+            app.router.add_get(f"/api/stakes/{system}", self._stakes_by_numbers(system))
         app.router.add_get("/api/stakes", self.stakes)
-        app.router.add_get("/api/stakes/{system}", self.stakes_by_numbers)
         app.router.add_get("/api/openapi.json", self.openapi_document)
 
     async def leaderboard(self, request: web.Request) -> web.Response:
@@ -256,12 +261,17 @@ class PublicRoutes:
         entries = await self.ratings.history(query.player, query.ladder, limit=query.limit)
         return web.json_response(history_body(query.player, query.ladder, entries))
 
-    async def calculator(self, request: web.Request) -> web.Response:
-        return self._calculate(lambda: calculator_argv(request.match_info["system"],
-                                                       request.query))
+    def _calculator(self, system: str) -> Handler:
+        async def calculator(request: web.Request) -> web.Response:
+            return self._calculate(lambda: calculator_argv(system, request.query))
 
-    async def stakes_by_numbers(self, request: web.Request) -> web.Response:
-        return self._calculate(lambda: stakes_argv(request.match_info["system"], request.query))
+        return calculator
+
+    def _stakes_by_numbers(self, system: str) -> Handler:
+        async def stakes_by_numbers(request: web.Request) -> web.Response:
+            return self._calculate(lambda: stakes_argv(system, request.query))
+
+        return stakes_by_numbers
 
     @staticmethod
     def _calculate(argv: Callable[[], list[str]]) -> web.Response:

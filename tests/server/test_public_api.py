@@ -229,7 +229,8 @@ async def test_every_error_status_is_json(start_server: StartServer) -> None:
     server = await start_server()
     # 404: unknown path, ladder, system; 405 with Allow
     for path, field in [("/api/nowhere", None), ("/api/leaderboard/chess", "ladder"),
-                        ("/api/calculator/glicko?rating=1&opponent=2&result=win", "system")]:
+                        ("/api/calculator/glicko?rating=1&opponent=2&result=win", None),
+                        ("/api/stakes/glicko", None)]:
         status, body, _ = await request(server, "GET", path)
         assert (status, body["error"]["code"], body["error"].get("field")) == (
             404, "not_found", field), path
