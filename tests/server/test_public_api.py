@@ -15,7 +15,15 @@ from typing import Any
 import pytest
 import redis.asyncio as aioredis
 from public_helpers import get, request
-from server_helpers import RunningServer, StartServer, register
+from server_helpers import (
+    RunningServer,
+    StartServer,
+    connect,
+    play_out,
+    register,
+    scripted,
+    seat_two,
+)
 
 from rating_plugin import stakes, table42
 from rating_plugin.store import RatingStore
@@ -119,6 +127,43 @@ async def test_profile_and_history(
     status, body = await get(server, "/api/players/nobody")
     assert (status, body["error"]["code"], body["error"]["field"]) == (404, "not_found",
                                                                        "player")
+
+
+def resign_at_once(side: int, state: dict[str, Any]) -> dict[str, Any] | None:
+    game = state["game"]
+    if game["phase"] == "roll":
+        return {"type": "resign", "kind": "single"}
+    if game["phase"] == "resign_offered":
+        return {"type": "accept_resign"}
+    return None
+
+
+async def test_a_game_played_over_the_socket_shows_on_the_board_and_profile(
+    start_server: StartServer,
+) -> None:
+    # Distinct X-Forwarded-For addresses (the test server trusts 127.0.0.1): the game is rated.
+    server = await start_server(dice_factory=scripted(3))
+    a = await connect(server, await register(server, "ann"), address="10.9.0.1")
+    b = await connect(server, await register(server, "ben"), address="10.9.0.2")
+    table, start = await seat_two(server, a, b)
+    assert start["rating"]["rated"] is True
+    over = await play_out({0: a, 1: b}, table, decide=resign_at_once)
+    events = {c.player: await c.expect("rating") for c in (a, b)}
+    winner, loser = over["winner"], ({"ann", "ben"} - {over["winner"]}).pop()
+    status, board = await get(server, f"/api/leaderboard/table42?player={loser}")
+    assert [(e["player"], e["rating"]) for e in board["entries"]] == [
+        (winner, events[winner]["new"]), (loser, events[loser]["new"])]
+    assert board["player"]["rank"] == 2
+    status, profile = await get(server, f"/api/players/{winner}")
+    assert profile["ladders"]["table42"]["rating"] == 1516 == events[winner]["new"]
+    assert (profile["ladders"]["table42"]["wins"], profile["window"]) == (
+        1, {"recent_games": 1, "k": 32})
+    status, history = await get(server, f"/api/players/{loser}/history")
+    [entry] = history["entries"]
+    assert (entry["ref"], entry["opponent"], entry["won"], entry["change"]) == (
+        events[loser]["game_id"], winner, False, -16)
+    for client in (a, b):
+        await client.close()
 
 
 # (query, field, expected): SPEC.md §1.1 (Table42), §1.2 (FIBS), §1.3 (classic Elo).
