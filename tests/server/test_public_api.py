@@ -151,14 +151,17 @@ async def test_a_game_played_over_the_socket_shows_on_the_board_and_profile(
     events = {c.player: await c.expect("rating") for c in (a, b)}
     winner, loser = over["winner"], ({"ann", "ben"} - {over["winner"]}).pop()
     status, board = await get(server, f"/api/leaderboard/table42?player={loser}")
+    assert status == 200
     assert [(e["player"], e["rating"]) for e in board["entries"]] == [
         (winner, events[winner]["new"]), (loser, events[loser]["new"])]
     assert board["player"]["rank"] == 2
     status, profile = await get(server, f"/api/players/{winner}")
+    assert status == 200
     assert profile["ladders"]["table42"]["rating"] == 1516 == events[winner]["new"]
     assert (profile["ladders"]["table42"]["wins"], profile["window"]) == (
         1, {"recent_games": 1, "k": 32})
     status, history = await get(server, f"/api/players/{loser}/history")
+    assert status == 200
     [entry] = history["entries"]
     assert (entry["ref"], entry["opponent"], entry["won"], entry["change"]) == (
         events[loser]["game_id"], winner, False, -16)
