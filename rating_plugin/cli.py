@@ -9,6 +9,7 @@ prints one line on stderr and exits with status 2.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import math
 import sys
@@ -576,12 +577,17 @@ def build_parser(
     return parser
 
 
+@functools.cache
+def _calculator_parser() -> argparse.ArgumentParser:
+    """Built once: parsing does not change a parser, and building one costs a millisecond."""
+    return build_parser("calculator", parser_class=_RaisingParser)
+
+
 def calculate(argv: Sequence[str]) -> dict[str, object]:
     """What ``--json`` would print for ``argv`` (without ``--json``), as a dict: the HTTP
     calculator's answer is the command line's, by construction. Bad arguments raise
     :class:`CalculatorInputError` (nothing is printed, nothing exits)."""
-    parser = build_parser("calculator", parser_class=_RaisingParser)
-    args = parser.parse_args(list(argv))
+    args = _calculator_parser().parse_args(list(argv))
     run: Callable[[argparse.Namespace], tuple[dict[str, object], list[str]]] = args.run
     try:
         data, _ = run(args)
