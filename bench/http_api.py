@@ -19,7 +19,8 @@ What one run does, bounded in time and cleaning up after itself:
    as ``GET /api/leaderboard/{ladder}`` and ``GET /api/players/{player}`` (a profile also
    reads the account: three commands, still one pipeline) from ``--concurrency`` aiohttp
    tasks in this process, for ``--duration`` seconds each; requests per second, mean and p99
-   latency;
+   latency, and the CPU the server process spends per request (from /proc: steadier than
+   the rates on a busy machine, and what a node's capacity per core follows from);
 4. deletes every key under the prefix and stops the server.
 
 Each phase runs ``--repeat`` times and its best run is reported (least disturbed by the rest
@@ -148,6 +149,12 @@ def summary(calls: int, latencies: list[float], duration: float) -> dict[str, fl
     }
 
 
+def process_cpu(pid: int) -> float:
+    """CPU seconds (user + system) process ``pid`` has used, from /proc (Linux)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -252,8 +259,19 @@ async def run(url: str, args: argparse.Namespace) -> dict[str, Any]:
             for name, call in http_phases.items():
                 best = None
                 for _ in range(args.repeat):
+                    before = await command_stats(client)
+                    server_cpu = process_cpu(proc.pid)
+                    cpu = time.process_time()
                     calls, latencies = await drive(call, args.concurrency, args.duration)
+                    cpu = time.process_time() - cpu
+                    server_cpu = process_cpu(proc.pid) - server_cpu
+                    after = await command_stats(client)
                     figures = summary(calls, latencies, args.duration)
+                    evalsha = after.get("evalsha", (0, 0.0))[1] - before.get("evalsha",
+                                                                             (0, 0.0))[1]
+                    figures["redis_us_per_call"] = evalsha / max(1, calls)
+                    figures["client_cpu_us_per_call"] = 1e6 * cpu / max(1, calls)
+                    figures["server_cpu_us_per_call"] = 1e6 * server_cpu / max(1, calls)
                     if best is None or figures["per_second"] > best["per_second"]:
                         best = figures
                 phases[name] = best or {}
@@ -275,16 +293,19 @@ def report(result: dict[str, Any]) -> None:
           f"{result['concurrency']} concurrent tasks, {result['duration']:g} s per phase "
           f"(best of the repeats)")
     print(f"{'phase':<26}{'per second':>12}{'mean ms':>10}{'p99 ms':>10}"
-          f"{'Redis µs':>10}{'client µs':>11}  Redis commands per call (in scripts too)")
+          f"{'Redis µs':>10}{'client µs':>11}{'server µs':>11}  Redis commands per call "
+          "(in scripts too)")
     for name, figures in result["phases"].items():
         commands = figures.get("commands_per_call")
         shown = "" if commands is None else ", ".join(f"{k} {v}" for k, v in commands.items())
         redis_us = figures.get("redis_us_per_call")
         client_us = figures.get("client_cpu_us_per_call")
+        server_us = figures.get("server_cpu_us_per_call")
         print(f"{name:<26}{figures['per_second']:>12,.0f}{figures['mean_ms']:>10.2f}"
               f"{figures['p99_ms']:>10.2f}"
               f"{'' if redis_us is None else f'{redis_us:.1f}':>10}"
-              f"{'' if client_us is None else f'{client_us:.0f}':>11}  {shown}")
+              f"{'' if client_us is None else f'{client_us:.0f}':>11}"
+              f"{'' if server_us is None else f'{server_us:.0f}':>11}  {shown}")
     print(f"deleted {result['deleted_keys']:,} keys")
 
 
@@ -299,6 +320,8 @@ def main() -> int:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--json", action="store_true", help="print the raw figures as JSON")
     args = parser.parse_args()
+    if not Path("/proc/self/stat").exists():
+        parser.error("reads process CPU from /proc: Linux only")
     if not 1 <= args.players <= 10_000_000 or not 0 < args.duration <= 120:
         parser.error("--players must be 1..10,000,000 and --duration 0..120 s")
     if not 1 <= args.repeat <= 20 or not 1 <= args.concurrency <= 1000:
