@@ -1,8 +1,10 @@
 """A property test of every endpoint of the OpenAPI document (schemathesis, from PyPI) against a
-real running server and real Redis: requests generated from the spec, each response checked
-(no 5xx; status, headers, content type and body as the spec says).
+real running server and real Redis: requests generated from the spec, valid ones and (negative
+mode) ones that break it, each response checked (no 5xx; status, headers, content type and
+body as the spec says).
 
-Bounded: at most ``MAX_EXAMPLES`` generated requests per operation, no example database.
+Bounded: at most ``MAX_EXAMPLES`` generated requests per operation and mode, no example
+database, derandomized (the same requests every run).
 """
 
 from __future__ import annotations
@@ -16,11 +18,12 @@ import redis.asyncio as aioredis
 import schemathesis
 from hypothesis import HealthCheck
 from public_helpers import get
+from schemathesis import GenerationMode
 from server_helpers import StartServer, register
 
 from rating_plugin.store import RatingStore
 
-MAX_EXAMPLES = 60
+MAX_EXAMPLES = 40
 CHECKS = [
     schemathesis.checks.not_a_server_error,
     schemathesis.checks.status_code_conformance,
@@ -38,23 +41,26 @@ def _fuzz(document: dict[str, object], base_url: str) -> list[str]:
     """Run every operation of ``document`` against ``base_url``; returns the failures."""
     schema = schemathesis.openapi.from_dict(document)
     failures: list[str] = []
-    for result in schema.get_all_operations():
-        operation = result.ok()  # type: ignore[union-attr]
+    operations = [result.ok() for result in schema.get_all_operations()]  # type: ignore[union-attr]
+    for operation in operations:
         if operation.path == "/ws":
             continue  # the WebSocket upgrade: the socket tests drive it with real clients
+        for mode in (GenerationMode.POSITIVE, GenerationMode.NEGATIVE):
 
-        @hypothesis.settings(
-            max_examples=MAX_EXAMPLES, deadline=None, database=None, derandomize=True,
-            suppress_health_check=list(HealthCheck), phases=[hypothesis.Phase.generate],
-        )
-        @hypothesis.given(case=operation.as_strategy())
-        def check(case: schemathesis.Case[Any]) -> None:
-            case.call_and_validate(base_url=base_url, checks=CHECKS, timeout=10)
+            @hypothesis.settings(
+                max_examples=MAX_EXAMPLES, deadline=None, database=None, derandomize=True,
+                suppress_health_check=list(HealthCheck), phases=[hypothesis.Phase.generate],
+            )
+            @hypothesis.given(case=operation.as_strategy(generation_mode=mode))
+            def check(case: schemathesis.Case[Any]) -> None:
+                case.call_and_validate(base_url=base_url, checks=CHECKS, timeout=10)
 
-        try:
-            check()
-        except (Exception, BaseExceptionGroup) as exc:  # collect them all, then report
-            failures.append(f"{operation.label}: {exc}")
+            try:
+                check()
+            except hypothesis.errors.Unsatisfiable:
+                assert mode is GenerationMode.NEGATIVE  # nothing to break: no parameters
+            except (Exception, BaseExceptionGroup) as exc:  # collect them all, then report
+                failures.append(f"{operation.label} ({mode.value}): {exc}")
     return failures
 
 
