@@ -9,7 +9,8 @@ One aiohttp middleware (:func:`http_middleware`), in this order for each request
    keys are kept in memory). An empty bucket answers 429 ``rate_limited`` with
    ``Retry-After`` (whole seconds). The buckets are :class:`server.ratelimit.RateLimiter`
    (pure); ``http_rate_limit`` / ``http_rate_burst`` set them (0 turns the limit off).
-2. **Body checks** for POST, PUT and PATCH: a declared ``Content-Length`` over
+2. **Body checks** for POST, PUT and PATCH on a route that exists (an unknown path or method
+   is answered 404/405 first): a declared ``Content-Length`` over
    ``http_max_body`` answers 413 ``too_big`` at once (a chunked body over the limit gets the
    same when the handler reads it); a body whose ``Content-Type`` is not ``application/json``
    (or ``*/*+json``) answers 415 ``unsupported_media_type``. A request without a body (for
@@ -126,7 +127,8 @@ def http_middleware(settings: Settings, *, clock: Callable[[], float] = time.mon
         if wait > 0:
             return _error(ErrorCode.RATE_LIMITED, "too many requests; retry later",
                           **{"Retry-After": retry_after(wait)})
-        if request.method in BODY_METHODS:
+        # A path or method that does not exist is told so (404/405) before its body is judged.
+        if request.method in BODY_METHODS and request.match_info.http_exception is None:
             length = request.content_length
             if length is not None and length > max_body:
                 return _error(ErrorCode.TOO_BIG, f"the request body is over {max_body} bytes")

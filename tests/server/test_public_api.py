@@ -287,6 +287,10 @@ async def test_every_error_status_is_json(start_server: StartServer) -> None:
     assert "GET" in headers["Allow"]
     status, body, _ = await request(server, "GET", "/api/register")
     assert (status, body["error"]["code"]) == (405, "method_not_allowed")
+    status, body, _ = await request(server, "POST", "/api/nowhere", data=b"x" * 10_000)
+    assert (status, body["error"]["code"]) == (404, "not_found")  # the path before the body
+    status, body, _ = await request(server, "POST", "/api/players/ann", data=b"text")
+    assert (status, body["error"]["code"]) == (405, "method_not_allowed")
     # 413: declared length over the limit, and a chunked body over it
     status, body, _ = await request(server, "POST", "/api/register", data=b"x" * 10_000,
                                     headers={"Content-Type": "application/json"})
