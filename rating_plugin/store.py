@@ -988,9 +988,12 @@ class RatingStore:
         t42, fib = Ladder.TABLE42, Ladder.FIBS
         rated_keys = (keys.rating(t42, player), keys.rating(fib, player), keys.board(t42),
                       keys.board(fib), keys.window(player))
-        pipe.evalsha(self._rated_profile.sha, len(rated_keys), *rated_keys,
-                     player, str(at_ms - WINDOW_MS), str(at_ms))
-        pipe.evalsha(self._board_rank.sha, 1, keys.board(Ladder.BOOSTED), player)
+        # execute_command, not pipe.evalsha: redis-py's cluster pipeline refuses the named
+        # script methods, and the plain command is routed by its keys' slot either way.
+        pipe.execute_command("EVALSHA", self._rated_profile.sha, len(rated_keys), *rated_keys,
+                             player, str(at_ms - WINDOW_MS), str(at_ms))
+        pipe.execute_command("EVALSHA", self._board_rank.sha, 1, keys.board(Ladder.BOOSTED),
+                             player)
         return Queued(2, lambda replies: _profile(player, at, replies[0], replies[1]))
 
     async def read(self, fill: Callable[[Pipeline], Queued[T]]) -> T:
