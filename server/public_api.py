@@ -161,7 +161,8 @@ def stakes_body(pool_id: str, ladder: str, mine: PlayerProfile, theirs: PlayerPr
 
 def load_openapi(package: Traversable | None = None) -> dict[str, Any]:
     """``server/openapi.json`` with every fragment of :data:`OPENAPI_FRAGMENTS` that exists
-    merged in (their paths and schemas added; the main document wins on a clash).
+    merged in (their paths, components of every kind and tags added; the main document wins
+    on a clash).
     ``package`` is the directory to read them from (default: the installed package)."""
     if package is None:
         package = resources.files("server")
@@ -173,9 +174,14 @@ def load_openapi(package: Traversable | None = None) -> dict[str, Any]:
         extra = json.loads(fragment.read_text("utf-8"))
         for path, item in extra.get("paths", {}).items():
             document["paths"].setdefault(path, item)
-        schemas = document.setdefault("components", {}).setdefault("schemas", {})
-        for name_, schema in extra.get("components", {}).get("schemas", {}).items():
-            schemas.setdefault(name_, schema)
+        components = document.setdefault("components", {})
+        for section, entries in extra.get("components", {}).items():  # schemas, responses ...
+            merged = components.setdefault(section, {})
+            for key, value in entries.items():
+                merged.setdefault(key, value)
+        for tag in extra.get("tags", []):
+            if tag not in document.setdefault("tags", []):
+                document["tags"].append(tag)
     return document
 
 

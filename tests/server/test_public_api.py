@@ -403,13 +403,17 @@ def test_openapi_fragment_is_merged(tmp_path: Path) -> None:
     fragment: dict[str, Any] = {
         "paths": {"/api/tournaments": {"get": {"responses": {"200": {"description": "ok"}}}},
                   "/healthz": {"get": {"responses": {}}}},
-        "components": {"schemas": {"Tournament": {"type": "object"}, "Error": {}}},
+        "components": {"schemas": {"Tournament": {"type": "object"}, "Error": {}},
+                       "securitySchemes": {"runnerKey": {"type": "http", "scheme": "bearer"}}},
+        "tags": [{"name": "tournaments"}],
     }
     (tmp_path / "openapi_tournaments.json").write_text(json.dumps(fragment))
     merged = load_openapi(tmp_path)
     assert "/api/tournaments" in merged["paths"]
     assert merged["components"]["schemas"]["Tournament"] == {"type": "object"}
     assert merged["components"]["schemas"]["Error"] != {}  # the main document wins
+    assert "runnerKey" in merged["components"]["securitySchemes"]
+    assert {"name": "tournaments"} in merged["tags"]
     assert merged["paths"]["/healthz"]["get"]["responses"] != {}
 
 
