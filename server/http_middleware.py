@@ -4,17 +4,19 @@ One aiohttp middleware (:func:`http_middleware`), in this order for each request
 
 1. **Rate limit** (not for ``/healthz``): one token from the client address's bucket (the
    address from ``X-Forwarded-For`` when the peer is a trusted proxy, see
-   :mod:`server.addresses`) and, when an ``Authorization`` header is sent, one from that
-   credential's bucket (keyed by the SHA-256 of the header value, so neither tokens nor runner
-   keys are kept in memory). An empty bucket answers 429 ``rate_limited`` with
-   ``Retry-After`` (whole seconds). The buckets are :class:`server.ratelimit.RateLimiter`
-   (pure); ``http_rate_limit`` / ``http_rate_burst`` set them (0 turns the limit off).
+   :mod:`server.addresses`; an IPv6 address counts as its /64, as in the same-address rule,
+   so one host cannot dodge the limit by rotating addresses) and, when an ``Authorization``
+   header is sent, one from that credential's bucket (keyed by the SHA-256 of the header
+   value, so neither tokens nor runner keys are kept in memory). An empty bucket answers 429
+   ``rate_limited`` with ``Retry-After`` (whole seconds). The buckets are
+   :class:`server.ratelimit.RateLimiter` (pure); ``http_rate_limit`` / ``http_rate_burst``
+   set them (0 turns the limit off).
 2. **Body checks** for POST, PUT and PATCH on a route that exists (an unknown path or method
-   is answered 404/405 first): a declared ``Content-Length`` over
-   ``http_max_body`` answers 413 ``too_big`` at once (a chunked body over the limit gets the
-   same when the handler reads it); a body whose ``Content-Type`` is not ``application/json``
-   (or ``*/*+json``) answers 415 ``unsupported_media_type``. A request without a body (for
-   example ``POST /api/guest``) needs no content type.
+   is answered 404/405 first): a declared ``Content-Length`` over ``http_max_body`` answers
+   413 ``too_big`` at once (a chunked body over the limit gets the same when the handler
+   reads it); a body whose ``Content-Type`` is not ``application/json`` (or
+   ``application/*+json``) answers 415 ``unsupported_media_type``. A request without a body
+   (for example ``POST /api/guest``) needs no content type.
 3. **Errors as JSON**: aiohttp's own refusals become ``{"error": {"code", "message"}}``: 404
    ``not_found``, 405 ``method_not_allowed`` (with ``Allow``), 413 ``too_big``, any other
    4xx ``bad_request``; Redis not answering gives 503 ``unavailable``, and any other failure
@@ -36,8 +38,10 @@ from redis.exceptions import RedisError
 from server.addresses import client_address
 from server.config import Settings
 from server.http_api import error_response
+from server.matchmaking.policy import network_key
 from server.protocol.errors import ErrorCode, ProtocolError
 from server.ratelimit import RateLimiter
+from server.ratings import SAME_NETWORK_IPV6_PREFIX
 
 log = logging.getLogger(__name__)
 
@@ -115,7 +119,8 @@ def http_middleware(settings: Settings, *, clock: Callable[[], float] = time.mon
         now = clock()
         address = client_address(request.remote, request.headers.get("X-Forwarded-For"),
                                  trusted)
-        wait = limiter.take("a:" + address, now)
+        wait = limiter.take("a:" + network_key(address, ipv6_prefix=SAME_NETWORK_IPV6_PREFIX),
+                            now)
         authorization = request.headers.get("Authorization")
         if wait == 0.0 and authorization:
             wait = limiter.take(credential_key(authorization), now)

@@ -362,6 +362,13 @@ async def test_rate_limit_per_address_and_per_credential(start_server: StartServ
     assert status == 200
     status, _, _ = await request(server, "GET", "/healthz", headers=one)
     assert status == 200
+    # An IPv6 /64 is one client: rotating addresses inside it does not dodge the limit.
+    codes = []
+    for n in range(4):
+        status, _, _ = await request(server, "GET", "/api/leaderboard/fibs",
+                                     headers={"X-Forwarded-For": f"2001:db8:1:2::{n + 1}"})
+        codes.append(status)
+    assert codes == [200, 200, 200, 429]
     # One credential from three addresses: its own bucket runs dry too.
     credential = {"Authorization": "Bearer not-a-real-token"}
     statuses = []
