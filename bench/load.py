@@ -592,7 +592,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             "--trusted-proxies", "127.0.0.1", "--scrypt-n", "2", "--scrypt-r", "1",
             "--decision-time", str(args.decision_time), "--grace-period",
             str(args.decision_time), "--rate-limit", "100000", "--rate-burst", "100000",
-            "--max-open-tables", str(max(10_000, 4 * games)),
+            "--max-open-tables", str(max(10_000, 4 * games)), "--http-rate-limit", "0",
         ]
         server = subprocess.Popen(server_cmd, cwd=ROOT, env=env, stdout=server_log,
                                   stderr=subprocess.STDOUT)

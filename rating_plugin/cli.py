@@ -9,6 +9,7 @@ prints one line on stderr and exits with status 2.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import math
 import sys
@@ -19,7 +20,7 @@ from rating_plugin import elo, fibs, stakes, table42
 from rating_plugin.errors import RatingError
 from rating_plugin.stakes import PlayerStake, StakePreview
 
-__all__ = ["main"]
+__all__ = ["CalculatorInputError", "calculate", "main"]
 
 EXIT_USAGE = 2
 
@@ -58,6 +59,18 @@ class _Parser(argparse.ArgumentParser):
 
     def error(self, message: str) -> NoReturn:
         self.exit(EXIT_USAGE, f"{self.prog}: error: {message} (see --help)\n")
+
+
+class CalculatorInputError(ValueError):
+    """:func:`calculate` was given arguments the command line would refuse (the message is
+    the command line's own)."""
+
+
+class _RaisingParser(_Parser):
+    """The same parser for :func:`calculate`: an error raises instead of exiting."""
+
+    def error(self, message: str) -> NoReturn:
+        raise CalculatorInputError(message)
 
 
 # -- argument types ---------------------------------------------------------------------------
@@ -457,10 +470,14 @@ def _run_stakes(args: argparse.Namespace) -> tuple[dict[str, object], list[str]]
 # -- parser -----------------------------------------------------------------------------------
 
 
-def build_parser(prog: str | None = None) -> argparse.ArgumentParser:
+def build_parser(
+    prog: str | None = None, *, parser_class: type[_Parser] = _Parser
+) -> argparse.ArgumentParser:
     """The calculator's argument parser (``prog`` names the program in help and errors)."""
     formatter = argparse.RawDescriptionHelpFormatter
-    parser = _Parser(prog=prog, description=DESCRIPTION, epilog=EPILOG, formatter_class=formatter)
+    parser = parser_class(
+        prog=prog, description=DESCRIPTION, epilog=EPILOG, formatter_class=formatter
+    )
     systems = parser.add_subparsers(
         title="subcommands", dest="command", metavar="SYSTEM", required=True
     )
@@ -558,6 +575,25 @@ def build_parser(prog: str | None = None) -> argparse.ArgumentParser:
             )
         sub.set_defaults(run=_run_stakes, parser=sub)
     return parser
+
+
+@functools.cache
+def _calculator_parser() -> argparse.ArgumentParser:
+    """Built once: parsing does not change a parser, and building one costs a millisecond."""
+    return build_parser("calculator", parser_class=_RaisingParser)
+
+
+def calculate(argv: Sequence[str]) -> dict[str, object]:
+    """What ``--json`` would print for ``argv`` (without ``--json``), as a dict: the HTTP
+    calculator's answer is the command line's, by construction. Bad arguments raise
+    :class:`CalculatorInputError` (nothing is printed, nothing exits)."""
+    args = _calculator_parser().parse_args(list(argv))
+    run: Callable[[argparse.Namespace], tuple[dict[str, object], list[str]]] = args.run
+    try:
+        data, _ = run(args)
+    except RatingError as error:
+        raise CalculatorInputError(str(error)) from error
+    return data
 
 
 def main(argv: Sequence[str] | None = None, *, prog: str | None = None) -> int:

@@ -22,13 +22,15 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Awaitable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from importlib import resources
-from typing import Final, cast
+from typing import Any, Final, Generic, TypeVar, cast
 
 import redis.asyncio as aioredis
+from redis.asyncio.client import Pipeline
+from redis.exceptions import NoScriptError
 
 from rating_plugin import fibs, table42
 from rating_plugin.errors import (
@@ -52,10 +54,14 @@ __all__ = [
     "HistoryEntry",
     "Ladder",
     "LeaderboardEntry",
+    "LeaderboardPage",
+    "LeaderboardPlace",
     "PlayerChange",
+    "PlayerProfile",
     "PlayerRating",
     "PodiumAward",
     "PodiumPlace",
+    "Queued",
     "RatingStore",
     "Settlement",
 ]
@@ -106,6 +112,8 @@ _AWARD_PODIUM: Final = _lua("award_podium.lua")
 _ADD_BOOSTED: Final = _lua("add_boosted.lua")
 _BOARD_PAGE: Final = _lua("board_page.lua")
 _BOARD_RANK: Final = _lua("board_rank.lua")
+_BOARD_VIEW: Final = _lua("board_view.lua")
+_RATED_PROFILE: Final = _lua("rated_profile.lua")
 
 # Values a script needs that depend on no stored state: computed here once.
 _K_NORMAL: Final = table42.k_factor(0)
@@ -247,6 +255,66 @@ class LeaderboardEntry:
     rank: int
     player: str
     rating: float
+
+
+@dataclass(frozen=True, slots=True)
+class LeaderboardPlace:
+    """A named player's place on a leaderboard: ``rank`` None when not on it (never played,
+    or on FIBS still "new"); ``rating`` the board score, else the player's stored rating (the
+    start rating, or 0 Boosted points, when never seen); ``is_new``: FIBS experience < 10."""
+
+    player: str
+    rank: int | None
+    rating: float
+    is_new: bool
+
+
+@dataclass(frozen=True, slots=True)
+class LeaderboardPage:
+    """One page of a leaderboard with the board's size (``total`` players on it) and, when
+    one was named, a player's own place (``place``)."""
+
+    ladder: Ladder
+    offset: int
+    limit: int
+    total: int
+    entries: tuple[LeaderboardEntry, ...]
+    place: LeaderboardPlace | None
+
+
+@dataclass(frozen=True, slots=True)
+class PlayerProfile:
+    """Everything a profile page shows of one player, read at one moment (``at``).
+
+    ``table42``/``fibs``: the ratings (start rating when never seen); ``*_rank``: competition
+    ranks (None when off the board); ``boosted_points``/``boosted_rank``: the Boosted
+    leaderboard; ``recent_games``: Competitive games in the 7 days before ``at`` and ``k``
+    the Table42 K they give a game finishing now. ``is_known``: the store has seen the player
+    (a rating on either ladder or Boosted points).
+    """
+
+    player: str
+    at: float
+    table42: PlayerRating
+    fibs: PlayerRating
+    table42_rank: int | None
+    fibs_rank: int | None
+    boosted_points: int
+    boosted_rank: int | None
+    recent_games: int
+    k: int
+    is_known: bool
+
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True, slots=True)
+class Queued(Generic[T]):
+    """Reads queued on a pipeline: ``count`` replies, turned into a value by ``parse``."""
+
+    count: int
+    parse: Callable[[Sequence[Any]], T]
 
 
 @dataclass(frozen=True, slots=True)
@@ -501,6 +569,8 @@ class RatingStore:
         self._add_boosted = client.register_script(_ADD_BOOSTED)
         self._board_page = client.register_script(_BOARD_PAGE)
         self._board_rank = client.register_script(_BOARD_RANK)
+        self._board_view = client.register_script(_BOARD_VIEW)
+        self._rated_profile = client.register_script(_RATED_PROFILE)
         self._scripts = (
             self._settle_table42,
             self._settle_fibs,
@@ -508,6 +578,8 @@ class RatingStore:
             self._add_boosted,
             self._board_page,
             self._board_rank,
+            self._board_view,
+            self._rated_profile,
         )
 
     async def load_scripts(self) -> None:
@@ -863,3 +935,136 @@ class RatingStore:
             "Awaitable[list[bytes | str | None]]", self.redis.mget(record_keys)
         )
         return [_history(raw, player, rated) for raw in records if raw is not None]
+
+    # -- reads in one round trip (leaderboard pages, profiles) --------------------------------
+
+    async def leaderboard_page(
+        self,
+        ladder: Ladder | str,
+        *,
+        offset: int = 0,
+        limit: int = 20,
+        player: str | None = None,
+    ) -> LeaderboardPage:
+        """One page of a leaderboard (as :meth:`leaderboard`), the number of players on it
+        and, when ``player`` is given, that player's own place: one ``EVALSHA``
+        (``board_view.lua``), one round trip. Every key it reads shares one hash tag
+        (``{rated}`` or ``{boosted}``), so it works on a cluster too."""
+        board = _ladder(ladder, ALL_LADDERS)
+        offset = _check_int(offset, "offset", 0, MAX_OFFSET)
+        limit = _check_int(limit, "limit", 1, MAX_PAGE)
+        keys = [self.keys.board(board)]
+        if player is not None:
+            player = _check_player(player, "player")
+            if board is not Ladder.BOOSTED:
+                keys.append(self.keys.rating(board, player))
+        reply = await self._board_view(
+            keys=keys, args=(offset, offset + limit - 1, player or "")
+        )
+        total, first_rank, page, rank, score, rating_raw, experience_raw = reply
+        entries: list[LeaderboardEntry] = []
+        rank_now = int(first_rank)
+        previous: float | None = None
+        for i in range(0, len(page), 2):
+            value = _score(page[i + 1], board)
+            if previous is not None and value != previous:
+                rank_now = offset + i // 2 + 1
+            entries.append(LeaderboardEntry(rank=rank_now, player=_text(page[i]), rating=value))
+            previous = value
+        place = None
+        if player is not None:
+            place = _place(board, player, rank, score, rating_raw, experience_raw)
+        return LeaderboardPage(board, offset, limit, int(total), tuple(entries), place)
+
+    def queue_profile(self, pipe: Pipeline, player: str, at: float) -> Queued[PlayerProfile]:
+        """Queue the reads of ``player``'s :class:`PlayerProfile` at ``at`` (Unix seconds) on
+        ``pipe``: two ``EVALSHA`` (``rated_profile.lua`` on the ``{rated}`` keys,
+        ``board_rank.lua`` on the Boosted board). Run the pipeline with :meth:`read`, which
+        loads the scripts when Redis does not know them yet."""
+        player = _check_player(player, "player")
+        at = _check_time(at, "at")
+        at_ms = _ms(at)
+        keys = self.keys
+        t42, fib = Ladder.TABLE42, Ladder.FIBS
+        rated_keys = (keys.rating(t42, player), keys.rating(fib, player), keys.board(t42),
+                      keys.board(fib), keys.window(player))
+        # execute_command, not pipe.evalsha: redis-py's cluster pipeline refuses the named
+        # script methods, and the plain command is routed by its keys' slot either way.
+        pipe.execute_command("EVALSHA", self._rated_profile.sha, len(rated_keys), *rated_keys,
+                             player, str(at_ms - WINDOW_MS), str(at_ms))
+        pipe.execute_command("EVALSHA", self._board_rank.sha, 1, keys.board(Ladder.BOOSTED),
+                             player)
+        return Queued(2, lambda replies: _profile(player, at, replies[0], replies[1]))
+
+    async def read(self, fill: Callable[[Pipeline], Queued[T]]) -> T:
+        """Run reads queued by ``fill`` (``queue_*`` methods, or the caller's own commands on
+        the same pipeline) as one pipeline, without MULTI: one round trip on a single node.
+        On a cluster redis-py sends each command to its slot's node. A script Redis does
+        not know (restarted, flushed) is loaded and the pipeline run once more."""
+        for attempt in range(2):
+            # RedisCluster's pipeline takes the same commands; redis-py types them apart.
+            pipe = cast("Pipeline", self.redis.pipeline(transaction=False))
+            queued = fill(pipe)
+            try:
+                replies = await pipe.execute()
+            except NoScriptError:
+                if attempt:
+                    raise
+                await self.load_scripts()
+                continue
+            return queued.parse(replies)
+        raise AssertionError("unreachable")
+
+    async def profile(self, player: str, *, at: float | None = None) -> PlayerProfile:
+        """``player``'s :class:`PlayerProfile` now (or at ``at``), in one round trip."""
+        when = time.time() if at is None else at
+        return await self.read(lambda pipe: self.queue_profile(pipe, player, when))
+
+
+def _int_or(raw: bytes | str | None, default: int) -> int:
+    return default if raw is None else int(raw)
+
+
+def _rated(player: str, ladder: Ladder, f: Sequence[bytes | str | None]) -> PlayerRating:
+    """A :class:`PlayerRating` from the fields rating, games, wins, losses[, experience]."""
+    if ladder is Ladder.TABLE42:
+        rating: float = table42.START_RATING if f[0] is None else int(f[0])
+        experience = None
+        is_new = False
+    else:
+        rating = fibs.START_RATING if f[0] is None else float(f[0])
+        experience = _int_or(f[4], 0)
+        is_new = experience < fibs.NEW_PLAYER_EXPERIENCE
+    return PlayerRating(player, ladder, rating, _int_or(f[1], 0), _int_or(f[2], 0),
+                        _int_or(f[3], 0), experience, is_new)
+
+
+def _place(board: Ladder, player: str, rank: Any, score: Any, rating_raw: Any,
+           experience_raw: Any) -> LeaderboardPlace:
+    if score is not None:
+        rating = _score(score, board)
+    elif board is Ladder.BOOSTED:
+        rating = 0
+    else:
+        rating = _rated(player, board, (rating_raw, None, None, None, experience_raw)).rating
+    is_new = board is Ladder.FIBS and _int_or(experience_raw, 0) < fibs.NEW_PLAYER_EXPERIENCE
+    return LeaderboardPlace(player, None if rank is None else int(rank), rating, is_new)
+
+
+def _profile(player: str, at: float, rated: Sequence[Any], boosted: Any) -> PlayerProfile:
+    t42 = _rated(player, Ladder.TABLE42, rated[0:4])
+    fib = _rated(player, Ladder.FIBS, rated[4:9])
+    recent = int(rated[11])
+    return PlayerProfile(
+        player=player,
+        at=at,
+        table42=t42,
+        fibs=fib,
+        table42_rank=None if rated[9] is None else int(rated[9]),
+        fibs_rank=None if rated[10] is None else int(rated[10]),
+        boosted_points=0 if boosted is None else int(float(boosted[1])),
+        boosted_rank=None if boosted is None else int(boosted[0]),
+        recent_games=recent,
+        k=table42.k_factor(recent),
+        is_known=rated[0] is not None or rated[4] is not None or boosted is not None,
+    )

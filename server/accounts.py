@@ -33,7 +33,9 @@ from dataclasses import dataclass
 from typing import Any
 
 import redis.asyncio as aioredis
+from redis.asyncio.client import Pipeline
 
+from rating_plugin.store import Queued
 from server.config import Settings
 from server.keys import Keys
 from server.protocol.errors import ErrorCode, ProtocolError
@@ -205,6 +207,21 @@ class Accounts:
             return None
         data = json.loads(raw)
         return Identity(str(data["player"]), str(data["name"]), bool(data["guest"]))
+
+    def queue_account(self, pipe: Pipeline, player: str) -> Queued[Identity | None]:
+        """Queue the read of the account whose player id is ``player`` on ``pipe`` (one GET);
+        it parses to its :class:`Identity` (name as registered), or None when there is none
+        (a guest never has one). The password hash never leaves this module."""
+        pipe.get(self._keys.account(player))
+
+        def parse(replies: Any) -> Identity | None:
+            raw = replies[0]
+            if raw is None:
+                return None
+            record = json.loads(raw)
+            return Identity(player_id_for(record["name"]), str(record["name"]), False)
+
+        return Queued(1, parse)
 
     async def revoke(self, token: str) -> bool:
         """Forget a token (log out). True when it existed."""

@@ -27,10 +27,12 @@ from server.bus import NodeBus
 from server.config import Settings, SettingsError
 from server.connection import CLOSE_GOING_AWAY, Hub
 from server.http_api import AccountRoutes
+from server.http_middleware import http_middleware
 from server.keys import Keys
 from server.lobby import Lobby
 from server.matchmaker import Matchmaker
 from server.persistence import Persistence
+from server.public_api import PublicRoutes
 from server.rules import DiceSource, SecretDice
 from server.ws import SocketHandler
 
@@ -60,7 +62,9 @@ def create_app(settings: Settings, *, dice_factory: DiceFactory | None = None) -
     (default: ``SecretDice``); tests pass scripted dice."""
     if not settings.redis_url:
         raise SettingsError("redis_url is required (python -m server starts one if unset)")
-    app = web.Application(client_max_size=settings.http_max_body)
+    app = web.Application(
+        client_max_size=settings.http_max_body, middlewares=[http_middleware(settings)]
+    )
     app[SETTINGS] = settings
     app[DICE_FACTORY] = dice_factory if dice_factory is not None else SecretDice
     app.cleanup_ctx.append(_services)
@@ -95,6 +99,7 @@ async def _services(app: web.Application) -> AsyncIterator[None]:
     app[MATCHMAKER] = matchmaker
     AccountRoutes(accounts, persistence, settings.node_id, settings.list_limit).add_to(app)
     app.router.add_get("/api/matchmaking", matchmaker.overview)
+    PublicRoutes(ratings, accounts).add_to(app)
     app.router.add_get("/ws", SocketHandler(settings, accounts, lobby, hub, matchmaker).handle)
     persistence.start()
     await bus.start(lobby.on_node_message)

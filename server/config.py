@@ -55,6 +55,11 @@ class Settings:
     scrypt_p: int = 1
     max_concurrent_hashes: int = 4
     http_max_body: int = 4096
+    # HTTP rate limit (server/http_middleware.py): token buckets per client address and per
+    # bearer credential; 0 turns it off.
+    http_rate_limit: float = 100.0
+    http_rate_burst: int = 1000
+    http_rate_max_clients: int = 100_000
 
     # WebSocket
     max_msg_size: int = 16 * 1024
@@ -149,6 +154,10 @@ def _check(s: Settings) -> None:
         "event_log_ttl", "inbox_max", "inbox_ttl", "presence_ttl", "shutdown_timeout",
     ):
         positive(name)
+    if not s.http_rate_limit >= 0:
+        raise SettingsError(f"http_rate_limit must be >= 0 (0 = off), got {s.http_rate_limit!r}")
+    for name in ("http_rate_burst", "http_rate_max_clients"):
+        positive(name)
     if not 0 <= s.port <= 65535:
         raise SettingsError(f"port must be in 0..65535, got {s.port}")
     if s.scrypt_n < 2 or s.scrypt_n & (s.scrypt_n - 1):
@@ -231,6 +240,12 @@ OPTIONS: tuple[Option, ...] = (
     Option("scrypt_p", int, "scrypt parallelism p"),
     Option("max_concurrent_hashes", int, "password hashes computed at once (others wait)"),
     Option("http_max_body", int, "largest HTTP request body, bytes"),
+    Option("http_rate_limit", float, "HTTP requests per second one client address (and one "
+           "bearer credential) may make on average (0 = no limit)"),
+    Option("http_rate_burst", int, "HTTP requests one client address or credential may make "
+           "in a burst"),
+    Option("http_rate_max_clients", int, "clients whose HTTP rate buckets are kept at once "
+           "(least recently seen forgotten first)"),
     Option("max_msg_size", int, "largest WebSocket message, bytes (bigger closes with 1009)"),
     Option("heartbeat", float, "WebSocket ping interval, seconds"),
     Option("auth_timeout", float, "seconds a socket may stay unauthenticated"),

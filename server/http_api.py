@@ -13,7 +13,7 @@ name_taken              409     register: the name is in use (any case)
 invalid_credentials     401     login: unknown name or wrong password
 unauthorized            401     no valid bearer token (logout, me)
 busy                    503     too many password hashes queued; retry
-too_big                 413     the body is over the limit (aiohttp's own reply)
+too_big                 413     the body is over the limit (server/http_middleware.py)
 ======================  ======  ============================================
 """
 
@@ -37,6 +37,13 @@ STATUS = {
     ErrorCode.INVALID_CREDENTIALS: 401,
     ErrorCode.UNAUTHORIZED: 401,
     ErrorCode.BUSY: 503,
+    ErrorCode.NOT_FOUND: 404,
+    ErrorCode.METHOD_NOT_ALLOWED: 405,
+    ErrorCode.TOO_BIG: 413,
+    ErrorCode.UNSUPPORTED_MEDIA_TYPE: 415,
+    ErrorCode.RATE_LIMITED: 429,
+    ErrorCode.INTERNAL: 500,
+    ErrorCode.UNAVAILABLE: 503,
 }
 
 

@@ -56,6 +56,10 @@ class ErrorCode(StrEnum):
     UNAUTHORIZED = "unauthorized"
     BUSY = "busy"
     BAD_REQUEST = "bad_request"
+    NOT_FOUND = "not_found"  # no such path, player or ladder
+    METHOD_NOT_ALLOWED = "method_not_allowed"
+    TOO_BIG = "too_big"  # the request body is over http_max_body
+    UNSUPPORTED_MEDIA_TYPE = "unsupported_media_type"  # a body that is not application/json
 
 
 class ProtocolError(ValueError):

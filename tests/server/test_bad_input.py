@@ -212,7 +212,9 @@ async def test_http_account_errors(start_server: StartServer) -> None:
             assert (status, body["error"]["code"], body["error"].get("field")) == (
                 status_code, code, field
             ), payload
-        status, body = await post("/api/register", None, data=b"[1]")
+        # JSON that is not an object (sent as JSON: any other content type is 415 now)
+        status, body = await post("/api/register", None, data=b"[1]",
+                                  headers={"Content-Type": "application/json"})
         assert (status, body["error"]["code"]) == (400, "bad_request")
         status, body = await post("/api/login", {"name": "alice", "password": "wrong one!"})
         assert (status, body["error"]["code"]) == (401, "invalid_credentials")

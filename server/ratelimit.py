@@ -1,0 +1,66 @@
+"""Token buckets per client key: the pure core of the HTTP rate limit (no asyncio or aiohttp).
+
+Each key (a client address, or the digest of a bearer credential) has a bucket of ``burst``
+tokens refilled continuously at ``rate`` tokens per second; a request spends one. A request
+finding its bucket empty is refused and told how long until a token is back (the HTTP shell
+sends that as ``Retry-After``). Memory is bounded: at most ``max_keys`` buckets are kept; past
+that the least recently used bucket is forgotten (forgetting one only makes it full again, so
+the bound can make the limit more lenient, never stricter).
+
+``rate == 0`` turns the limit off (every request passes, nothing is stored).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = ["Bucket", "RateLimiter"]
+
+
+@dataclass(slots=True)
+class Bucket:
+    """One key's bucket: ``tokens`` left at ``updated`` (seconds, any monotonic clock)."""
+
+    tokens: float
+    updated: float
+
+
+class RateLimiter:
+    """Buckets of ``burst`` tokens refilled at ``rate`` per second, one per key."""
+
+    __slots__ = ("_buckets", "burst", "max_keys", "rate")
+
+    def __init__(self, rate: float, burst: int, *, max_keys: int = 100_000) -> None:
+        if rate < 0 or burst < 1 or max_keys < 1:
+            raise ValueError("rate must be >= 0, burst and max_keys >= 1")
+        self.rate = float(rate)
+        self.burst = float(burst)
+        self.max_keys = max_keys
+        self._buckets: dict[str, Bucket] = {}
+
+    @property
+    def is_enabled(self) -> bool:
+        return self.rate > 0
+
+    def __len__(self) -> int:
+        return len(self._buckets)
+
+    def take(self, key: str, now: float) -> float:
+        """Spend one of ``key``'s tokens at ``now``. Returns 0.0 when the request may go on,
+        else the seconds until a token is back (nothing is spent then). Time going backwards
+        refills nothing."""
+        if self.rate <= 0:
+            return 0.0
+        bucket = self._buckets.pop(key, None)  # re-inserted below: the dict stays LRU-ordered
+        if bucket is None:
+            bucket = Bucket(self.burst, now)
+            if len(self._buckets) >= self.max_keys:
+                del self._buckets[next(iter(self._buckets))]
+        elif now > bucket.updated:
+            bucket.tokens = min(self.burst, bucket.tokens + (now - bucket.updated) * self.rate)
+            bucket.updated = now
+        self._buckets[key] = bucket
+        if bucket.tokens >= 1.0:
+            bucket.tokens -= 1.0
+            return 0.0
+        return (1.0 - bucket.tokens) / self.rate
