@@ -32,6 +32,12 @@ from server.lobby import Lobby
 from server.matchmaker import Matchmaker
 from server.persistence import Persistence
 from server.rules import DiceSource, SecretDice
+from server.tournaments.api import TournamentRoutes
+from server.tournaments.driver import BracketDriver
+from server.tournaments.keys import TournamentKeys
+from server.tournaments.runner_keys import RunnerKeys
+from server.tournaments.service import Tournaments
+from server.tournaments.store import TournamentStore
 from server.ws import SocketHandler
 
 log = logging.getLogger(__name__)
@@ -52,6 +58,7 @@ BUS = web.AppKey("bus", NodeBus)
 HUB = web.AppKey("hub", Hub)
 LOBBY = web.AppKey("lobby", Lobby)
 MATCHMAKER = web.AppKey("matchmaker", Matchmaker)
+BRACKETS = web.AppKey("brackets", BracketDriver)
 
 
 def create_app(settings: Settings, *, dice_factory: DiceFactory | None = None) -> web.Application:
@@ -96,13 +103,23 @@ async def _services(app: web.Application) -> AsyncIterator[None]:
     AccountRoutes(accounts, persistence, settings.node_id, settings.list_limit).add_to(app)
     app.router.add_get("/api/matchmaking", matchmaker.overview)
     app.router.add_get("/ws", SocketHandler(settings, accounts, lobby, hub, matchmaker).handle)
+    tournament_keys = TournamentKeys(settings.key_prefix)
+    tournaments = Tournaments(TournamentStore(redis, tournament_keys, keys), lobby, persistence,
+                              ratings)
+    TournamentRoutes(tournaments, RunnerKeys(redis, tournament_keys),
+                     settings.max_match_length).add_to(app)
+    brackets = BracketDriver(tournaments, bus, settings.node_id, tick=settings.tournament_tick,
+                             lease=settings.tournament_lease)
+    app[BRACKETS] = brackets
     persistence.start()
     await bus.start(lobby.on_node_message)
     await matchmaker.start()
+    brackets.start()
     log.info("node %s ready (key prefix %r)", settings.node_id, settings.key_prefix)
     try:
         yield
     finally:
+        await brackets.stop()
         await matchmaker.stop()
         await lobby.drain(settings.shutdown_timeout)
         await persistence.stop()

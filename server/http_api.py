@@ -37,6 +37,9 @@ STATUS = {
     ErrorCode.INVALID_CREDENTIALS: 401,
     ErrorCode.UNAUTHORIZED: 401,
     ErrorCode.BUSY: 503,
+    ErrorCode.FORBIDDEN: 403,
+    ErrorCode.NO_SUCH_TOURNAMENT: 404,
+    ErrorCode.CONFLICT: 409,
 }
 
 

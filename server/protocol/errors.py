@@ -56,6 +56,10 @@ class ErrorCode(StrEnum):
     UNAUTHORIZED = "unauthorized"
     BUSY = "busy"
     BAD_REQUEST = "bad_request"
+    # HTTP only: tournaments
+    FORBIDDEN = "forbidden"  # a runner key acting on another runner's tournament
+    NO_SUCH_TOURNAMENT = "no_such_tournament"
+    CONFLICT = "conflict"  # podium repeated with other players, register after the start ...
 
 
 class ProtocolError(ValueError):

@@ -266,10 +266,7 @@ class Bracket:
         a, b = m.players
         assert a is not None and b is not None
         present = [p for p in (a, b) if p not in gone]
-        if len(present) == 1:
-            winner = present[0]
-        else:
-            winner = min((a, b), key=self.seed_of)
+        winner = present[0] if len(present) == 1 else min((a, b), key=self.seed_of)
         return self._with(replace(m, status=MatchStatus.FORFEIT, winner=winner, deadline=None))
 
     # --- storage --------------------------------------------------------------------------
