@@ -309,3 +309,9 @@ def settings_from(argv: Sequence[str] | None, environ: Mapping[str, str]) -> Set
         if raw is not None:
             overrides[option.name] = option.parse(raw, option.flag)
     return Settings.from_env(environ, **overrides)
+
+
+def settings_from_env(environ: Mapping[str, str], **given: Any) -> Settings:
+    """Settings from the environment, overridden by the ``given`` values that are not None
+    (for commands beside the server that take a few of its flags)."""
+    return Settings.from_env(environ, **{k: v for k, v in given.items() if v is not None})
