@@ -39,7 +39,7 @@ def document() -> dict[str, Any]:
 
 
 def test_fragment_is_valid() -> None:
-    validate(document())  # type: ignore[arg-type]
+    validate(document())
 
 
 def _fuzz(doc: dict[str, Any], base_url: str, key: str) -> list[str]:
