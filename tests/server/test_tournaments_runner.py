@@ -223,3 +223,19 @@ async def test_bad_input_names_the_field(
     assert status == 404
     status, reply = await call(server, "GET", "/api/tournaments?limit=0")
     assert status == 400 and reply["error"]["field"] == "limit"
+
+
+async def test_podium_reaches_a_player_on_another_node(
+    start_server: StartServer, redis_url: str, key_prefix: str
+) -> None:
+    one = await start_server(node_id="node-one")
+    two = await start_server(node_id="node-two")
+    tokens = {name: await register(one, name) for name in ("alice", "bob")}
+    key = await new_runner_key(redis_url, key_prefix, "acme")
+    alice = await connect(two, tokens["alice"])  # on the other node
+    tid = await new_tournament(one, key, ["alice", "bob"])
+    status, body = await call(one, "POST", f"/api/tournaments/{tid}/podium", key=key,
+                              body={"players": ["alice", "bob"]})
+    assert status == 200, body
+    event = await alice.expect("rating", reason="podium")
+    assert (event["place"], event["change"], event["new"]) == (1, 50, 1550)
