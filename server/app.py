@@ -71,6 +71,7 @@ def create_app(settings: Settings, *, dice_factory: DiceFactory | None = None) -
     app[SETTINGS] = settings
     app[DICE_FACTORY] = dice_factory if dice_factory is not None else SecretDice
     app.cleanup_ctx.append(_services)
+    app.on_shutdown.append(_stop_brackets)
     app.on_shutdown.append(_close_sockets)
     return app
 
@@ -126,6 +127,14 @@ async def _services(app: web.Application) -> AsyncIterator[None]:
         await bus.stop()
         await redis.aclose()
         log.info("node %s stopped", settings.node_id)
+
+
+async def _stop_brackets(app: web.Application) -> None:
+    """Before the sockets close: stop stepping brackets and give their leases back (a
+    closing node would see its players leave and count them as no-shows)."""
+    brackets = app.get(BRACKETS)
+    if brackets is not None:
+        await brackets.stop()
 
 
 async def _close_sockets(app: web.Application) -> None:

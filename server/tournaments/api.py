@@ -15,6 +15,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from aiohttp import web
+from redis.exceptions import RedisError
 
 from server.http_api import error_response, json_body
 from server.protocol.errors import ErrorCode, ProtocolError
@@ -31,11 +32,16 @@ Handler = Callable[[web.Request], Awaitable[web.Response]]
 
 
 def _handled(fn: Handler) -> Handler:
+    """``fn`` with its refusals answered as JSON errors (Redis away: 503 ``unavailable``)."""
     async def wrapper(request: web.Request) -> web.Response:
         try:
             return await fn(request)
         except ProtocolError as exc:
             return error_response(exc)
+        except (RedisError, OSError):
+            return web.json_response({"error": {
+                "code": ErrorCode.UNAVAILABLE, "message": "storage unavailable, retry"}},
+                status=503)
     return wrapper
 
 

@@ -123,3 +123,36 @@ async def test_five_player_bracket_with_a_no_show_and_a_restart(
     assert (await ratings.rating("carol", "table42")).rating == 1515
     status, body = await call(two, "GET", f"/api/tournaments/{tid}/results")
     assert [r["table"] for r in body["results"]] == [table, new_table, final_table]
+
+
+async def test_private_two_player_bracket_of_matches(
+    start_server: StartServer, redis_url: str, key_prefix: str, redis_client: aioredis.Redis
+) -> None:
+    server = await start_server(dice_factory=scripted(5), **SETTINGS)
+    tokens = {name: await register(server, name) for name in ("alice", "bob")}
+    key = await new_runner_key(redis_url, key_prefix, "club")
+    clients = {n: await connect(server, t) for n, t in tokens.items()}
+    tid = await new_tournament(server, key, ["bob", "alice"], visibility="private",
+                               format={"kind": "match", "length": 3})
+    status, body = await call(server, "POST", f"/api/tournaments/{tid}/bracket", key=key,
+                              body={"no_show_seconds": 30})
+    assert status == 201, body
+    view = body["bracket"]
+    assert view["seeds"] == ["alice", "bob"] and view["third_place"] is None
+    table = await table_for(clients["alice"], "r1m1")
+    start = await clients["bob"].expect("game_start", table=table)
+    assert start["match_length"] == 3 and start["rating"]["unrated_reason"] == "tournament_game"
+    await clients["bob"].send({"type": "leave", "table": table})
+    await clients["bob"].expect("match_over", table=table)
+    done = await clients["alice"].expect("tournament_over", timeout=20)
+    assert done["podium"] == ["alice", "bob"] and done["awarded"] is False
+    status, body = await call(server, "GET", f"/api/tournaments/{tid}/bracket")
+    assert status == 404  # private: its runner only
+    status, body = await call(server, "GET", f"/api/tournaments/{tid}/bracket", key=key)
+    assert status == 200 and body["status"] == "finished"
+    assert body["podium"] == ["alice", "bob"]
+    status, body = await call(server, "GET", f"/api/tournaments/{tid}", key=key)
+    assert body["tournament"]["podium"]["awarded"] is False
+    assert clients["alice"].of_type("rating") == []
+    ratings = RatingStore(redis_client, key_prefix)
+    assert (await ratings.rating("alice", "table42")).rating == 1500
