@@ -1,7 +1,8 @@
 """The tournaments' OpenAPI fragment (server/openapi_tournaments.json): a valid OpenAPI 3.1
-document once wrapped, naming every tournament route, and a property test of every one of its
-operations (schemathesis) against a real server and real Redis, with a runner key: no 5xx,
-every response as the fragment says. Bounded: ``MAX_EXAMPLES`` requests per operation."""
+document once wrapped (its own schemas, security scheme and tag), naming every tournament
+route, and a property test of every one of its operations (schemathesis) against a real
+server and real Redis, with a runner key: no 5xx, every response as the fragment says.
+Bounded: ``MAX_EXAMPLES`` requests per operation."""
 
 from __future__ import annotations
 
@@ -32,9 +33,8 @@ def document() -> dict[str, Any]:
     )
     return {
         "openapi": "3.1.0", "info": {"title": "tournaments", "version": "1"},
-        "paths": fragment["paths"],
-        "components": {"schemas": fragment["components"]["schemas"],
-                       "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}}},
+        "tags": fragment["tags"], "paths": fragment["paths"],
+        "components": fragment["components"],
     }
 
 
