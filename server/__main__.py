@@ -1,4 +1,5 @@
-"""``python -m server``: run one node of the match server.
+"""``python -m server``: run one node of the match server
+(``python -m server runner-key ...`` manages tournament runner keys, see docs/tournaments.md).
 
 Settings come from flags and environment variables (``python -m server --help`` lists them;
 ``server/config.py`` has the table). Without ``REDIS_URL`` an embedded redis-server is started
@@ -19,6 +20,7 @@ from aiohttp import web
 from server.app import create_app
 from server.config import SettingsError, settings_from
 from server.embedded_redis import EmbeddedRedis, EmbeddedRedisError
+from server.tournaments.cli import main as runner_key_main
 
 log = logging.getLogger("server")
 
@@ -41,6 +43,10 @@ async def _settle_heap(app: web.Application) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    args = list(sys.argv[1:] if argv is None else argv)
+    if args[:1] == ["runner-key"]:
+        # python -m server runner-key create NAME | list | revoke NAME
+        return runner_key_main(args[1:], os.environ)
     logging.basicConfig(
         level=os.environ.get("TABLE42_LOG_LEVEL", "INFO").upper(),
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",

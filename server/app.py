@@ -34,6 +34,12 @@ from server.matchmaker import Matchmaker
 from server.persistence import Persistence
 from server.public_api import PublicRoutes
 from server.rules import DiceSource, SecretDice
+from server.tournaments.api import TournamentRoutes
+from server.tournaments.driver import BracketDriver
+from server.tournaments.keys import TournamentKeys
+from server.tournaments.runner_keys import RunnerKeys
+from server.tournaments.service import Tournaments
+from server.tournaments.store import TournamentStore
 from server.ws import SocketHandler
 
 log = logging.getLogger(__name__)
@@ -54,6 +60,7 @@ BUS = web.AppKey("bus", NodeBus)
 HUB = web.AppKey("hub", Hub)
 LOBBY = web.AppKey("lobby", Lobby)
 MATCHMAKER = web.AppKey("matchmaker", Matchmaker)
+BRACKETS = web.AppKey("brackets", BracketDriver)
 
 
 def create_app(settings: Settings, *, dice_factory: DiceFactory | None = None) -> web.Application:
@@ -68,6 +75,7 @@ def create_app(settings: Settings, *, dice_factory: DiceFactory | None = None) -
     app[SETTINGS] = settings
     app[DICE_FACTORY] = dice_factory if dice_factory is not None else SecretDice
     app.cleanup_ctx.append(_services)
+    app.on_shutdown.append(_stop_brackets)
     app.on_shutdown.append(_close_sockets)
     return app
 
@@ -101,19 +109,37 @@ async def _services(app: web.Application) -> AsyncIterator[None]:
     app.router.add_get("/api/matchmaking", matchmaker.overview)
     PublicRoutes(ratings, accounts).add_to(app)
     app.router.add_get("/ws", SocketHandler(settings, accounts, lobby, hub, matchmaker).handle)
+    tournament_keys = TournamentKeys(settings.key_prefix)
+    tournaments = Tournaments(TournamentStore(redis, tournament_keys, keys), lobby, persistence,
+                              ratings)
+    TournamentRoutes(tournaments, RunnerKeys(redis, tournament_keys),
+                     settings.max_match_length).add_to(app)
+    brackets = BracketDriver(tournaments, bus, settings.node_id, tick=settings.tournament_tick,
+                             lease=settings.tournament_lease)
+    app[BRACKETS] = brackets
     persistence.start()
     await bus.start(lobby.on_node_message)
     await matchmaker.start()
+    brackets.start()
     log.info("node %s ready (key prefix %r)", settings.node_id, settings.key_prefix)
     try:
         yield
     finally:
+        await brackets.stop()
         await matchmaker.stop()
         await lobby.drain(settings.shutdown_timeout)
         await persistence.stop()
         await bus.stop()
         await redis.aclose()
         log.info("node %s stopped", settings.node_id)
+
+
+async def _stop_brackets(app: web.Application) -> None:
+    """Before the sockets close: stop stepping brackets and give their leases back (a
+    closing node would see its players leave and count them as no-shows)."""
+    brackets = app.get(BRACKETS)
+    if brackets is not None:
+        await brackets.stop()
 
 
 async def _close_sockets(app: web.Application) -> None:

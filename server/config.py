@@ -104,6 +104,10 @@ class Settings:
     matchmaking_max_tickets: int = 100_000
     matchmaking_status_interval: float = 5.0
 
+    # Tournaments: the bracket driver's period and the lease a node holds on a bracket
+    tournament_tick: float = 1.0
+    tournament_lease: float = 10.0
+
     def __post_init__(self) -> None:
         _check(self)
 
@@ -187,6 +191,9 @@ def _check(s: Settings) -> None:
         raise SettingsError("matchmaking_ticket_ttl must be >= 0 seconds (0 = never)")
     if s.matchmaking_max_tickets < 0:
         raise SettingsError("matchmaking_max_tickets must be >= 0 (0 = no limit)")
+    positive("tournament_tick")
+    if not s.tournament_lease > 2 * s.tournament_tick:
+        raise SettingsError("tournament_lease must be more than twice tournament_tick")
 
 
 @dataclass(frozen=True, slots=True)
@@ -287,6 +294,9 @@ OPTIONS: tuple[Option, ...] = (
     Option("matchmaking_max_tickets", int, "matchmaking: tickets one pool may hold (0 = any)"),
     Option("matchmaking_status_interval", float,
            "matchmaking: seconds between queue_status pushes to a waiting player"),
+    Option("tournament_tick", float, "tournaments: seconds between two steps of a bracket"),
+    Option("tournament_lease", float,
+           "tournaments: seconds a node's lease on a bracket lasts unless renewed"),
 )
 
 assert {o.name for o in OPTIONS} == {f.name for f in fields(Settings)}, "OPTIONS out of sync"
@@ -314,3 +324,9 @@ def settings_from(argv: Sequence[str] | None, environ: Mapping[str, str]) -> Set
         if raw is not None:
             overrides[option.name] = option.parse(raw, option.flag)
     return Settings.from_env(environ, **overrides)
+
+
+def settings_from_env(environ: Mapping[str, str], **given: Any) -> Settings:
+    """Settings from the environment, overridden by the ``given`` values that are not None
+    (for commands beside the server that take a few of its flags)."""
+    return Settings.from_env(environ, **{k: v for k, v in given.items() if v is not None})

@@ -44,6 +44,9 @@ STATUS = {
     ErrorCode.RATE_LIMITED: 429,
     ErrorCode.INTERNAL: 500,
     ErrorCode.UNAVAILABLE: 503,
+    ErrorCode.FORBIDDEN: 403,
+    ErrorCode.NO_SUCH_TOURNAMENT: 404,
+    ErrorCode.CONFLICT: 409,
 }
 
 

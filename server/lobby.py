@@ -230,12 +230,14 @@ class Lobby:
         addresses: tuple[str, str] | None = None,
         mode: TableMode = TableMode.COMPETITIVE,
         announce: Callable[[str], Awaitable[None]] | None = None,
+        tournament_id: str | None = None,
     ) -> str:
         """Seat ``first`` (side 0) and ``second`` (side 1) at a new Competitive table owned by
         this node and start play: a single game (Table42) when ``match_length`` is None, else a
         rated match to ``match_length`` points (FIBS). Both must hold no other seat.
         ``mode=TableMode.BOOSTED`` makes it a Boosted table instead (see
-        :meth:`start_boosted_game`). ``announce(table_id)`` is awaited once both seats are
+        :meth:`start_boosted_game`); ``mode=TableMode.TOURNAMENT`` with ``tournament_id`` a
+        tournament table (never rated). ``announce(table_id)`` is awaited once both seats are
         held, before anyone is seated, so what it sends arrives before ``seated``.
 
         ``names`` default to the player ids; ``addresses`` default to the players' latest
@@ -248,9 +250,13 @@ class Lobby:
         if first == second:
             raise ProtocolError(ErrorCode.SAME_PLAYER, "a player cannot play themselves",
                                 field="second")
-        if mode not in (TableMode.COMPETITIVE, TableMode.BOOSTED):
-            raise ProtocolError(ErrorCode.BAD_FIELD, "mode must be competitive or boosted",
-                                field="mode")
+        if mode not in (TableMode.COMPETITIVE, TableMode.BOOSTED, TableMode.TOURNAMENT):
+            raise ProtocolError(ErrorCode.BAD_FIELD,
+                                "mode must be competitive, boosted or tournament", field="mode")
+        if (mode is TableMode.TOURNAMENT) != (tournament_id is not None):
+            raise ProtocolError(ErrorCode.BAD_FIELD,
+                                "a tournament table (and only one) needs a tournament_id",
+                                field="tournament_id")
         length = 0 if match_length is None else match_length
         if not 0 <= length <= self.settings.max_match_length or match_length == 0:
             raise ProtocolError(
@@ -282,7 +288,7 @@ class Lobby:
             seats.append((actor, set(nodes)))
         if announce is not None:
             await announce(table_id)
-        table = self._new_table(table_id, mode, length, None)
+        table = self._new_table(table_id, mode, length, tournament_id)
         await self.persistence.set_owner(table_id, self.node_id)
         table.seat_pair(seats)
         await self._publish_listing(table)

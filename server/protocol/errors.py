@@ -60,6 +60,10 @@ class ErrorCode(StrEnum):
     METHOD_NOT_ALLOWED = "method_not_allowed"
     TOO_BIG = "too_big"  # the request body is over http_max_body
     UNSUPPORTED_MEDIA_TYPE = "unsupported_media_type"  # a body that is not application/json
+    # HTTP only: tournaments
+    FORBIDDEN = "forbidden"  # a runner key acting on another runner's tournament
+    NO_SUCH_TOURNAMENT = "no_such_tournament"
+    CONFLICT = "conflict"  # podium repeated with other players, register after the start ...
 
 
 class ProtocolError(ValueError):

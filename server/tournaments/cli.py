@@ -1,0 +1,83 @@
+"""``python -m server runner-key create NAME | list | revoke NAME``: the operator's runner keys.
+
+Redis is found as the server finds it: ``--redis-url`` / ``REDIS_URL`` and ``--key-prefix`` /
+``TABLE42_KEY_PREFIX`` (default ``t42:``). ``create`` prints the new key once (only its digest
+is stored); ``list`` prints each key's name, id and creation time (never a key); ``revoke``
+forgets a key at once (its tournaments stay, and no key can act on them any more).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+import time
+from collections.abc import Mapping, Sequence
+
+import redis.asyncio as aioredis
+from redis.exceptions import RedisError
+
+from server.config import SettingsError, settings_from_env
+from server.tournaments.keys import TournamentKeys
+from server.tournaments.runner_keys import RunnerKeyError, RunnerKeys
+
+PROG = "python -m server runner-key"
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog=PROG, description="Manage tournament runner keys.")
+    parser.add_argument("--redis-url", default=None, help="Redis URL (env REDIS_URL)")
+    parser.add_argument("--key-prefix", default=None,
+                        help="prefix of the server's Redis keys (env TABLE42_KEY_PREFIX)")
+    sub = parser.add_subparsers(dest="command", required=True)
+    create = sub.add_parser("create", help="make a key and print it once")
+    create.add_argument("name")
+    sub.add_parser("list", help="list the keys' names (never the keys)")
+    revoke = sub.add_parser("revoke", help="revoke a key by name")
+    revoke.add_argument("name")
+    return parser
+
+
+async def _run(args: argparse.Namespace, redis_url: str, prefix: str) -> int:
+    client = aioredis.Redis.from_url(redis_url)
+    try:
+        keys = RunnerKeys(client, TournamentKeys(prefix))
+        if args.command == "create":
+            key, runner = await keys.create(args.name)
+            print(key)
+            print(f"runner key {runner.name!r} (id {runner.id}) created; the key is shown "
+                  "only now", file=sys.stderr)
+            return 0
+        if args.command == "list":
+            for runner in await keys.list():
+                created = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(runner.created_at))
+                print(f"{runner.name}\t{runner.id}\t{created}")
+            return 0
+        if await keys.revoke(args.name):
+            print(f"runner key {args.name!r} revoked", file=sys.stderr)
+            return 0
+        print(f"{PROG}: no runner key named {args.name!r}", file=sys.stderr)
+        return 1
+    finally:
+        await client.aclose()
+
+
+def main(argv: Sequence[str], environ: Mapping[str, str]) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        settings = settings_from_env(environ, redis_url=args.redis_url,
+                                     key_prefix=args.key_prefix)
+    except SettingsError as exc:
+        print(f"{PROG}: {exc}", file=sys.stderr)
+        return 2
+    if not settings.redis_url:
+        print(f"{PROG}: give --redis-url or REDIS_URL (the server's Redis)", file=sys.stderr)
+        return 2
+    try:
+        return asyncio.run(_run(args, settings.redis_url, settings.key_prefix))
+    except RunnerKeyError as exc:
+        print(f"{PROG}: {exc}", file=sys.stderr)
+        return 1
+    except (RedisError, OSError) as exc:
+        print(f"{PROG}: Redis: {exc}", file=sys.stderr)
+        return 1

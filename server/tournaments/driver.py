@@ -1,0 +1,224 @@
+"""The bracket driver: runs the server's brackets on whichever node holds each one's lease.
+
+Every ``tournament_tick`` seconds each node looks at the running brackets (a Redis set). For
+each, it takes or renews the bracket's lease (``tournament_lease`` seconds, one holder at a
+time) and, holding it, takes one step of the pure state machine (``bracket.py``):
+
+1. a playing match whose table wrote its deciding result is decided (the winner goes
+   through); a table gone without a result (its node stopped) makes the match ready again;
+2. a ready match whose two players are both *ready* gets its table (a tournament table:
+   never rated; the players get ``tournament_table``, then ``seated`` and ``game_start``);
+   a player is ready when connected (a socket on a live node) and not seated at another
+   live table. Past the match's no-show deadline, a player still not ready forfeits;
+3. new pairings and decided matches are told to their players; when the podium is known it
+   is awarded (public tournaments) and everyone gets ``tournament_over``.
+
+The state is written back through ``bracket_save.lua``, which refuses a node that lost the
+lease, so a restarted or second node carries on from the last saved step and loses nothing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from typing import Any
+
+from redis.exceptions import RedisError
+
+from server.bus import NodeBus
+from server.protocol.errors import ProtocolError
+from server.table import TableStatus
+from server.tournaments.bracket import Bracket, BracketError, Match, MatchStatus
+from server.tournaments.events import (
+    over_events,
+    pairing_events,
+    result_events,
+    table_events,
+)
+from server.tournaments.service import Tournaments
+
+log = logging.getLogger(__name__)
+
+LOST = "<lost>"
+
+
+def deciding_winner(results: list[dict[str, Any]], match_length: int) -> str | None:
+    """The player who won a tournament table, from its stored results (None: not over)."""
+    for result in results:
+        if "winner" not in result:
+            continue
+        if match_length == 0:
+            return str(result["winner"])
+        match = result.get("match")
+        if isinstance(match, dict) and match.get("winner") is not None:
+            same = int(match["winner"]) == int(result["winner_side"])
+            return str(result["winner"] if same else result["loser"])
+    return None
+
+
+class BracketDriver:
+    def __init__(self, service: Tournaments, bus: NodeBus, node_id: str, *, tick: float,
+                 lease: float) -> None:
+        self.service = service
+        self.store = service.store
+        self.lobby = service.lobby
+        self.persistence = service.persistence
+        self.bus = bus
+        self.node_id = node_id
+        self.tick = tick
+        self.lease = lease
+        self._held: set[str] = set()
+        self._task: asyncio.Task[None] | None = None
+
+    def start(self) -> None:
+        self._task = asyncio.create_task(self._run(), name="bracket-driver")
+
+    async def stop(self) -> None:
+        """Stop stepping and give the leases back (another node takes over at once)."""
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+            self._task = None
+        for tid in list(self._held):
+            with contextlib.suppress(RedisError, OSError):
+                await self.store.release_lease(tid, self.node_id)
+        self._held.clear()
+
+    async def _run(self) -> None:
+        while True:
+            try:
+                await self.run_once()
+            except (RedisError, OSError) as exc:
+                log.warning("bracket driver: %s", exc)
+            except Exception:
+                log.exception("bracket driver step failed")
+            await asyncio.sleep(self.tick)
+
+    async def run_once(self) -> None:
+        for tid in await self.store.running():
+            if not await self.store.take_lease(tid, self.node_id, self.lease):
+                self._held.discard(tid)
+                continue
+            self._held.add(tid)
+            await self.step(tid)
+
+    async def step(self, tid: str) -> None:
+        t = await self.store.get(tid)
+        state = await self.store.bracket(tid)
+        if t is None or state is None or state.get("awarded"):
+            await self.store.done_running(tid)
+            return
+        announced = set(state.get("announced") or ())
+        reported = set(state.get("reported") or ())
+        length = int(t["format"].get("length", 0))
+        now = time.time()
+        b = Bracket.from_dict(state["bracket"])
+        for m in b.matches():
+            if m.status is MatchStatus.PLAYING and m.table is not None:
+                outcome = await self._outcome(m.table, length)
+                if outcome == LOST:
+                    log.info("tournament %s: table %s of %s is gone; ready again", tid,
+                             m.table, m.match)
+                    b = b.table_lost(m.match, now)
+                elif outcome is not None:
+                    b = b.record_result(m.match, outcome)
+        b = b.resolve(now)
+        b = await self._announce(tid, b, announced)
+        for m in b.matches():
+            if m.status is not MatchStatus.READY:
+                continue
+            a, c = m.players
+            assert a is not None and c is not None
+            ready = (await self._is_ready(a), await self._is_ready(c))
+            if all(ready):
+                b = await self._open(t, b, m)
+            elif m.deadline is not None and now >= m.deadline:
+                absent = [p for p, r in zip((a, c), ready, strict=True) if not r]
+                log.info("tournament %s: %s forfeited by no-show of %s", tid, m.match, absent)
+                b = b.no_show(m.match, absent)
+        b = b.resolve(now)
+        b = await self._announce(tid, b, announced)
+        results = []
+        for m in b.matches():
+            if m.is_decided and m.match not in reported:
+                reported.add(m.match)
+                results += result_events(tid, m)
+        awarded = False
+        podium = b.podium
+        if podium is not None:
+            t = await self.store.get(tid) or t
+            record = await self.service.award(t, list(podium))
+            results += over_events(tid, b, record)
+            awarded = True
+        new_state = {"bracket": b.to_dict(), "announced": sorted(announced),
+                     "reported": sorted(reported), "awarded": awarded}
+        if new_state != state:
+            status = "finished" if awarded else "running"
+            if not await self.store.save_bracket(tid, self.node_id, new_state, status):
+                log.warning("tournament %s: lease lost; step not saved", tid)
+                self._held.discard(tid)
+                return
+        await self.service.deliver(results)
+        if awarded:
+            await self.store.done_running(tid)
+
+    async def _announce(self, tid: str, b: Bracket, announced: set[str]) -> Bracket:
+        events = []
+        for m in b.matches():
+            if m.status is MatchStatus.READY and m.match not in announced:
+                announced.add(m.match)
+                events += pairing_events(tid, m, b)
+        await self.service.deliver(events)
+        return b
+
+    async def _open(self, t: dict[str, Any], b: Bracket, m: Match) -> Bracket:
+        a, c = m.players
+        assert a is not None and c is not None
+
+        async def announce(table: str) -> None:
+            await self.service.deliver(table_events(t["id"], m, table))
+
+        try:
+            table = await self.service.open_table(t, a, c, announce)
+        except ProtocolError as exc:  # seated elsewhere just now: next tick
+            log.info("tournament %s: %s not opened: %s", t["id"], m.match, exc.message)
+            return b
+        try:
+            return b.open_table(m.match, table)
+        except BracketError:  # pragma: no cover - the match was ready a moment ago
+            log.exception("tournament %s: %s", t["id"], m.match)
+            return b
+
+    async def _outcome(self, table: str, length: int) -> str | None:
+        """The winner of ``table``, LOST when it is gone without one, None while it plays."""
+        winner = deciding_winner(await self.store.table_results(table), length)
+        if winner is not None:
+            return winner
+        live = self.lobby.tables.get(table)
+        if live is not None:
+            return None if live.status is not TableStatus.CLOSED else LOST
+        owner = await self.persistence.owner_of(table)
+        if owner is None or owner == self.node_id or not await self.bus.is_alive(owner):
+            return LOST
+        return None
+
+    async def _is_ready(self, player: str) -> bool:
+        """Connected on a live node, and not seated at another live table."""
+        nodes, _ = await self.persistence.presence(player)
+        alive = [n for n in nodes if n == self.node_id or await self.bus.is_alive(n)]
+        if not alive:
+            return False
+        seat = await self.persistence.seat_of(player)
+        if seat is None:
+            return True
+        live = self.lobby.tables.get(seat)
+        if live is not None:
+            return live.status in (TableStatus.FINISHED, TableStatus.CLOSED)
+        owner = await self.persistence.owner_of(seat)
+        if owner is None or owner == self.node_id or not await self.bus.is_alive(owner):
+            await self.persistence.release_seat(player, seat)  # a table gone with its node
+            return True
+        return False

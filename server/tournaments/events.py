@@ -1,0 +1,135 @@
+"""The WebSocket events of tournaments, and the public shapes of their records (pure).
+
+Events (see PROTOCOL.md, "Tournaments"):
+
+- ``tournament_pairing``: your next match is known (opponent, seeds, no-show deadline);
+- ``tournament_table``: your match's table is open (sent just before ``seated``);
+- ``tournament_result``: your match is decided (played, forfeited by a no-show, or a bye);
+- ``tournament_over``: the bracket is over (the podium);
+- ``rating`` with ``reason: "podium"``: a podium prize (public tournaments only).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from rating_plugin.store import PodiumAward
+from server.tournaments.bracket import Bracket, Match
+
+
+def public_tournament(t: Mapping[str, Any]) -> dict[str, Any]:
+    """A tournament as anyone may see it (the runner's key id left out)."""
+    return {
+        "id": t["id"], "name": t["name"], "visibility": t["visibility"],
+        "prizes": list(t["prizes"]), "format": dict(t["format"]), "status": t["status"],
+        "created_at": t["created_at"], "bracket": bool(t["bracket"]),
+        "players": list(t["players"]), "podium": t["podium"],
+    }
+
+
+def tournament_summary(t: Mapping[str, Any]) -> dict[str, Any]:
+    """One row of ``GET /api/tournaments``; ``kind`` is the format's kind (game or match)."""
+    return {
+        "id": t["id"], "name": t["name"], "status": t["status"],
+        "players": len(t["players"]), "created_at": t["created_at"],
+        "kind": t["format"]["kind"], "length": t["format"].get("length", 0),
+        "bracket": bool(t["bracket"]),
+    }
+
+
+def podium_record(award: PodiumAward) -> dict[str, Any]:
+    """The stored and returned form of a public tournament's award."""
+    return {
+        "tournament": award.tournament_id, "awarded": True, "reason": None,
+        "awarded_at": award.awarded_at,
+        "places": [
+            {"place": p.place, "player": p.player, "prize": p.prize,
+             "rating_before": p.rating_before, "rating_after": p.rating_after}
+            for p in award.places
+        ],
+    }
+
+
+def private_podium_record(tid: str, players: Sequence[str], at: float) -> dict[str, Any]:
+    """A private tournament's podium: recorded, nothing awarded."""
+    return {
+        "tournament": tid, "awarded": False, "reason": "private_tournament", "awarded_at": at,
+        "places": [
+            {"place": i + 1, "player": p, "prize": 0, "rating_before": None,
+             "rating_after": None}
+            for i, p in enumerate(players)
+        ],
+    }
+
+
+def podium_events(name: str, podium: Mapping[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    """``(player, rating event)`` per place of an awarded podium. ``game_id`` is
+    ``<tournament>-podium``: the id clients dedupe rating events by."""
+    tid = str(podium["tournament"])
+    return [
+        (place["player"], {
+            "type": "rating", "reason": "podium", "ladder": "table42",
+            "game_id": f"{tid}-podium", "table": None, "tournament": tid,
+            "tournament_name": name, "player": place["player"], "place": place["place"],
+            "opponent": None, "won": None, "old": place["rating_before"],
+            "new": place["rating_after"], "change": place["prize"],
+            "finished_at": podium["awarded_at"],
+        })
+        for place in podium["places"]
+    ]
+
+
+def bracket_view(tid: str, status: str, bracket: Bracket) -> dict[str, Any]:
+    """``GET /api/tournaments/{id}/bracket``."""
+    data = bracket.to_dict()
+    return {
+        "id": tid, "status": status, "seeds": data["seeds"], "rounds": data["rounds"],
+        "third_place": data["third_place"], "podium": data["podium"],
+        "no_show_seconds": data["no_show_seconds"],
+    }
+
+
+def _opponent(m: Match, player: str) -> str | None:
+    a, b = m.players
+    return b if player == a else a
+
+
+def pairing_events(tid: str, m: Match, bracket: Bracket) -> list[tuple[str, dict[str, Any]]]:
+    out = []
+    for p in m.players:
+        if p is None:
+            continue
+        out.append((p, {
+            "type": "tournament_pairing", "tournament": tid, "match": m.match,
+            "round": m.round, "player": p, "opponent": _opponent(m, p),
+            "seed": bracket.seed_of(p), "seeds": list(m.seeds), "deadline": m.deadline,
+        }))
+    return out
+
+
+def table_events(tid: str, m: Match, table: str) -> list[tuple[str, dict[str, Any]]]:
+    return [
+        (p, {"type": "tournament_table", "tournament": tid, "match": m.match,
+             "round": m.round, "table": table, "player": p, "opponent": _opponent(m, p)})
+        for p in m.players if p is not None
+    ]
+
+
+def result_events(tid: str, m: Match) -> list[tuple[str, dict[str, Any]]]:
+    return [
+        (p, {"type": "tournament_result", "tournament": tid, "match": m.match,
+             "round": m.round, "status": str(m.status), "winner": m.winner,
+             "loser": m.loser, "player": p, "won": p == m.winner})
+        for p in m.players if p is not None
+    ]
+
+
+def over_events(tid: str, bracket: Bracket,
+                podium: Mapping[str, Any] | None) -> list[tuple[str, dict[str, Any]]]:
+    places = list(bracket.podium or ())
+    return [
+        (p, {"type": "tournament_over", "tournament": tid, "podium": places,
+             "awarded": bool(podium and podium.get("awarded")), "player": p})
+        for p in bracket.seeds
+    ]

@@ -1,0 +1,51 @@
+"""Redis key names of tournaments and runner keys (beside ``server/keys.py``'s).
+
+Everything about one tournament shares the hash tag ``{tn:<id>}`` (its record, players, tables,
+bracket state and the bracket's lease), so each script touches one slot. Runner keys live in
+one hash; the tournament indexes are one key each.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class TournamentKeys:
+    prefix: str
+
+    @property
+    def runner_keys(self) -> str:
+        """Hash: ``name:<name>`` -> key id, ``id:<key id>`` -> JSON {name, digest, created_at}."""
+        return f"{self.prefix}runner-keys"
+
+    def tournament(self, tid: str) -> str:
+        """Hash: id, name, visibility, prizes (JSON), format (JSON), runner (key id), status,
+        created_at, seq, bracket ("1" when server-run), podium (JSON, once awarded)."""
+        return f"{self.prefix}{{tn:{tid}}}:tournament"
+
+    def players(self, tid: str) -> str:
+        """Zset: player -> registration number."""
+        return f"{self.prefix}{{tn:{tid}}}:players"
+
+    def tables(self, tid: str) -> str:
+        """List of the tournament's table ids, in the order they were opened."""
+        return f"{self.prefix}{{tn:{tid}}}:tables"
+
+    def bracket(self, tid: str) -> str:
+        """String: the bracket state (JSON, ``Bracket.to_dict`` plus notes of the driver)."""
+        return f"{self.prefix}{{tn:{tid}}}:bracket"
+
+    def lease(self, tid: str) -> str:
+        """String: the node running the bracket now (expiring)."""
+        return f"{self.prefix}{{tn:{tid}}}:lease"
+
+    @property
+    def public(self) -> str:
+        """Zset: public tournament id -> created_at."""
+        return f"{self.prefix}tournaments:public"
+
+    @property
+    def running(self) -> str:
+        """Set: ids of brackets the server runs (removed when the podium is awarded)."""
+        return f"{self.prefix}tournaments:running"

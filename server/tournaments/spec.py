@@ -1,0 +1,145 @@
+"""What a runner may send about a tournament, checked (pure). Each refusal is a
+``ProtocolError`` whose ``field`` names the offending field (HTTP 400)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from server.protocol.errors import ErrorCode, ProtocolError
+from server.tournaments.bracket import MAX_ENTRANTS
+
+MAX_NAME = 80
+MAX_PRIZE = 1000
+DEFAULT_PRIZES = (50, 25, 15)
+MAX_PLAYERS = MAX_ENTRANTS
+MAX_PAIRS = MAX_PLAYERS // 2
+MAX_PLAYER_ID = 64
+DEFAULT_NO_SHOW = 120.0
+MAX_NO_SHOW = 3600.0
+MIN_NO_SHOW = 1.0
+MAX_PAGE = 100
+
+
+@dataclass(frozen=True, slots=True)
+class TournamentSpec:
+    name: str
+    visibility: str  # "public" | "private"
+    prizes: tuple[int, ...]
+    match_length: int  # 0 = single games, else matches to n points
+
+    @property
+    def format(self) -> dict[str, Any]:
+        if self.match_length == 0:
+            return {"kind": "game"}
+        return {"kind": "match", "length": self.match_length}
+
+
+def _bad(field: str, message: str) -> ProtocolError:
+    return ProtocolError(ErrorCode.BAD_FIELD, f"field '{field}' {message}", field=field)
+
+
+def _missing(field: str) -> ProtocolError:
+    return ProtocolError(ErrorCode.MISSING_FIELD, f"field '{field}' is required", field=field)
+
+
+def _whole(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def parse_create(body: Mapping[str, Any], max_match_length: int) -> TournamentSpec:
+    name = body.get("name")
+    if name is None:
+        raise _missing("name")
+    if not isinstance(name, str) or not 1 <= len(name.strip()) <= MAX_NAME \
+            or not name.isprintable():
+        raise _bad("name", f"must be 1..{MAX_NAME} printable characters")
+    visibility = body.get("visibility", "public")
+    if visibility not in ("public", "private"):
+        raise _bad("visibility", "must be 'public' or 'private'")
+    prizes = body.get("prizes", list(DEFAULT_PRIZES))
+    if not isinstance(prizes, list) or not 1 <= len(prizes) <= 3 or not all(
+        _whole(p) and 0 <= p <= MAX_PRIZE for p in prizes
+    ):
+        raise _bad("prizes", f"must be a list of 1 to 3 whole numbers 0..{MAX_PRIZE}")
+    fmt = body.get("format", {"kind": "game"})
+    if not isinstance(fmt, dict) or fmt.get("kind") not in ("game", "match"):
+        raise _bad("format", "must be {\"kind\": \"game\"} or {\"kind\": \"match\", \"length\": n}")
+    length = 0
+    if fmt["kind"] == "match":
+        given = fmt.get("length")
+        if not isinstance(given, int) or isinstance(given, bool) \
+                or not 1 <= given <= max_match_length:
+            raise _bad("format", f"length must be a whole number 1..{max_match_length}")
+        length = given
+    return TournamentSpec(name.strip(), str(visibility), tuple(prizes), int(length))
+
+
+def parse_player(value: Any, field: str = "player") -> str:
+    if value is None:
+        raise _missing(field)
+    if not isinstance(value, str) or not 1 <= len(value) <= MAX_PLAYER_ID \
+            or not value.isprintable() or "{" in value or "}" in value:
+        raise _bad(field, f"must be a player id of 1..{MAX_PLAYER_ID} characters")
+    return value
+
+
+def parse_pairs(body: Mapping[str, Any]) -> list[tuple[str, str]]:
+    pairs = body.get("pairs")
+    if pairs is None:
+        raise _missing("pairs")
+    if not isinstance(pairs, list) or not 1 <= len(pairs) <= MAX_PAIRS:
+        raise _bad("pairs", f"must be a list of 1..{MAX_PAIRS} pairs of player ids")
+    out: list[tuple[str, str]] = []
+    seen: set[str] = set()
+    for pair in pairs:
+        if not isinstance(pair, list) or len(pair) != 2:
+            raise _bad("pairs", "each pair must be a list of two player ids")
+        a, b = parse_player(pair[0], "pairs"), parse_player(pair[1], "pairs")
+        if a == b:
+            raise _bad("pairs", f"pairs {a!r} with themselves")
+        for p in (a, b):
+            if p in seen:
+                raise _bad("pairs", f"names {p!r} twice")
+            seen.add(p)
+        out.append((a, b))
+    return out
+
+
+def parse_podium(body: Mapping[str, Any]) -> list[str]:
+    players = body.get("players")
+    if players is None:
+        raise _missing("players")
+    if not isinstance(players, list) or not 1 <= len(players) <= 3:
+        raise _bad("players", "must be a list of 1 to 3 player ids, best first")
+    names = [parse_player(p, "players") for p in players]
+    if len(set(names)) != len(names):
+        raise _bad("players", "names a player twice")
+    return names
+
+
+def parse_no_show(body: Mapping[str, Any]) -> float:
+    value = body.get("no_show_seconds", DEFAULT_NO_SHOW)
+    if isinstance(value, bool) or not isinstance(value, (int, float)) \
+            or not MIN_NO_SHOW <= value <= MAX_NO_SHOW:
+        raise _bad("no_show_seconds", f"must be a number of seconds {MIN_NO_SHOW:g}.."
+                   f"{MAX_NO_SHOW:g}")
+    return float(value)
+
+
+def parse_page(query: Mapping[str, str]) -> tuple[int, int]:
+    values = {"offset": 0, "limit": 20}
+    for field in values:
+        raw = query.get(field)
+        if raw is None:
+            continue
+        try:
+            values[field] = int(raw)
+        except ValueError:
+            raise _bad(field, "must be a whole number") from None
+    if not 0 <= values["offset"] <= 1_000_000:
+        raise _bad("offset", "must be 0..1000000")
+    if not 1 <= values["limit"] <= MAX_PAGE:
+        raise _bad("limit", f"must be 1..{MAX_PAGE}")
+    return values["offset"], values["limit"]

@@ -1,0 +1,178 @@
+"""Tournaments in Redis: records, registrations, tables, results, bracket state and leases.
+
+The one module of ``server.tournaments`` that talks to Redis (with ``runner_keys``); it
+returns plain values. Key layout in ``keys.py``; the atomic steps are the Lua scripts in
+``lua/`` (register, unregister, start a bracket, save a bracket under its lease, take and
+give back a lease).
+"""
+
+from __future__ import annotations
+
+import importlib.resources
+import json
+import secrets
+import time
+from collections.abc import Awaitable
+from typing import Any, TypeVar, cast
+
+import redis.asyncio as aioredis
+
+from server.keys import Keys
+from server.tournaments.keys import TournamentKeys
+from server.tournaments.spec import TournamentSpec
+
+T = TypeVar("T")
+
+REGISTERED, ALREADY, NO_SUCH, CLOSED, FULL = 1, 0, -1, -2, -3
+
+
+def _aw(value: Awaitable[T] | T) -> Awaitable[T]:
+    return cast(Awaitable[T], value)
+
+
+def _text(raw: Any) -> str:
+    return raw.decode() if isinstance(raw, bytes) else str(raw)
+
+
+def _load(name: str) -> str:
+    return importlib.resources.files("server.tournaments").joinpath("lua", name).read_text("utf-8")
+
+
+def new_tournament_id() -> str:
+    return "tn" + secrets.token_hex(6)
+
+
+class TournamentStore:
+    def __init__(self, redis: aioredis.Redis, keys: TournamentKeys, server_keys: Keys) -> None:
+        self.redis = redis
+        self.keys = keys
+        self.server_keys = server_keys
+        self._register = redis.register_script(_load("tournament_register.lua"))
+        self._unregister = redis.register_script(_load("tournament_unregister.lua"))
+        self._start = redis.register_script(_load("bracket_start.lua"))
+        self._save = redis.register_script(_load("bracket_save.lua"))
+        self._take = redis.register_script(_load("lease_take.lua"))
+        self._release = redis.register_script(_load("lease_release.lua"))
+
+    # --- records ---------------------------------------------------------------------------
+
+    async def create(self, runner: str, spec: TournamentSpec) -> dict[str, Any]:
+        tid = new_tournament_id()
+        now = time.time()
+        record = {
+            "id": tid, "name": spec.name, "visibility": spec.visibility,
+            "prizes": json.dumps(list(spec.prizes)), "format": json.dumps(spec.format),
+            "runner": runner, "status": "open", "created_at": repr(now), "seq": "0",
+            "bracket": "0",
+        }
+        async with self.redis.pipeline(transaction=False) as pipe:
+            pipe.hset(self.keys.tournament(tid), mapping=record)
+            if spec.visibility == "public":
+                pipe.zadd(self.keys.public, {tid: now})
+            await pipe.execute()
+        found = await self.get(tid)
+        assert found is not None
+        return found
+
+    async def get(self, tid: str) -> dict[str, Any] | None:
+        """The tournament's record (``players`` in registration order), or None."""
+        async with self.redis.pipeline(transaction=False) as pipe:
+            pipe.hgetall(self.keys.tournament(tid))
+            pipe.zrange(self.keys.players(tid), 0, -1)
+            raw, players = await pipe.execute()
+        if not raw:
+            return None
+        data = {_text(k): _text(v) for k, v in raw.items()}
+        return {
+            "id": data["id"], "name": data["name"], "visibility": data["visibility"],
+            "prizes": json.loads(data["prizes"]), "format": json.loads(data["format"]),
+            "runner": data["runner"], "status": data["status"],
+            "created_at": float(data["created_at"]), "bracket": data.get("bracket") == "1",
+            "players": [_text(p) for p in players],
+            "podium": json.loads(data["podium"]) if "podium" in data else None,
+        }
+
+    async def list_public(self, offset: int, limit: int) -> tuple[list[dict[str, Any]], int]:
+        """Public tournaments, newest first, and how many there are."""
+        async with self.redis.pipeline(transaction=False) as pipe:
+            pipe.zrevrange(self.keys.public, offset, offset + limit - 1)
+            pipe.zcard(self.keys.public)
+            ids, total = await pipe.execute()
+        out: list[dict[str, Any]] = []
+        for raw in ids:
+            found = await self.get(_text(raw))
+            if found is not None:
+                out.append(found)
+        return out, int(total)
+
+    async def account_exists(self, player: str) -> bool:
+        return bool(await self.redis.exists(self.server_keys.account(player)))
+
+    # --- registration ----------------------------------------------------------------------
+
+    async def register(self, tid: str, player: str, limit: int) -> int:
+        keys = [self.keys.tournament(tid), self.keys.players(tid)]
+        return int(await self._register(keys=keys, args=[player, limit]))
+
+    async def unregister(self, tid: str, player: str) -> int:
+        keys = [self.keys.tournament(tid), self.keys.players(tid)]
+        return int(await self._unregister(keys=keys, args=[player]))
+
+    # --- tables and results ----------------------------------------------------------------
+
+    async def add_table(self, tid: str, table: str) -> None:
+        await _aw(self.redis.rpush(self.keys.tables(tid), table))
+
+    async def tables(self, tid: str) -> list[str]:
+        return [_text(t) for t in await _aw(self.redis.lrange(self.keys.tables(tid), 0, -1))]
+
+    async def table_results(self, table: str) -> list[dict[str, Any]]:
+        """The finished games of a table (as the table wrote them), oldest first."""
+        raw = await _aw(self.redis.lrange(self.server_keys.table_results(table), 0, -1))
+        return [json.loads(r) for r in raw]
+
+    async def results(self, tid: str) -> list[dict[str, Any]]:
+        tables = await self.tables(tid)
+        if not tables:
+            return []
+        async with self.redis.pipeline(transaction=False) as pipe:
+            for table in tables:
+                pipe.lrange(self.server_keys.table_results(table), 0, -1)
+            replies = await pipe.execute()
+        return [json.loads(r) for rows in replies for r in rows]
+
+    async def set_podium(self, tid: str, podium: dict[str, Any]) -> None:
+        await _aw(self.redis.hset(self.keys.tournament(tid), mapping={
+            "podium": json.dumps(podium), "status": "finished",
+        }))
+
+    # --- brackets ----------------------------------------------------------------------------
+
+    async def start_bracket(self, tid: str, state: dict[str, Any]) -> int:
+        keys = [self.keys.tournament(tid), self.keys.bracket(tid)]
+        started = int(await self._start(keys=keys, args=[json.dumps(state)]))
+        if started == 1:
+            await _aw(self.redis.sadd(self.keys.running, tid))
+        return started
+
+    async def bracket(self, tid: str) -> dict[str, Any] | None:
+        raw = await self.redis.get(self.keys.bracket(tid))
+        return None if raw is None else dict(json.loads(raw))
+
+    async def save_bracket(self, tid: str, node: str, state: dict[str, Any],
+                           status: str) -> bool:
+        keys = [self.keys.lease(tid), self.keys.bracket(tid), self.keys.tournament(tid)]
+        return bool(await self._save(keys=keys, args=[node, json.dumps(state), status]))
+
+    async def running(self) -> list[str]:
+        return sorted(_text(t) for t in await _aw(self.redis.smembers(self.keys.running)))
+
+    async def done_running(self, tid: str) -> None:
+        await _aw(self.redis.srem(self.keys.running, tid))
+
+    async def take_lease(self, tid: str, node: str, seconds: float) -> bool:
+        ms = max(1, int(seconds * 1000))
+        return bool(await self._take(keys=[self.keys.lease(tid)], args=[node, ms]))
+
+    async def release_lease(self, tid: str, node: str) -> None:
+        await self._release(keys=[self.keys.lease(tid)], args=[node])
