@@ -582,6 +582,7 @@ class RatingStore:
                     keys.history(rated, winner),
                     keys.history(rated, loser),
                     keys.board(rated),
+                    keys.log(rated),
                 ),
                 args=(
                     game_id,
@@ -615,6 +616,7 @@ class RatingStore:
                     keys.history(rated, winner),
                     keys.history(rated, loser),
                     keys.board(rated),
+                    keys.log(rated),
                 ),
                 args=(
                     game_id,
@@ -704,6 +706,7 @@ class RatingStore:
         for name, prize in zip(names, awards, strict=True):
             script_keys += (keys.rating(ladder, name), keys.history(ladder, name))
             args += (name, prize)
+        script_keys.append(keys.log(ladder))
         reply = await self._award_podium(keys=script_keys, args=args)
         applied = reply[0] == 1
         award = _podium(reply[1], applied)
