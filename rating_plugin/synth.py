@@ -154,7 +154,7 @@ def generate(config: SynthConfig) -> Iterator[LogRecord]:
         game = GameRecord(
             "fibs" if is_fibs else "table42",
             seq,
-            f"g{seq}",
+            f"m{seq}" if is_fibs else f"g{seq}",  # ids are unique across both ladders
             next(reasons),
             round(finished, 3),
             next(cubes),
