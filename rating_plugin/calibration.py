@@ -353,36 +353,53 @@ class Calibrator:
 
     def add(self, record: LogRecord) -> None:
         """Take one record: a game of this ladder is tallied, anything else counted apart."""
-        self.records += 1
         if not isinstance(record, GameRecord) or record.ladder != self.ladder:
+            self.records += 1
             self.other += 1
             return
         self.add_game(record)
 
     def add_game(self, game: GameRecord) -> None:
+        """Take one game of this ladder."""
+        self.add_result(
+            game.winner, game.loser, game.winner_before, game.loser_before,
+            game.match_length or 1, game.winner_experience, game.loser_experience,
+        )
+
+    def add_result(
+        self,
+        winner: str,
+        loser: str,
+        winner_before: float,
+        loser_before: float,
+        length: int = 1,
+        winner_experience: int | None = None,
+        loser_experience: int | None = None,
+    ) -> None:
+        """Take one game of this ladder from its fields (a
+        :data:`rating_plugin.gamelog.GameResult`, as :func:`~rating_plugin.gamelog.scan_results`
+        yields them)."""
+        self.records += 1
         seen = self.seen
+        w_prior = seen.get(winner, 0)
+        l_prior = seen.get(loser, 0)
         if self.ladder == "fibs":
-            w_prior = game.winner_experience
-            l_prior = game.loser_experience
-            if w_prior is None or l_prior is None:
-                w_prior, l_prior = seen.get(game.winner, 0), seen.get(game.loser, 0)
-            length = game.match_length or 1
-            seen[game.winner] = w_prior + length
-            seen[game.loser] = l_prior + length
+            if winner_experience is not None and loser_experience is not None:
+                w_prior, l_prior = winner_experience, loser_experience
+            seen[winner] = w_prior + length
+            seen[loser] = l_prior + length
             settled_bound = self.settled_experience
         else:
-            w_prior, l_prior = seen.get(game.winner, 0), seen.get(game.loser, 0)
-            seen[game.winner] = w_prior + 1
-            seen[game.loser] = l_prior + 1
-            length = 1
+            seen[winner] = w_prior + 1
+            seen[loser] = l_prior + 1
             settled_bound = self.settled_games
-        prior = min(w_prior, l_prior)
+        prior = w_prior if w_prior < l_prior else l_prior
         if prior < settled_bound:
             self.settling += 1
         if prior < self.min_games:
             self.left_out += 1
             return
-        x = game.winner_before - game.loser_before
+        x = winner_before - loser_before
         if length != 1:
             x *= math.sqrt(length)
         self.tally.add(x)

@@ -108,3 +108,29 @@ def test_a_quoted_newline_in_csv_counts_its_physical_lines() -> None:
 def test_a_line_too_long_is_refused() -> None:
     with pytest.raises(LogFormatError, match=r"^g:1: line longer than 16384 characters"):
         list(read_jsonl([line(game_id="x" * 20_000)], "g"))
+
+
+def test_the_calibration_fast_path_reads_what_the_full_reader_reads() -> None:
+    lines = [gamelog.json_line(record) for record in records()]
+    for ladder in ("table42", "fibs"):
+        full = [
+            (r.winner, r.loser, r.winner_before, r.loser_before, r.match_length or 1,
+             r.winner_experience, r.loser_experience)
+            for r in read_jsonl(lines)
+            if isinstance(r, gamelog.GameRecord) and r.ladder == ladder
+        ]
+        assert list(gamelog.scan_results(lines, ladder=ladder)) == full
+
+
+@pytest.mark.parametrize(
+    ("bad", "message"),
+    [
+        (line(seq=2, winner_before=None), "g:2: winner_before: missing"),
+        (line(seq=1), "g:2: seq: 1 comes after 1 on table42"),
+        (line(seq=2, loser="ann"), "g:2: loser: 'ann' is on both sides of the game"),
+    ],
+)
+def test_the_fast_path_names_bad_lines_as_the_full_reader_does(bad: str, message: str) -> None:
+    with pytest.raises(LogFormatError) as caught:
+        list(gamelog.scan_results([line(seq=1), bad], "g"))
+    assert str(caught.value).startswith(message)
