@@ -1,0 +1,102 @@
+"""Calibration and replay over long synthetic logs: time, CPU and peak memory per log size.
+
+Run from the repository root, after ``python3 -m pip install -e .``:
+
+    python3 bench/calibration.py                      # logs of 100k, 300k and 1M games
+    python3 bench/calibration.py --sizes 1000000 --dir /tmp/t42-bench
+
+It draws one synthetic log of the largest size once (``synth``: 1,000 players, 5% of them
+heavy-week players, 1% late settlements, a podium award every 5,000 games), takes its first N
+lines for the smaller sizes (a prefix of a log is a log), then runs the commands an operator
+runs, each as its own process, exactly as typed:
+
+    python -m rating_plugin calibrate LOG --no-progress
+    python -m rating_plugin replay LOG --check --no-progress          (current rules + check)
+    python -m rating_plugin replay LOG --version 1.0.5 --no-progress  (a what-if preset)
+
+For each it reports the wall time, the process's CPU time (user + system: what the command
+costs when the machine is not shared) and its peak resident memory (``ru_maxrss`` from
+``wait4``). Peak memory that stays flat from 100k to 1M games shows that both commands stream
+the log. Targets: calibrate 1M games under 10 s, replay 1M settlements under 60 s.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+TARGETS = {"calibrate": 10.0, "replay --check": 60.0, "replay --version 1.0.5": 60.0}
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def run(argv: list[str]) -> tuple[float, float, float]:
+    """Run one command; returns (wall seconds, CPU seconds, peak RSS in MB)."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    started = time.perf_counter()
+    process = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
+    _, status, usage = os.wait4(process.pid, 0)
+    wall = time.perf_counter() - started
+    process.returncode = os.waitstatus_to_exitcode(status)
+    errors = process.stderr.read().decode() if process.stderr else ""
+    if process.returncode != 0:
+        raise SystemExit(f"{' '.join(argv)} failed ({process.returncode}): {errors}")
+    return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--sizes", default="100000,300000,1000000",
+                        help="log sizes in games, comma-separated (default 100k, 300k, 1M)")
+    parser.add_argument("--dir", default="/tmp/t42-calibration-bench",
+                        help="where the logs go (about 330 bytes per game)")
+    parser.add_argument("--players", type=int, default=1000)
+    args = parser.parse_args()
+    sizes = sorted(int(size) for size in args.sizes.split(","))
+    if not sizes or sizes[0] < 1 or sizes[-1] > 10_000_000:
+        raise SystemExit("--sizes: 1 to 10,000,000 games each")
+    folder = Path(args.dir)
+    folder.mkdir(parents=True, exist_ok=True)
+    python = [sys.executable, "-m", "rating_plugin"]
+    print(f"Python {platform.python_version()} on {platform.machine()}, "
+          f"{os.cpu_count()} CPUs; load average {os.getloadavg()[0]:.1f}")
+
+    biggest = folder / f"games-{sizes[-1]}.jsonl"
+    wall, cpu, rss = run([*python, "synth", "--games", str(sizes[-1]), "--players",
+                          str(args.players), "--late-share", "0.01", "--podium-every", "5000",
+                          "--out", str(biggest), "--no-progress"])
+    print(f"synth {sizes[-1]:,} games: {wall:.1f} s wall, {cpu:.1f} s CPU, {rss:.0f} MB peak, "
+          f"{biggest.stat().st_size / 1e6:.0f} MB on disk")
+    logs = {sizes[-1]: biggest}
+    for size in sizes[:-1]:
+        path = folder / f"games-{size}.jsonl"
+        with biggest.open() as source, path.open("w") as out:
+            for i, line in enumerate(source):
+                if i >= size:
+                    break
+                out.write(line)
+        logs[size] = path
+
+    commands = {
+        "calibrate": ["calibrate"],
+        "replay --check": ["replay", "--check"],
+        "replay --version 1.0.5": ["replay", "--version", "1.0.5"],
+    }
+    print()
+    print("| command | games | wall | CPU | µs CPU per game | peak memory | target |")
+    print("|---|---|---|---|---|---|---|")
+    for name, extra in commands.items():
+        for size in sizes:
+            wall, cpu, rss = run([*python, extra[0], str(logs[size]), *extra[1:],
+                                  "--no-progress"])
+            target = f"< {TARGETS[name]:.0f} s" if size == 1_000_000 else ""
+            print(f"| `{name}` | {size:,} | {wall:.1f} s | {cpu:.1f} s | "
+                  f"{cpu / size * 1e6:.1f} | {rss:.0f} MB | {target} |", flush=True)
+
+
+if __name__ == "__main__":
+    main()
