@@ -30,6 +30,7 @@ says how the two leaderboards differ.
 from __future__ import annotations
 
 import math
+from array import array
 from bisect import bisect_left, insort
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
@@ -138,7 +139,8 @@ class Rules:
 class PlayerState:
     """One player's replayed state on one ladder (mutable; owned by the :class:`Replayer`).
 
-    ``window`` holds the finish times (integer ms) the store's window would hold, sorted;
+    ``window`` holds the finish times (integer ms) the store's window would hold, sorted
+    (a compact ``array('q')``);
     ``newest`` is the newest of them ever recorded (None before the first game);
     ``last_at`` the latest finish (or award) time seen, Unix seconds."""
 
@@ -150,7 +152,7 @@ class PlayerState:
         self.wins = 0
         self.losses = 0
         self.experience = 0
-        self.window: list[int] = []
+        self.window = array("q")  # 8 bytes an entry (a list of ints costs 36)
         self.newest: int | None = None
         self.last_at = -math.inf
 
