@@ -4,6 +4,7 @@ Run from the repository root, after ``python3 -m pip install -e .``:
 
     python3 bench/calibration.py                      # logs of 100k, 300k and 1M games
     python3 bench/calibration.py --sizes 1000000 --dir /tmp/t42-bench
+    python3 bench/calibration.py --reuse      # keep the log drawn by the last run
 
 It draws one synthetic log of the largest size once (``synth``: 1,000 players, 5% of them
 heavy-week players, 1% late settlements, a podium award every 5,000 games), takes its first N
@@ -55,6 +56,8 @@ def main() -> None:
     parser.add_argument("--dir", default="/tmp/t42-calibration-bench",
                         help="where the logs go (about 330 bytes per game)")
     parser.add_argument("--players", type=int, default=1000)
+    parser.add_argument("--reuse", action="store_true",
+                        help="reuse a log drawn by an earlier run (same size and players)")
     args = parser.parse_args()
     sizes = sorted(int(size) for size in args.sizes.split(","))
     if not sizes or sizes[0] < 1 or sizes[-1] > 10_000_000:
@@ -65,12 +68,15 @@ def main() -> None:
     print(f"Python {platform.python_version()} on {platform.machine()}, "
           f"{os.cpu_count()} CPUs; load average {os.getloadavg()[0]:.1f}")
 
-    biggest = folder / f"games-{sizes[-1]}.jsonl"
-    wall, cpu, rss = run([*python, "synth", "--games", str(sizes[-1]), "--players",
-                          str(args.players), "--late-share", "0.01", "--podium-every", "5000",
-                          "--out", str(biggest), "--no-progress"])
-    print(f"synth {sizes[-1]:,} games: {wall:.1f} s wall, {cpu:.1f} s CPU, {rss:.0f} MB peak, "
-          f"{biggest.stat().st_size / 1e6:.0f} MB on disk")
+    biggest = folder / f"games-{sizes[-1]}-{args.players}.jsonl"
+    if args.reuse and biggest.exists():
+        print(f"reusing {biggest} ({biggest.stat().st_size / 1e6:.0f} MB)")
+    else:
+        wall, cpu, rss = run([*python, "synth", "--games", str(sizes[-1]), "--players",
+                              str(args.players), "--late-share", "0.01", "--podium-every",
+                              "5000", "--out", str(biggest), "--no-progress"])
+        print(f"synth {sizes[-1]:,} games: {wall:.1f} s wall, {cpu:.1f} s CPU, {rss:.0f} MB "
+              f"peak, {biggest.stat().st_size / 1e6:.0f} MB on disk")
     logs = {sizes[-1]: biggest}
     for size in sizes[:-1]:
         path = folder / f"games-{size}.jsonl"

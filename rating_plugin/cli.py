@@ -732,7 +732,9 @@ def _add_analysis(systems: Any, formatter: type[argparse.HelpFormatter]) -> None
     )
     _add_source(replay)
     replay.add_argument("--ladder", choices=["table42", "fibs", "all"], default="table42",
-                        help="which leaderboard to compare (default table42)")
+                        help="which leaderboard to compare (default table42); with "
+                        "--redis-url also which ladders to read (all: both, comparing "
+                        "Table42)")
     replay.add_argument("--version", choices=["1.3.1", "1.2.0", "1.0.5", "pre-1.0.5"],
                         default="1.3.1", help="the what-if Table42 preset (default 1.3.1)")
     replay.add_argument("--divisor", type=_positive, metavar="D", help="what-if divisor")

@@ -175,6 +175,14 @@ def test_cli_export_then_replay_check(redis_url: str, key_prefix: str, tmp_path:
                 assert done.returncode == 0, done.stderr
                 report = json.loads(done.stdout)
                 assert report["check"] == {"mismatches": 0, "first": []}
+        # calibrate reads the same games straight from the store, or from the file.
+        games = sum(1 for r in records if isinstance(r, GameRecord) and r.ladder == "table42")
+        for source in ([str(log)], ["--redis-url", redis_url, "--prefix", key_prefix]):
+            done = subprocess.run([*cli, "calibrate", *source, "--json"], capture_output=True,
+                                  text=True, env=env, timeout=60, check=False)
+            assert done.returncode == 0, done.stderr
+            assert json.loads(done.stdout)["games"] == games
+            assert "warning: only 600 games" in done.stderr
         # With the store's default grace the replay cannot reproduce it: exit 1, one line.
         done = subprocess.run(
             [*cli, "replay", str(log), "--check"],
