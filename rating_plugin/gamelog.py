@@ -304,10 +304,18 @@ def _game(data: dict[str, Any], kind: Kind) -> GameRecord:
     reason = data.get("reason", "normal")
     if type(reason) is not str:
         raise _Bad(f"reason: must be a string, got {_describe(reason)}")
-    optional: dict[str, Any] = {
-        name: _opt_whole(data, name, 0) if field_kind == "int" else _opt_number(data, name)
-        for name, field_kind in _OPTIONAL
-    }
+    optional: dict[str, Any] = {}
+    for name, field_kind in _OPTIONAL:
+        value = data.get(name)
+        # The common cases inline (this runs for every game of a replay); the rest explained.
+        if value is None or (
+            type(value) is int and (value >= 0 or field_kind == "num")
+        ) or (type(value) is float and field_kind == "num" and math.isfinite(value)):
+            optional[name] = value
+        elif field_kind == "int":
+            optional[name] = _opt_whole(data, name, 0)
+        else:
+            optional[name] = _opt_number(data, name)
     return GameRecord(
         kind,
         seq,

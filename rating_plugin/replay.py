@@ -139,12 +139,15 @@ class Rules:
 class PlayerState:
     """One player's replayed state on one ladder (mutable; owned by the :class:`Replayer`).
 
-    ``window`` holds the finish times (integer ms) the store's window would hold, sorted
-    (a compact ``array('q')``);
+    ``window[head:]`` holds the finish times (integer ms) the store's window would hold,
+    sorted (a compact ``array('q')``; entries before ``head`` are trimmed ones not yet
+    compacted away);
     ``newest`` is the newest of them ever recorded (None before the first game);
     ``last_at`` the latest finish (or award) time seen, Unix seconds."""
 
-    __slots__ = ("experience", "games", "last_at", "losses", "newest", "rating", "window", "wins")
+    __slots__ = (
+        "experience", "games", "head", "last_at", "losses", "newest", "rating", "window", "wins"
+    )
 
     def __init__(self, rating: float) -> None:
         self.rating: float = rating
@@ -153,6 +156,7 @@ class PlayerState:
         self.losses = 0
         self.experience = 0
         self.window = array("q")  # 8 bytes an entry (a list of ints costs 36)
+        self.head = 0  # window[:head] is already trimmed
         self.newest: int | None = None
         self.last_at = -math.inf
 
@@ -216,22 +220,33 @@ class Replayer:
         return state
 
     def _recent(self, state: PlayerState, start: int, finish: int) -> int:
-        window = state.window
-        if not window:
+        window, head = state.window, state.head
+        if len(window) == head:
             return 0
-        return bisect_left(window, finish) - bisect_left(window, start)
+        # Games mostly come in finish order: then the whole window is before ``finish``.
+        end = len(window) if window[-1] < finish else bisect_left(window, finish, head)
+        return end - bisect_left(window, start, head, end)
 
     def _record(self, state: PlayerState, finish: int) -> None:
         window = state.window
-        insort(window, finish)
+        if len(window) == state.head or window[-1] <= finish:
+            window.append(finish)
+        else:
+            insort(window, finish, state.head)
         newest = state.newest
         if newest is not None and newest > finish:
             cutoff = newest - self._retention_ms
         else:
             state.newest = finish
             cutoff = finish - self._retention_ms
-        if window[0] < cutoff:
-            del window[: bisect_left(window, cutoff)]
+        head = state.head
+        if window[head] < cutoff:
+            # Trimmed entries are skipped by moving the head; the array is compacted once
+            # the dead part is as large as the live one (amortised O(1) per game).
+            head = state.head = bisect_left(window, cutoff, head)
+            if head >= 64 and head * 2 >= len(window):
+                del window[:head]
+                state.head = 0
 
     def _table42(self, game: GameRecord) -> Replayed:
         rules = self.rules
