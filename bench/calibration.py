@@ -19,11 +19,16 @@ For each it reports the wall time, the process's CPU time (user + system: what t
 costs when the machine is not shared) and its peak resident memory (``ru_maxrss`` from
 ``wait4``). Peak memory that stays flat from 100k to 1M games shows that both commands stream
 the log. Targets: calibrate 1M games under 10 s, replay 1M settlements under 60 s.
+
+``--export N --redis-url URL`` also settles the log's first N games into a real store (under
+a fresh prefix, 200 settlements in flight), times ``export`` of N/4 and N of them the same
+way, checks the export with ``replay --check`` and deletes the prefix.
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import os
 import platform
 import subprocess
@@ -49,6 +54,83 @@ def run(argv: list[str]) -> tuple[float, float, float]:
     return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024
 
 
+async def settle_log(url: str, prefix: str, path: Path, start: int, stop: int) -> float:
+    """Settle games ``start`` to ``stop`` (0-based, podium awards left out) of the log at
+    ``path`` into a store; returns the seconds it took."""
+    import redis.asyncio as aioredis
+
+    from rating_plugin import gamelog
+    from rating_plugin.store import RatingStore
+
+    client = aioredis.Redis.from_url(url)
+    store = RatingStore(client, prefix=prefix)
+    started = time.perf_counter()
+    pending: list[asyncio.Future[object]] = []
+    index = 0
+    try:
+        with path.open() as handle:
+            for record in gamelog.read_jsonl(handle, str(path)):
+                if index >= stop:
+                    break
+                if isinstance(record, gamelog.PodiumRecord):
+                    continue  # awards would race their games in flight: games only
+                index += 1
+                if index <= start:
+                    continue
+                pending.append(asyncio.ensure_future(store.settle(
+                    record.game_id, ladder=record.ladder, winner=record.winner,
+                    loser=record.loser, cube=record.cube, match_length=record.match_length,
+                    finished_at=record.finished_at, reason=record.reason)))
+                if len(pending) >= 200:
+                    await asyncio.gather(*pending)
+                    pending.clear()
+            await asyncio.gather(*pending)
+    finally:
+        await client.aclose()
+    return time.perf_counter() - started
+
+
+async def delete_prefix(url: str, prefix: str) -> None:
+    import redis.asyncio as aioredis
+
+    client = aioredis.Redis.from_url(url)
+    try:
+        batch: list[bytes] = []
+        async for key in client.scan_iter(match=f"{prefix}*", count=1000):
+            batch.append(key)
+            if len(batch) >= 1000:
+                await client.unlink(*batch)
+                batch.clear()
+        if batch:
+            await client.unlink(*batch)
+    finally:
+        await client.aclose()
+
+
+def bench_export(python: list[str], url: str, log: Path, folder: Path, count: int) -> None:
+    prefix = f"bench-export-{os.getpid()}:"
+    print()
+    print("| step | settlements | wall | CPU | peak memory |")
+    print("|---|---|---|---|---|")
+    try:
+        done = 0
+        for size in (count // 4, count):
+            seconds = asyncio.run(settle_log(url, prefix, log, done, size))
+            print(f"| settle (200 in flight) | {done:,} to {size:,} | {seconds:.1f} s | | |",
+                  flush=True)
+            done = size
+            out = folder / f"export-{size}.jsonl"
+            wall, cpu, rss = run([*python, "export", "--redis-url", url, "--prefix", prefix,
+                                  "--out", str(out)])
+            print(f"| `export` | {size:,} | {wall:.1f} s | {cpu:.1f} s | {rss:.0f} MB |",
+                  flush=True)
+        wall, cpu, rss = run([*python, "replay", str(out), "--check", "--no-progress"])
+        print(f"| `replay --check` of the export | {count:,} | {wall:.1f} s | {cpu:.1f} s | "
+              f"{rss:.0f} MB |")
+    finally:
+        asyncio.run(delete_prefix(url, prefix))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sizes", default="100000,300000,1000000",
@@ -56,6 +138,12 @@ def main() -> None:
     parser.add_argument("--dir", default="/tmp/t42-calibration-bench",
                         help="where the logs go (about 330 bytes per game)")
     parser.add_argument("--players", type=int, default=1000)
+    parser.add_argument("--export", type=int, default=0, metavar="N",
+                        help="also settle N games into Redis and time export (default 0)")
+    parser.add_argument("--redis-url", default="redis://127.0.0.1:6379/0",
+                        help="the Redis for --export (a fresh key prefix, deleted after)")
+    parser.add_argument("--skip-files", action="store_true",
+                        help="skip the calibrate/replay runs (with --export: export only)")
     parser.add_argument("--reuse", action="store_true",
                         help="reuse a log drawn by an earlier run (same size and players)")
     args = parser.parse_args()
@@ -92,6 +180,10 @@ def main() -> None:
         "replay --check": ["replay", "--check"],
         "replay --version 1.0.5": ["replay", "--version", "1.0.5"],
     }
+    if args.skip_files:
+        if args.export:
+            bench_export(python, args.redis_url, biggest, folder, args.export)
+        return
     print()
     print("| command | games | wall | CPU | µs CPU per game | peak memory | target |")
     print("|---|---|---|---|---|---|---|")
@@ -102,6 +194,10 @@ def main() -> None:
             target = f"< {TARGETS[name]:.0f} s" if size == 1_000_000 else ""
             print(f"| `{name}` | {size:,} | {wall:.1f} s | {cpu:.1f} s | "
                   f"{cpu / size * 1e6:.1f} | {rss:.0f} MB | {target} |", flush=True)
+    if args.export:
+        if not 4 <= args.export <= sizes[-1]:
+            raise SystemExit(f"--export: 4 to {sizes[-1]:,} games")
+        bench_export(python, args.redis_url, biggest, folder, args.export)
 
 
 if __name__ == "__main__":
