@@ -21,6 +21,7 @@ import contextlib
 import csv
 import json
 import math
+import os
 import sys
 from collections.abc import AsyncIterator, Callable, Iterator
 from typing import IO, Any, Literal
@@ -52,6 +53,11 @@ def run(args: argparse.Namespace) -> int:
     }
     try:
         return commands[args.tool](args)
+    except BrokenPipeError:
+        # The reader went away (``... | head``): stop quietly, as the shell's tools do.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 1
     except RatingError as error:
         raise CommandError(str(error)) from None
     except OSError as error:
