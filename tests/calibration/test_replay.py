@@ -5,10 +5,13 @@ from __future__ import annotations
 import math
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from rating_plugin.errors import InvalidInputError
 from rating_plugin.gamelog import GameRecord, PodiumEntry, PodiumRecord
 from rating_plugin.replay import Replayer, Rules, compare, mismatch, spread
+from rating_plugin.rounding import round_half_away
 from rating_plugin.synth import SynthConfig, generate
 from rating_plugin.table42 import CubeRule
 
@@ -148,3 +151,56 @@ def test_spread(ratings: list[float], half_within: float, iqr: float, sd: float 
     if sd is not None:
         assert result.sd == pytest.approx(sd)
     assert spread([]).players == 0
+
+
+class NaiveWindow:
+    """The store's window as settle_table42.lua handles it: a set of scores, ZCOUNT before,
+    ZADD then ZREMRANGEBYSCORE below (newest - retention) after."""
+
+    def __init__(self) -> None:
+        self.scores: list[int] = []
+        self.newest: int | None = None
+
+    def count(self, start: int, finish: int) -> int:
+        return sum(1 for score in self.scores if start <= score < finish)
+
+    def record(self, finish: int, retention: int) -> None:
+        self.scores.append(finish)
+        if self.newest is not None and self.newest > finish:
+            cutoff = self.newest - retention
+        else:
+            self.newest = finish
+            cutoff = finish - retention
+        self.scores = [score for score in self.scores if score >= cutoff]
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    steps=st.lists(
+        st.tuples(st.integers(0, 3), st.integers(0, 3), st.integers(-3 * 86400, 2 * 86400)),
+        min_size=1, max_size=300,
+    ),
+    grace=st.sampled_from([0.0, 600.0, 86400.0]),
+)
+def test_the_replayed_windows_are_the_stores_windows(
+    steps: list[tuple[int, int, int]], grace: float
+) -> None:
+    """Random players, times drifting forward with late (earlier) finishes mixed in: every
+    window count the replay takes equals the store's rule applied naively."""
+    replayer = Replayer(Rules(late_grace=grace, heavy_games=3))
+    naive: dict[str, NaiveWindow] = {}
+    retention = 7 * 86400 * 1000 + round(grace * 1000)
+    clock = T0
+    for seq, (a, b, jump) in enumerate(steps, 1):
+        if a == b:
+            continue
+        clock += max(jump, 0) / 10
+        at = clock + min(jump, 0)  # a negative jump is a late settlement
+        winner, loser = f"p{a}", f"p{b}"
+        done = replayer.apply(game(seq, winner, loser, at))
+        finish = round_half_away(at * 1000)
+        windows = [naive.setdefault(name, NaiveWindow()) for name in (winner, loser)]
+        expected = tuple(w.count(finish - 7 * 86400 * 1000, finish) for w in windows)
+        assert done.recent == expected
+        for window in windows:
+            window.record(finish, retention)
