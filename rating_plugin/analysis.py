@@ -24,11 +24,14 @@ import math
 import os
 import sys
 from collections.abc import AsyncIterator, Callable, Iterator
-from typing import IO, Any, Literal
+from typing import IO, TYPE_CHECKING, Any, Literal
 
 from rating_plugin import gamelog
 from rating_plugin.errors import RatingError
 from rating_plugin.gamelog import LogRecord
+
+if TYPE_CHECKING:  # at run time the store (and redis) load only for --redis-url
+    from rating_plugin.store import RatingStore
 
 __all__ = ["CommandError", "run"]
 
@@ -137,7 +140,7 @@ def _file_records(path: str, fmt: str | None) -> Iterator[LogRecord]:
         yield from gamelog.read_lines(handle, source, fmt=_format(path, fmt))
 
 
-def _store(url: str, prefix: str) -> Any:
+def _store(url: str, prefix: str) -> RatingStore:
     import redis.asyncio as aioredis
 
     from rating_plugin.store import RatingStore
@@ -145,7 +148,9 @@ def _store(url: str, prefix: str) -> Any:
     return RatingStore(aioredis.Redis.from_url(url), prefix=prefix)
 
 
-async def _redis_records(store: Any, ladders: tuple[str, ...]) -> AsyncIterator[LogRecord]:
+async def _redis_records(
+    store: RatingStore, ladders: tuple[str, ...]
+) -> AsyncIterator[LogRecord]:
     from rating_plugin.store import log_record
 
     for ladder in ladders:
