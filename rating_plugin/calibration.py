@@ -159,6 +159,7 @@ def fit_divisor(xs: FloatArray, counts: FloatArray) -> Fit:
     if not np.any((z < 0) & (n > 0)):  # the favourite won every game: beta runs off to inf
         return Fit(0.0, 0.0, math.inf, games, 0.0)
     beta = 1.0 / 1200.0
+    current = _log_likelihood(beta, z, n)
     for _ in range(200):
         s = 1.0 / (1.0 + np.exp(np.clip(beta * z, -700, 700)))  # sigmoid(-beta z)
         gradient = float(np.dot(n, z * s))
@@ -166,14 +167,18 @@ def fit_divisor(xs: FloatArray, counts: FloatArray) -> Fit:
         if curvature <= 0:
             break
         step = gradient / curvature
-        new = beta + step
-        while new <= 0:  # keep beta positive: halve the step
-            step /= 2
+        # Damped Newton: keep beta positive and never let the likelihood fall.
+        for _ in range(60):
             new = beta + step
+            if new > 0:
+                value = _log_likelihood(new, z, n)
+                if value >= current - 1e-12 * abs(current):
+                    break
+            step /= 2
         if abs(step) <= 1e-13 * abs(beta):
-            beta = new
+            beta, current = new, value
             break
-        beta = new
+        beta, current = new, value
     best = _log_likelihood(beta, z, n)
     target = best - CHI2_95 / 2
     # Upper beta (lower divisor): double until below the target, then bisect.
