@@ -9,6 +9,11 @@ The formulas are pure (no I/O) and live in submodules:
 * :mod:`rating_plugin.stakes` — what each player of a pairing stands to win or lose;
 * :mod:`rating_plugin.errors` — the exception tree (everything is a ``ValueError``).
 
+Analysis of the settled games (docs/calibration.md), imported only when used:
+:mod:`rating_plugin.gamelog` (the log format), :mod:`rating_plugin.calibration` (fitting the
+curve's divisor; needs numpy), :mod:`rating_plugin.replay` (recomputing ratings under other
+rules) and :mod:`rating_plugin.synth` (synthetic logs with a known truth).
+
 The Redis-backed store (``RatingStore`` and its result values) is imported lazily on first
 use, so ``import rating_plugin`` never imports redis.
 """

@@ -4,6 +4,11 @@ One subcommand per rating system (``table42``, ``fibs``, ``elo``) computes one r
 expected score, the rating change and the new rating; ``stakes`` shows what both players of a
 pairing win or lose before they play. ``--json`` prints the same as a JSON object. Bad input
 prints one line on stderr and exits with status 2.
+
+The analysis commands work on the log of settled games: ``export`` writes it from the store,
+``synth`` draws a synthetic one, ``calibrate`` fits the curve's divisor to it and ``replay``
+recomputes every rating under other rules. Their work lives in :mod:`rating_plugin.analysis`,
+imported only when one of them runs (it needs numpy, and redis for the store).
 """
 
 from __future__ import annotations
@@ -14,7 +19,7 @@ import json
 import math
 import sys
 from collections.abc import Callable, Sequence
-from typing import NoReturn
+from typing import Any, NoReturn
 
 from rating_plugin import elo, fibs, stakes, table42
 from rating_plugin.errors import RatingError
@@ -40,6 +45,12 @@ rating systems:
   elo       classic Elo as in chess, with draws: pick K yourself or a preset (FIDE rules).
   stakes    before a game: what each player wins or loses, under any of the systems.
 
+analysis of the settled games (docs/calibration.md):
+  export    write the store's settled games, in applied order, as JSON Lines or CSV.
+  synth     generate a synthetic game log with known true skill.
+  calibrate fit the curve's divisor to the games: does the formula match the dice?
+  replay    recompute every rating under other rules: how would the leaderboard differ?
+
 Run "%(prog)s SYSTEM --help" for the options of each system."""
 
 EPILOG = """\
@@ -51,7 +62,11 @@ examples:
   %(prog)s elo 1500 1600 --result win --k 32
   %(prog)s elo 2350 2100 --result draw --preset fide --games 120
   %(prog)s stakes table42 1500 1800 --cube 2
-  %(prog)s table42 1500 1800 --result win --json"""
+  %(prog)s table42 1500 1800 --result win --json
+  %(prog)s synth --games 100000 --out games.jsonl
+  %(prog)s calibrate games.jsonl --plot calibration.png
+  %(prog)s replay games.jsonl --version 1.2.0
+  %(prog)s export --redis-url redis://127.0.0.1:6379/0 --out games.jsonl"""
 
 
 class _Parser(argparse.ArgumentParser):
@@ -115,6 +130,20 @@ def _positive(text: str) -> float:
     value = _rating(text)
     if value <= 0:
         raise argparse.ArgumentTypeError(f"must be greater than 0, got {_quoted(text)}")
+    return value
+
+
+def _fraction(text: str) -> float:
+    value = _rating(text)
+    if not 0 <= value <= 1:
+        raise argparse.ArgumentTypeError(f"must be between 0 and 1, got {_quoted(text)}")
+    return value
+
+
+def _non_negative(text: str) -> float:
+    value = _rating(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more, got {_quoted(text)}")
     return value
 
 
@@ -574,6 +603,7 @@ def build_parser(
                 help="count a larger rating difference as this many points (FIDE: 400)",
             )
         sub.set_defaults(run=_run_stakes, parser=sub)
+    _add_analysis(systems, formatter)
     return parser
 
 
@@ -594,6 +624,179 @@ def calculate(argv: Sequence[str]) -> dict[str, object]:
     except RatingError as error:
         raise CalculatorInputError(str(error)) from error
     return data
+_DEFAULT_REDIS = "redis://127.0.0.1:6379/0"
+_GRACE_HELP = (
+    "the store's late_grace in seconds (default 86400, the store's default): how much "
+    "older than a player's newest game a settlement may be and still count its 7-day window "
+    "exactly; the replay trims windows by the same rule"
+)
+
+
+def _add_source(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "log", nargs="?", metavar="LOG",
+        help="the game log: a JSON Lines file (.jsonl; - for stdin) or CSV (.csv), as "
+        "export or synth write it",
+    )
+    parser.add_argument(
+        "--redis-url", metavar="URL",
+        help=f"read the settled games straight from the store instead (e.g. {_DEFAULT_REDIS})",
+    )
+    parser.add_argument("--prefix", default="", help="the store's key prefix (default none)")
+    parser.add_argument(
+        "--format", choices=["jsonl", "csv"], help="the log's format (default: from the name)"
+    )
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+
+
+def _add_analysis(systems: Any, formatter: type[argparse.HelpFormatter]) -> None:
+    export = systems.add_parser(
+        "export",
+        help="write the store's settled games as JSON Lines or CSV",
+        description="Write the settled games of the store, each ladder in applied order\n"
+        "(Table42 with its podium awards, then FIBS), with pre-game ratings, K, cube,\n"
+        "experience and result. Streamed: memory stays that of one batch.",
+        epilog="examples:\n  %(prog)s --redis-url redis://127.0.0.1:6379/0 --out games.jsonl\n"
+        "  %(prog)s --prefix t42: --ladder fibs --out fibs.csv",
+        formatter_class=formatter,
+    )
+    export.add_argument("--redis-url", default=_DEFAULT_REDIS, metavar="URL",
+                        help=f"the store's Redis (default {_DEFAULT_REDIS})")
+    export.add_argument("--prefix", default="", help="the store's key prefix (default none)")
+    export.add_argument("--ladder", choices=["table42", "fibs", "all"], default="all",
+                        help="which ladder (default all)")
+    export.add_argument("--out", default="-", metavar="PATH",
+                        help="output file (default stdout); .csv writes CSV")
+    export.add_argument("--format", choices=["jsonl", "csv"],
+                        help="jsonl or csv (default: from --out)")
+    export.add_argument("--batch", type=_whole(1), default=1000, metavar="N",
+                        help="records per round trip (1..10000, default 1000)")
+    export.set_defaults(tool="export", parser=export)
+
+    synth = systems.add_parser(
+        "synth",
+        help="generate a synthetic game log with known true skill",
+        description="Generate a game log with known true skill: winners drawn from the curve\n"
+        "with the given divisor, cubes, heavy-week players, late settlements and podiums.\n"
+        "Pre-game ratings are those the live rules give (--ratings replayed) or the true\n"
+        "skills (--ratings skill: perfectly settled ratings, so calibrate recovers the\n"
+        "divisor).",
+        epilog="examples:\n  %(prog)s --games 100000 --divisor 800 --out games.jsonl\n"
+        "  %(prog)s --games 20000 --ladder fibs --ratings skill --out fibs.jsonl",
+        formatter_class=formatter,
+    )
+    synth.add_argument("--games", type=_whole(0), required=True, metavar="N",
+                       help="how many games (up to 100,000,000)")
+    synth.add_argument("--players", type=_whole(2), default=200, metavar="N",
+                       help="how many players (default 200)")
+    synth.add_argument("--ladder", choices=["table42", "fibs"], default="table42",
+                       help="table42 single games or fibs matches (default table42)")
+    synth.add_argument("--divisor", type=_positive, metavar="D",
+                       help="the true curve's divisor (default 1200; FIBS: the scale, 2000)")
+    synth.add_argument("--skill-sd", type=_non_negative, default=150.0, metavar="POINTS",
+                       help="spread of true skills around 1500 (default 150)")
+    synth.add_argument("--heavy-share", type=_fraction, default=0.05, metavar="F",
+                       help="share of heavy-week players (default 0.05)")
+    synth.add_argument("--heavy-weight", type=_positive, default=20.0, metavar="X",
+                       help="how many times more often they play (default 20)")
+    synth.add_argument("--days", type=_positive, default=30.0, metavar="DAYS",
+                       help="span of the finish times (default 30)")
+    synth.add_argument("--late-share", type=_fraction, default=0.0, metavar="F",
+                       help="share of games settled late (default 0)")
+    synth.add_argument("--late-seconds", type=_non_negative, default=3600.0, metavar="S",
+                       help="how late at most, in seconds (default 3600)")
+    synth.add_argument("--podium-every", type=_whole(0), default=0, metavar="N",
+                       help="a podium award (+50/+25/+15) after every N games (default none)")
+    synth.add_argument("--ratings", choices=["replayed", "skill"], default="replayed",
+                       help="pre-game ratings: replayed by the live rules (default) or the "
+                       "true skills")
+    synth.add_argument("--late-grace", type=_non_negative, default=86400.0, metavar="S",
+                       help=_GRACE_HELP)
+    synth.add_argument("--seed", type=_whole(0), default=1, metavar="N",
+                       help="random seed (default 1)")
+    synth.add_argument("--out", default="-", metavar="PATH",
+                       help="output file (default stdout); .csv writes CSV")
+    synth.add_argument("--format", choices=["jsonl", "csv"],
+                       help="jsonl or csv (default: from --out)")
+    synth.add_argument("--no-progress", action="store_true", help="no progress bar")
+    synth.set_defaults(tool="synth", parser=synth)
+
+    calibrate = systems.add_parser(
+        "calibrate",
+        help="fit the curve's divisor to the settled games",
+        description="Fit the divisor of the win-chance curve to the settled games by maximum\n"
+        "likelihood, with a 95%% interval (FIBS: the scale on difference x sqrt(n)); print\n"
+        "expected and actual win rates by rating difference, and log-loss and Brier score\n"
+        "under the current and the fitted divisor. Warns when the data cannot support the\n"
+        "answer.",
+        epilog="examples:\n  %(prog)s games.jsonl\n"
+        "  %(prog)s games.jsonl --min-games 20 --plot calibration.png\n"
+        "  %(prog)s --redis-url redis://127.0.0.1:6379/0 --prefix t42: --ladder fibs --json",
+        formatter_class=formatter,
+    )
+    _add_source(calibrate)
+    calibrate.add_argument("--ladder", choices=["table42", "fibs"], default="table42",
+                           help="which ladder's games (default table42)")
+    calibrate.add_argument("--divisor", type=_positive, metavar="D",
+                           help="the divisor in use (default 1200; FIBS: the scale, 2000)")
+    calibrate.add_argument("--min-games", type=_whole(0), default=0, metavar="N",
+                           help="leave out games where a player had fewer than N earlier "
+                           "games (FIBS: less experience)")
+    calibrate.add_argument("--bin-width", type=_positive, default=50.0, metavar="POINTS",
+                           help="width of the rating-difference bins (default 50)")
+    calibrate.add_argument("--bins", type=_whole(1), default=12, metavar="N",
+                           help="number of bins; the last takes every larger lead (default 12)")
+    calibrate.add_argument("--plot", metavar="PNG",
+                           help="draw the calibration plot to this PNG (needs matplotlib: "
+                           "pip install -e '.[analysis]')")
+    calibrate.add_argument("--json", action="store_true", help="print a JSON object instead")
+    calibrate.set_defaults(tool="calibrate", parser=calibrate)
+
+    replay = systems.add_parser(
+        "replay",
+        help="recompute every rating under other rules",
+        description="Recompute every rating from the game log under the current rules and\n"
+        "under other ones (a preset and/or parameters), without touching the store, and\n"
+        "show how the leaderboard would differ: rank changes and the spread of ratings.\n"
+        "--check verifies that the current rules reproduce every logged number.",
+        epilog="examples:\n  %(prog)s games.jsonl --version 1.2.0\n"
+        "  %(prog)s games.jsonl --divisor 800 --heavy-games 0\n"
+        "  %(prog)s --redis-url redis://127.0.0.1:6379/0 --check",
+        formatter_class=formatter,
+    )
+    _add_source(replay)
+    replay.add_argument("--ladder", choices=["table42", "fibs", "all"], default="table42",
+                        help="which leaderboard to compare (default table42); with "
+                        "--redis-url also which ladders to read (all: both, comparing "
+                        "Table42)")
+    replay.add_argument("--version", choices=["1.3.1", "1.2.0", "1.0.5", "pre-1.0.5"],
+                        default="1.3.1", help="the what-if Table42 preset (default 1.3.1)")
+    replay.add_argument("--divisor", type=_positive, metavar="D", help="what-if divisor")
+    replay.add_argument("--k", type=_whole(1), metavar="K", help="what-if K (default 32)")
+    replay.add_argument("--heavy-k", type=_whole(1), metavar="K",
+                        help="what-if K after a heavy week (default 16)")
+    replay.add_argument("--heavy-games", type=_whole(0), metavar="N",
+                        help="what-if heavy-week threshold (default 50; 0: no heavy-week rule)")
+    replay.add_argument("--cube-rule", choices=["coefficient", "multiply"],
+                        help="what-if cube rule: 1 + log2(cube)/6, or the cube itself")
+    replay.add_argument("--window-days", type=_positive, metavar="DAYS",
+                        help="what-if heavy-week window (default 7)")
+    replay.add_argument("--no-podium", action="store_true", help="what-if: no podium prizes")
+    replay.add_argument("--fibs-scale", type=_positive, metavar="S",
+                        help="what-if FIBS scale (default 2000)")
+    replay.add_argument("--late-grace", type=_non_negative, default=86400.0, metavar="S",
+                        help=_GRACE_HELP)
+    replay.add_argument("--check", action="store_true",
+                        help="fail (exit 1) unless the current rules reproduce every logged "
+                        "rating, K, window count and experience")
+    replay.add_argument("--active-days", type=_positive, default=30.0, metavar="DAYS",
+                        help="active players played in the log's last DAYS days (default 30)")
+    replay.add_argument("--top", type=_whole(0), default=10, metavar="N",
+                        help="rows of the top, risers and fallers tables (default 10)")
+    replay.add_argument("--out", metavar="CSV",
+                        help="write every player's rating and rank under both rules")
+    replay.add_argument("--json", action="store_true", help="print a JSON object instead")
+    replay.set_defaults(tool="replay", parser=replay)
 
 
 def main(argv: Sequence[str] | None = None, *, prog: str | None = None) -> int:
@@ -605,6 +808,8 @@ def main(argv: Sequence[str] | None = None, *, prog: str | None = None) -> int:
     """
     parser = build_parser(prog)
     args = parser.parse_args(argv)
+    if getattr(args, "tool", None) is not None:
+        return _run_tool(args)
     run: Callable[[argparse.Namespace], tuple[dict[str, object], list[str]]] = args.run
     try:
         data, lines = run(args)
@@ -615,6 +820,17 @@ def main(argv: Sequence[str] | None = None, *, prog: str | None = None) -> int:
     else:
         print("\n".join(lines))
     return 0
+
+
+def _run_tool(args: argparse.Namespace) -> int:
+    """Run an analysis command (imported only now: it needs numpy, and redis for the store)."""
+    from rating_plugin import analysis
+
+    try:
+        return analysis.run(args)
+    except analysis.CommandError as error:
+        print(f"{args.parser.prog}: error: {error}", file=sys.stderr)
+        raise SystemExit(error.status) from None
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -8,7 +8,8 @@ the standard library can still catch it::
           ├── InvalidInputError      a formula got a value it cannot use; ``.field`` names it
           │    ├── SamePlayerError   the same player on both sides (or twice on a podium)
           │    └── UnknownLadderError  a ladder name the store does not know
-          └── AlreadySettledConflict  a game or tournament id reused with other players/terms
+          ├── AlreadySettledConflict  a game or tournament id reused with other players/terms
+          └── LogIncompleteError      the store's applied-order log lacks early settlements
 
 The store layer adds its own subclasses of :class:`RatingError` here (a reused game id, an
 unknown ladder, ...). Each error carries a stable ``code`` string that a server can forward to
@@ -20,6 +21,7 @@ from __future__ import annotations
 __all__ = [
     "AlreadySettledConflict",
     "InvalidInputError",
+    "LogIncompleteError",
     "RatingError",
     "SamePlayerError",
     "UnknownLadderError",
@@ -90,3 +92,21 @@ class AlreadySettledConflict(RatingError):
         self.ref = ref
         self.differences = differences
         self.stored = stored
+
+
+class LogIncompleteError(RatingError):
+    """A ladder's applied-order log holds fewer records than its ``seq`` counter: the store
+    settled games before it kept the log, so an export cannot list every game in order.
+    ``ladder``, ``settled`` (the counter) and ``logged`` (the log's length) say how many."""
+
+    code = "log_incomplete"
+
+    def __init__(self, ladder: str, settled: int, logged: int) -> None:
+        super().__init__(
+            f"{ladder}: {settled} settlements applied but only {logged} in the applied-order "
+            f"log (the first {settled - logged} predate the log); the export would be "
+            "incomplete"
+        )
+        self.ladder = ladder
+        self.settled = settled
+        self.logged = logged

@@ -18,6 +18,7 @@ Layout (``P`` is the prefix, ``L`` a rated ladder: ``table42`` or ``fibs``)::
     P{rated}:game:<game_id>          string  settlement record, kept: exactly-once and history
     P{rated}:podium:<tournament_id>  string  podium award record
     P{rated}:L:seq                   string  the ladder's applied-order counter
+    P{rated}:L:log                   list    record keys in applied order (entry i: seq i + 1)
     P{rated}:L:rating:<player>       hash    rating, games, wins, losses; experience (fibs);
                                              newest (table42: finish ms of the newest game)
     P{rated}:L:history:<player>      list    keys of the player's records, newest first, bounded
@@ -87,6 +88,11 @@ class KeySpace:
     def seq(self, ladder: str) -> str:
         """The applied-order counter of a rated ladder."""
         return f"{self.rated}{ladder}:seq"
+
+    def log(self, ladder: str) -> str:
+        """The applied-order log of a rated ladder: record keys, oldest first (Table42: games
+        and podium awards), so entry ``i`` is the record whose ``seq`` is ``i + 1``."""
+        return f"{self.rated}{ladder}:log"
 
     def rating(self, ladder: str, player: str) -> str:
         """A player's rating hash on a rated ladder."""

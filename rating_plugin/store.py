@@ -20,22 +20,24 @@ game id is always safe.
 
 from __future__ import annotations
 
+import csv
 import math
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from importlib import resources
-from typing import Any, Final, Generic, TypeVar, cast
+from typing import Any, Final, Generic, Literal, Protocol, TypeVar, cast
 
 import redis.asyncio as aioredis
 from redis.asyncio.client import Pipeline
 from redis.exceptions import NoScriptError
 
-from rating_plugin import fibs, table42
+from rating_plugin import fibs, gamelog, table42
 from rating_plugin.errors import (
     AlreadySettledConflict,
     InvalidInputError,
+    LogIncompleteError,
     SamePlayerError,
     UnknownLadderError,
 )
@@ -64,6 +66,7 @@ __all__ = [
     "Queued",
     "RatingStore",
     "Settlement",
+    "log_record",
 ]
 
 
@@ -521,6 +524,46 @@ def _history(raw: bytes | str, player: str, ladder: Ladder) -> HistoryEntry:
     )
 
 
+def log_record(item: Settlement | PodiumAward) -> gamelog.LogRecord:
+    """A stored settlement or podium award as a game-log record (:mod:`rating_plugin.gamelog`)."""
+    if isinstance(item, PodiumAward):
+        return gamelog.PodiumRecord(
+            item.seq,
+            item.tournament_id,
+            item.awarded_at,
+            tuple(
+                gamelog.PodiumEntry(p.player, p.prize, p.rating_before, p.rating_after)
+                for p in item.places
+            ),
+        )
+    w, lo = item.winner, item.loser
+    return gamelog.GameRecord(
+        "table42" if item.ladder is Ladder.TABLE42 else "fibs",
+        item.seq,
+        item.game_id,
+        item.reason,
+        item.finished_at,
+        item.cube,
+        item.match_length,
+        w.player,
+        lo.player,
+        w.rating_before,
+        lo.rating_before,
+        w.rating_after,
+        lo.rating_after,
+        winner_k=w.k,
+        loser_k=lo.k,
+        winner_recent=w.recent_games,
+        loser_recent=lo.recent_games,
+        winner_experience=w.experience_before,
+        loser_experience=lo.experience_before,
+    )
+
+
+class _Writer(Protocol):
+    def write(self, text: str, /) -> object: ...
+
+
 def _score(raw: bytes | str, ladder: Ladder) -> float:
     value = float(raw)
     return value if ladder is Ladder.FIBS else int(value)
@@ -654,6 +697,7 @@ class RatingStore:
                     keys.history(rated, winner),
                     keys.history(rated, loser),
                     keys.board(rated),
+                    keys.log(rated),
                 ),
                 args=(
                     game_id,
@@ -687,6 +731,7 @@ class RatingStore:
                     keys.history(rated, winner),
                     keys.history(rated, loser),
                     keys.board(rated),
+                    keys.log(rated),
                 ),
                 args=(
                     game_id,
@@ -776,6 +821,7 @@ class RatingStore:
         for name, prize in zip(names, awards, strict=True):
             script_keys += (keys.rating(ladder, name), keys.history(ladder, name))
             args += (name, prize)
+        script_keys.append(keys.log(ladder))
         reply = await self._award_podium(keys=script_keys, args=args)
         applied = reply[0] == 1
         award = _podium(reply[1], applied)
@@ -830,6 +876,73 @@ class RatingStore:
             if differences:
                 raise AlreadySettledConflict("game_id", game_id, differences, result)
         return result
+
+    # -- the applied-order log -------------------------------------------------------------------
+
+    async def applied(
+        self, ladder: Ladder | str, *, batch: int = 1000
+    ) -> AsyncIterator[Settlement | PodiumAward]:
+        """Every settlement of a rated ladder in applied order (``seq`` 1, 2, ...; Table42
+        podium awards in their place), streamed: ``batch`` (1..10,000) records per round
+        trip (one LRANGE of the ladder's log, one MGET of the records), so memory stays
+        that of one batch whatever the length of the log. Lists what was applied when the
+        call began (later settlements are left for the next call). Raises
+        :class:`LogIncompleteError` when the log lacks settlements applied before the store
+        kept it."""
+        rated = _ladder(ladder, RATED_LADDERS)
+        batch = _check_int(batch, "batch", 1, 10_000)
+        settled_raw = await self.redis.get(self.keys.seq(rated))
+        settled = 0 if settled_raw is None else int(settled_raw)
+        log_key = self.keys.log(rated)
+        logged = int(await cast("Awaitable[int]", self.redis.llen(log_key)))
+        if logged < settled:
+            raise LogIncompleteError(str(rated), settled, logged)
+        for start in range(0, settled, batch):
+            end = min(start + batch, settled) - 1
+            record_keys = await cast(
+                "Awaitable[list[bytes | str]]", self.redis.lrange(log_key, start, end)
+            )
+            # Every record shares the {rated} hash tag with the log: one slot, one MGET.
+            records = await cast(
+                "Awaitable[list[bytes | str | None]]", self.redis.mget(record_keys)
+            )
+            for raw in records:
+                if raw is None:  # records are kept forever; a missing one was deleted by hand
+                    continue
+                if _fields(raw)[0] == "podium/1":
+                    yield _podium(raw, False)
+                else:
+                    yield _settlement(raw, False)
+
+    async def export_log(
+        self,
+        out: _Writer,
+        *,
+        ladders: Sequence[Ladder | str] = RATED_LADDERS,
+        fmt: Literal["jsonl", "csv"] = "jsonl",
+        batch: int = 1000,
+    ) -> int:
+        """Write the settled games of ``ladders`` (default both rated ladders, Table42
+        first) to ``out`` (anything with ``write(str)``) as JSON Lines or CSV
+        (:mod:`rating_plugin.gamelog` formats), each ladder in applied order, streamed as
+        :meth:`applied` reads it. Returns the number of records written."""
+        rated = [_ladder(ladder, RATED_LADDERS) for ladder in ladders]
+        if fmt not in ("jsonl", "csv"):
+            raise InvalidInputError("fmt", f"must be jsonl or csv, got {_describe(fmt)}")
+        written = 0
+        if fmt == "csv":
+            writer = csv.writer(out, lineterminator="\n")
+            writer.writerow(gamelog.csv_header())
+            for ladder in rated:
+                async for item in self.applied(ladder, batch=batch):
+                    writer.writerow(gamelog.csv_row(log_record(item)))
+                    written += 1
+            return written
+        for ladder in rated:
+            async for item in self.applied(ladder, batch=batch):
+                out.write(gamelog.json_line(log_record(item)))
+                written += 1
+        return written
 
     # -- reading -------------------------------------------------------------------------------
 

@@ -2,14 +2,16 @@
 --
 -- Each placed player gets its prize added to the Table42 rating (games, wins and losses do
 -- not change: a podium award is not a game), a new leaderboard score and a history entry
--- (the award record's key), all in one atomic step. A tournament
--- id that already has a record changes nothing.
+-- (the award record's key), and the award joins the Table42 applied-order log, all in one
+-- atomic step. A tournament id that already has a record changes nothing.
 --
 -- KEYS[1]  podium record, string (below)                   P{rated}:podium:<tournament_id>
 -- KEYS[2]  Table42 sequence counter, string (integer)      P{rated}:table42:seq
 -- KEYS[3]  Table42 leaderboard, zset: member player, score rating
 -- KEYS[4 + 2(i-1)]  rating hash of the player in place i (i = 1 .. ARGV[5])
 -- KEYS[5 + 2(i-1)]  history list (record keys, newest first) of the player in place i
+-- KEYS[4 + 2n]      Table42 applied-order log, list of record keys, oldest first (the award
+--                   takes its place there like a game: entry i is the record of seq i + 1)
 --
 -- ARGV[1]  tournament id
 -- ARGV[2]  award time as given by the caller (Unix seconds, decimal), stored as given
@@ -36,6 +38,7 @@ end
 
 local start, history_bound, places = ARGV[3], tonumber(ARGV[4]), tonumber(ARGV[5])
 local seq = num(redis.call('INCR', KEYS[2]))
+redis.call('RPUSH', KEYS[4 + 2 * places], KEYS[1])
 
 local record = {'podium/1', seq, ARGV[1], ARGV[2], ARGV[5]}
 for i = 1, places do

@@ -3,8 +3,9 @@
 -- Reads both ratings and experiences, scores the match with the FIBS formula
 -- (rating_plugin.fibs.change: same operations in the same order), adds the match length to
 -- both experiences and writes ratings, counts, the leaderboard (only players whose experience
--- reached the new-player bound), both histories and the settlement record, all in one atomic
--- step. A game id that already has a record (on either rated ladder) changes nothing.
+-- reached the new-player bound), both histories, the applied-order log and the settlement
+-- record, all in one atomic step. A game id that already has a record (on either rated
+-- ladder) changes nothing.
 --
 -- KEYS[1]  settlement record, string (below)                P{rated}:game:<game_id>
 -- KEYS[2]  FIBS sequence counter, string (integer)          P{rated}:fibs:seq
@@ -13,6 +14,8 @@
 -- KEYS[5]  winner history, list of record keys (KEYS[1] of each match), newest first
 -- KEYS[6]  loser history, list
 -- KEYS[7]  FIBS leaderboard, zset: member player, score rating
+-- KEYS[8]  FIBS applied-order log, list of record keys (KEYS[1] of each match), oldest
+--          first: entry i (0-based) is the record whose seq is i + 1
 --
 -- ARGV[1]  game id (the match's id)
 -- ARGV[2]  winner (player id)
@@ -68,6 +71,7 @@ local w_after, l_after = num(w_rating + w_change), num(l_rating + l_change)
 local w_exp_after, l_exp_after = w_exp + length, l_exp + length
 
 local seq = num(redis.call('INCR', KEYS[2]))
+redis.call('RPUSH', KEYS[8], KEYS[1])
 
 redis.call('HSET', KEYS[3], 'rating', w_after, 'games', num((tonumber(w[2]) or 0) + 1),
   'wins', num((tonumber(w[3]) or 0) + 1), 'experience', num(w_exp_after))

@@ -2,8 +2,8 @@
 --
 -- Reads both ratings and both 7-day windows, scores the game with the Table42 formula
 -- (rating_plugin.table42.change: same operations in the same order), records the game in both
--- windows and trims them, then writes ratings, counts, the leaderboard, both histories and the
--- settlement record, all in one atomic step. A game id that already has a record (on either
+-- windows and trims them, then writes ratings, counts, the leaderboard, both histories, the
+-- applied-order log and the settlement record, all in one atomic step. A game id that already has a record (on either
 -- rated ladder) changes nothing.
 --
 -- KEYS[1]  settlement record, string (below)               P{rated}:game:<game_id>
@@ -16,6 +16,8 @@
 -- KEYS[7]  winner history, list of record keys (KEYS[1] of each game), newest first
 -- KEYS[8]  loser history, list
 -- KEYS[9]  Table42 leaderboard, zset: member player, score rating
+-- KEYS[10] Table42 applied-order log, list of record keys (KEYS[1] of each game and podium
+--          award), oldest first: entry i (0-based) is the record whose seq is i + 1
 --
 -- ARGV[1]  game id
 -- ARGV[2]  winner (player id)
@@ -109,6 +111,7 @@ local w_newest = record_game(KEYS[5], w[5])
 local l_newest = record_game(KEYS[6], l[5])
 
 local seq = num(redis.call('INCR', KEYS[2]))
+redis.call('RPUSH', KEYS[10], KEYS[1])
 
 redis.call('HSET', KEYS[3], 'rating', w_after, 'games', num((tonumber(w[2]) or 0) + 1),
   'wins', num((tonumber(w[3]) or 0) + 1), 'newest', w_newest)
