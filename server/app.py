@@ -32,6 +32,7 @@ from server.lobby import Lobby
 from server.matchmaker import Matchmaker
 from server.persistence import Persistence
 from server.rules import DiceSource, SecretDice
+from server.static_files import add_static_routes
 from server.ws import SocketHandler
 
 log = logging.getLogger(__name__)
@@ -65,6 +66,7 @@ def create_app(settings: Settings, *, dice_factory: DiceFactory | None = None) -
     app[DICE_FACTORY] = dice_factory if dice_factory is not None else SecretDice
     app.cleanup_ctx.append(_services)
     app.on_shutdown.append(_close_sockets)
+    add_static_routes(app)
     return app
 
 

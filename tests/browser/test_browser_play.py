@@ -1,0 +1,223 @@
+"""The browser client end to end in headless Chromium: two people sign up in two browser
+contexts (each with its own address, so the game is rated), queue, get paired and play a
+whole game by clicking, with one double taken; a dropped connection resumes; resign, drop
+and time-out end panels; no console errors; screenshots and speed figures in test-artifacts/.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+from server.rules import DiceSource, ScriptedDice
+
+STATIC = Path(__file__).resolve().parents[2] / "server" / "static"
+SIZE_LIMIT = 150 * 1024
+GAME_SEED = 1662
+"""With these dice, always rolling (one double, taken) and playing each turn's first legal
+play ends the game in 27 plays: a short whole game."""
+MAX_ACTIONS = 400
+StartServer = Callable[..., Awaitable[Any]]
+NewPlayer = Callable[..., Awaitable[Any]]
+
+
+def scripted(seed: int) -> Callable[[], DiceSource]:
+    import random
+
+    rng = random.Random(seed)
+    values = [rng.randint(1, 6) for _ in range(4000)]
+    return lambda: ScriptedDice(values)
+
+
+async def sign_up(player: Any, name: str) -> None:
+    page = player.page
+    await page.fill("input[name=name]", name)
+    await page.fill("input[name=password]", "correct horse")
+    await page.click("button.signup")
+    await page.wait_for_selector("#conn[data-status=online]")
+    await page.wait_for_selector(".pool[data-pool=competitive] button.queue-btn:not([disabled])")
+
+
+async def state_of(player: Any) -> dict[str, Any] | None:
+    result: dict[str, Any] | None = await player.page.evaluate(
+        """() => {
+          const v = window.__t42.view;
+          if (!v || !v.state) return null;
+          return {v: v.v, side: v.side, status: v.state.status, game: v.state.game,
+                  over: v.over !== null || Boolean(v.state.game && v.state.game.outcome)};
+        }"""
+    )
+    return result
+
+
+async def wait_v_above(player: Any, v: int) -> None:
+    await player.page.wait_for_function(
+        "v => window.__t42.view && window.__t42.view.v > v", arg=v
+    )
+
+
+async def play_turn(player: Any, game: dict[str, Any]) -> None:
+    """Click one legal play: the forced-move button, or each step of the first offered play
+    (pick the checker, then its destination), then Confirm."""
+    page = player.page
+    forced = page.locator("button.forced")
+    if len(game["legal_plays"]) == 1:
+        await forced.click()
+        return
+    for origin, target in game["legal_plays"][0]:
+        source = "bar" if origin == 25 else str(origin)
+        await page.click(f"svg.board g[data-point='{source}']")
+        await page.click(f"svg.board g.dest[data-dest='{target}']")
+    await page.click("button.confirm")
+
+
+async def play_game(
+    players: list[Any], *, double_by: int | None = None, stop: Callable[[dict[str, Any]], bool]
+    | None = None,
+) -> None:
+    """Both players click until the game is over (or ``stop(state)``): roll, the one double
+    (by side ``double_by``), take, plays."""
+    doubled = False
+    for _ in range(MAX_ACTIONS):
+        states = [await state_of(p) for p in players]
+        first = states[0]
+        assert first is not None
+        if first["over"] or (stop is not None and stop(first)):
+            return
+        game = first["game"]
+        actor = next(
+            (p for p, s in zip(players, states, strict=True)
+             if s is not None and s["side"] == game["to_act"]), None
+        )
+        assert actor is not None, states
+        page = actor.page
+        phase = game["phase"]
+        before = max(s["v"] for s in states if s is not None)
+        if phase == "roll":
+            if not doubled and double_by == game["to_act"] and game["can_double"]:
+                doubled = True
+                await page.click("button.double")
+            else:
+                await page.click("button.roll")
+        elif phase == "double_offered":
+            await page.click("button.take")
+        elif phase == "move":
+            await play_turn(actor, game)
+        elif phase == "resign_offered":
+            await page.click("button.accept")
+        else:
+            raise AssertionError(f"unexpected phase {phase}")
+        for p in players:
+            await wait_v_above(p, before)
+    raise AssertionError("the game did not end")
+
+
+async def pair(
+    start_browser_server: StartServer, new_player: NewPlayer, names: tuple[str, str],
+    *, pool: str = "competitive", dice: Callable[[], DiceSource] | None = None,
+    **settings: Any,
+) -> tuple[Any, list[Any]]:
+    server = await start_browser_server(dice or scripted(GAME_SEED), **settings)
+    players = [await new_player(server.url + "/") for _ in names]
+    for player, name in zip(players, names, strict=True):
+        await sign_up(player, name)
+    for player in players:
+        await player.page.click(f".pool[data-pool={pool}] button.queue-btn")
+    for player in players:
+        await player.page.wait_for_selector("svg.board g.point")
+        await player.page.wait_for_function("() => window.__t42.view && window.__t42.view.state"
+                                            " && window.__t42.view.state.game")
+    return server, players
+
+
+def no_errors(players: list[Any]) -> None:
+    for player in players:
+        assert player.errors == [], player.errors
+
+
+async def test_two_players_play_a_rated_game_by_clicking_with_a_double_taken(
+    start_browser_server: StartServer, new_player: NewPlayer, artifacts: Path
+) -> None:
+    server = await start_browser_server(scripted(GAME_SEED))
+    alice = await new_player(server.url + "/")
+    # First paint of the lobby, from the browser's own paint timing.
+    paint = await alice.page.evaluate(
+        """() => new Promise(resolve => requestAnimationFrame(() => resolve({
+             fcp: (performance.getEntriesByName('first-contentful-paint')[0] || {}).startTime,
+             lobby: (performance.getEntriesByName('lobby-drawn')[0] || {}).startTime})))"""
+    )
+    bob = await new_player(server.url + "/")
+    players = [alice, bob]
+    await sign_up(alice, "alice")
+    await sign_up(bob, "bob")
+    await alice.page.wait_for_selector(".pool[data-pool=competitive]")
+    await alice.page.screenshot(path=str(artifacts / "lobby.png"), full_page=True)
+    for player in players:
+        await player.page.click(".pool[data-pool=competitive] button.queue-btn")
+    await alice.page.wait_for_selector(".queue-card, svg.board g.point")
+    for player in players:
+        await player.page.wait_for_selector("svg.board g.point")
+        await player.page.wait_for_function(
+            "() => window.__t42.view && window.__t42.view.state && window.__t42.view.state.game")
+    # The stake preview of match_found, and the game counts (distinct addresses).
+    for player in players:
+        found = player.of_type("match_found")[0]
+        stakes = player.page.locator(".stakes")
+        assert await stakes.get_attribute("data-win") == str(found["stakes"]["player"]["win"])
+        assert await stakes.get_attribute("data-loss") == str(found["stakes"]["player"]["loss"])
+        assert await player.page.locator(".rated").count() == 1
+    sides = {p.address: (await state_of(p) or {})["side"] for p in players}
+    doubler = sides[bob.address]
+    await play_game(players, double_by=doubler,
+                    stop=lambda s: s["game"]["cube"] == 2 and s["game"]["phase"] == "move")
+    cube = alice.page.locator("svg.board g.cube")
+    assert await cube.get_attribute("data-cube") == "2"
+    assert await cube.get_attribute("data-owner") == "me"  # alice took: she owns it
+    await alice.page.screenshot(path=str(artifacts / "game-cube-2.png"), full_page=True)
+    await play_game(players)
+    for player in players:
+        await player.page.wait_for_selector(".end-panel table.rating-change")
+    results = []
+    for player in players:
+        over = player.of_type("game_over")[-1]
+        rating = player.of_type("rating")[-1]
+        result = player.page.locator(".end-panel .result")
+        assert await result.get_attribute("data-points") == str(over["points"])
+        assert await result.get_attribute("data-winner") == str(over["winner_side"])
+        results.append((over["game_id"], over["winner"], over["points"]))
+        table = player.page.locator(f".rating-change[data-game='{rating['game_id']}']")
+        shown = {
+            field: json.loads(await table.locator(f"td[data-field='{field}']").get_attribute(
+                "data-value") or "null")
+            for field in ("Old rating", "New rating", "Change", "K", "Cube", "Cube coefficient")
+        }
+        assert shown == {
+            "Old rating": rating["old"], "New rating": rating["new"], "Change": rating["change"],
+            "K": rating["k"], "Cube": rating["cube"], "Cube coefficient": rating["cube_coefficient"],
+        }
+        assert rating["cube"] == 2
+    assert results[0] == results[1]
+    await alice.page.screenshot(path=str(artifacts / "end-panel.png"), full_page=True)
+    # A move drawn within one frame of its event: every state event was on the board at the
+    # first animation frame after it arrived.
+    perf = await bob.page.evaluate("() => window.__t42perf")
+    moves = [p for p in perf if p["type"] == "moved"]
+    assert moves and all(p["drawn"] for p in perf), perf
+    ms = sorted(p["ms"] for p in moves)
+    (artifacts / "speed.json").write_text(json.dumps({
+        "first_contentful_paint_ms": paint["fcp"], "lobby_drawn_ms": paint["lobby"],
+        "moves": len(moves), "move_to_frame_ms_median": ms[len(ms) // 2],
+        "move_to_frame_ms_max": ms[-1], "js_css_bytes": static_size(),
+    }, indent=2))
+    no_errors(players)
+
+
+def static_size() -> int:
+    return sum(f.stat().st_size for f in STATIC.rglob("*") if f.suffix in {".js", ".css"})
+
+
+def test_javascript_and_css_stay_under_150_kb() -> None:
+    assert static_size() < SIZE_LIMIT
