@@ -107,6 +107,31 @@ class Player:
     def of_type(self, kind: str) -> list[dict[str, Any]]:
         return [f for f in self.frames if f.get("type") == kind]
 
+    def attach(self, page: Any) -> None:
+        """Record ``page``'s console errors, uncaught exceptions and received frames."""
+        self.page = page
+
+        def on_console(message: Any) -> None:
+            if message.type == "error":
+                self.errors.append(f"console: {message.text}")
+
+        def on_frame(payload: str | bytes) -> None:
+            if isinstance(payload, str):
+                self.frames.append(json.loads(payload))
+
+        page.on("console", on_console)
+        page.on("pageerror", lambda exc: self.errors.append(f"page error: {exc}"))
+        page.on("websocket", lambda ws: ws.on("framereceived", on_frame))
+
+    async def reopen(self, url: str) -> None:
+        """Close the page (its socket drops) and open ``url`` in a new page of the same
+        context (same storage: the token survives)."""
+        context = self.page.context
+        await self.page.close()
+        page = await context.new_page()
+        self.attach(page)
+        await page.goto(url)
+
 
 @pytest.fixture
 async def browser() -> AsyncIterator[Any]:
@@ -152,18 +177,7 @@ def new_player(browser: Any) -> Callable[..., Awaitable[Player]]:
         context.set_default_timeout(TIMEOUT_MS)
         page = await context.new_page()
         player = Player(page, address)
-
-        def on_console(message: Any) -> None:
-            if message.type == "error":
-                player.errors.append(f"console: {message.text}")
-
-        def on_frame(payload: str | bytes) -> None:
-            if isinstance(payload, str):
-                player.frames.append(json.loads(payload))
-
-        page.on("console", on_console)
-        page.on("pageerror", lambda exc: player.errors.append(f"page error: {exc}"))
-        page.on("websocket", lambda ws: ws.on("framereceived", on_frame))
+        player.attach(page)
         await page.goto(url)
         return player
 

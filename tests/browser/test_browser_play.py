@@ -92,7 +92,7 @@ async def play_game(
             (p for p, s in zip(players, states, strict=True)
              if s is not None and s["side"] == game["to_act"]), None
         )
-        assert actor is not None, states
+        assert actor is not None, [(s or {}).get("side") for s in states] + [game["to_act"], game["phase"], first["v"]]
         page = actor.page
         phase = game["phase"]
         before = max(s["v"] for s in states if s is not None)
@@ -127,7 +127,12 @@ async def pair(
     for player in players:
         await player.page.click(f".pool[data-pool={pool}] button.queue-btn")
     for player in players:
-        await player.page.wait_for_selector("svg.board g.point")
+        try:
+            await player.page.wait_for_selector("svg.board g.point")
+        except Exception:
+            print("DEBUG", player.page.url, player.frames[-1],
+                  player.errors, await player.page.evaluate("() => document.body.innerHTML"))
+            raise
         await player.page.wait_for_function("() => window.__t42.view && window.__t42.view.state"
                                             " && window.__t42.view.state.game")
     return server, players
@@ -221,3 +226,150 @@ def static_size() -> int:
 
 def test_javascript_and_css_stay_under_150_kb() -> None:
     assert static_size() < SIZE_LIMIT
+
+
+def table_of(player: Any) -> str:
+    return str(player.of_type("match_found")[-1]["table"])
+
+
+async def by_side(players: list[Any]) -> dict[int, Any]:
+    return {(await state_of(p) or {})["side"]: p for p in players}
+
+
+async def end_panel(player: Any) -> dict[str, str | None]:
+    result = player.page.locator(".end-panel .result")
+    await result.wait_for()
+    return {k: await result.get_attribute(f"data-{k}") for k in ("reason", "kind", "points",
+                                                                  "winner")}
+
+
+async def test_a_dropped_connection_resumes_after_reload(
+    start_browser_server: StartServer, new_player: NewPlayer
+) -> None:
+    server, players = await pair(start_browser_server, new_player, ("carol", "dave"))
+    carol, dave = players
+    table = table_of(carol)
+    await play_game(players, stop=lambda s: s["v"] >= 8)
+    # The socket drops inside the page (as a network failure would): it reconnects and syncs.
+    await carol.page.evaluate("() => window.__t42.socket.drop()")
+    await carol.page.wait_for_selector("#conn[data-status=reconnecting], #conn[data-status=online]")
+    await carol.page.wait_for_selector("#conn[data-status=online]")
+    await play_game(players, stop=lambda s: s["v"] >= 14)
+    # The page goes away: the opponent sees the countdown; a reload resumes the game.
+    await carol.page.close()
+    away = dave.page.locator(".presence.away")
+    await away.wait_for()
+    assert "forfeits in" in (await away.text_content() or "")
+    page = await dave.page.context.browser.new_page()  # unrelated page: carol's context is gone
+    await page.close()
+    context = carol.page.context
+    fresh = await context.new_page()
+    carol.attach(fresh)
+    await fresh.goto(server.url + "/")
+    await fresh.wait_for_url(f"**/#/game/{table}")
+    await fresh.wait_for_function(
+        "() => window.__t42.view && window.__t42.view.state && window.__t42.view.state.game")
+    await dave.page.wait_for_selector(".presence.away", state="detached")
+    mine = await state_of(carol)
+    theirs = await state_of(dave)
+    assert mine is not None and theirs is not None
+    assert mine["v"] == theirs["v"] and mine["game"]["board"] == theirs["game"]["board"]
+    await play_game(players)
+    assert (await end_panel(carol)) == (await end_panel(dave))
+    no_errors(players)
+
+
+async def test_resign_gammon_accepted_shows_the_resign_panel(
+    start_browser_server: StartServer, new_player: NewPlayer
+) -> None:
+    _, players = await pair(start_browser_server, new_player, ("erin", "frank"))
+    state = await state_of(players[0])
+    assert state is not None
+    actor = (await by_side(players))[state["game"]["to_act"]]
+    await actor.page.select_option("select.resign-kind", "gammon")
+    await actor.page.click("button.resign")
+    other = next(p for p in players if p is not actor)
+    await other.page.click("button.accept")
+    for player in players:
+        panel = await end_panel(player)
+        assert panel["reason"] == "resign" and panel["kind"] == "gammon", panel
+        assert panel["points"] == "2"
+    loser = await actor.page.locator(".end-panel .result").text_content()
+    assert loser is not None and loser.startswith("You lost")
+    no_errors(players)
+
+
+async def test_drop_ends_the_game_and_a_guest_watches_it(
+    start_browser_server: StartServer, new_player: NewPlayer
+) -> None:
+    server, players = await pair(start_browser_server, new_player, ("gina", "hank"))
+    table = table_of(players[0])
+    viewer = await new_player(server.url + "/")
+    await viewer.page.click("button.guest")
+    await viewer.page.wait_for_selector("#conn[data-status=online]")
+    # Guests may not queue for rated pools, and the lobby says why.
+    assert await viewer.page.locator(
+        ".pool[data-pool=competitive] button.queue-btn").is_disabled()
+    await viewer.page.click(f"tr[data-table='{table}'] a.watch")
+    await viewer.page.wait_for_selector("svg.board g.point")
+    await play_game(players, stop=lambda s: s["game"]["phase"] == "roll"
+                    and s["game"]["can_double"])
+    state = await state_of(players[0])
+    assert state is not None
+    sides = await by_side(players)
+    doubler = sides[state["game"]["to_act"]]
+    await doubler.page.click("button.double")
+    taker = sides[1 - state["game"]["to_act"]]
+    await taker.page.click("button.drop")
+    for player in [*players, viewer]:
+        panel = await end_panel(player)
+        assert panel["reason"] == "drop" and panel["points"] == "1", panel
+    watched = await viewer.page.locator(".end-panel .result").text_content()
+    assert watched is not None and "wins" in watched
+    no_errors([*players, viewer])
+
+
+async def test_a_private_table_times_out_with_strikes_and_says_why_it_is_unrated(
+    start_browser_server: StartServer, new_player: NewPlayer, artifacts: Path
+) -> None:
+    server = await start_browser_server(scripted(GAME_SEED), decision_time=0.4)
+    ivan = await new_player(server.url + "/")
+    judy = await new_player(server.url + "/", phone=True)
+    await sign_up(ivan, "ivan")
+    await sign_up(judy, "judy")
+    await ivan.page.select_option("select[name=mode]", "private")
+    await ivan.page.click("button.create-btn")
+    await ivan.page.wait_for_url("**/#/game/*")
+    table = ivan.page.url.rsplit("/", 1)[-1]
+    await judy.page.fill("input[name=table]", table)
+    await judy.page.click(".byid-form button[type=submit]")
+    for player in (ivan, judy):
+        panel = await end_panel(player)
+        assert panel["reason"] == "timeout", panel
+        reason = player.page.locator(".unrated[data-reason=private_room]")
+        assert await reason.count() >= 1
+        strikes = await player.page.locator(".strikes").all_text_contents()
+        assert any("3/3" in s for s in strikes), strikes
+    await judy.page.screenshot(path=str(artifacts / "phone-end-panel.png"), full_page=True)
+    no_errors([ivan, judy])
+
+
+async def test_keyboard_alone_picks_a_checker_and_undoes_a_step(
+    start_browser_server: StartServer, new_player: NewPlayer
+) -> None:
+    _, players = await pair(start_browser_server, new_player, ("kate", "liam"))
+    state = await state_of(players[0])
+    assert state is not None
+    mover = (await by_side(players))[state["game"]["to_act"]]
+    page = mover.page
+    game = (await state_of(mover) or {})["game"]
+    assert game["phase"] == "move" and len(game["legal_plays"]) > 1
+    origin = game["legal_plays"][0][0][0]
+    await page.focus(f"svg.board g[data-point='{origin}']")
+    await page.keyboard.press("Enter")
+    await page.keyboard.press("Enter")  # the first destination has the focus
+    picked = await page.evaluate("() => window.__t42.view.picker.steps.length")
+    assert picked >= 1
+    await page.click("button.undo")
+    assert await page.evaluate("() => window.__t42.view.picker.steps.length") == picked - 1
+    no_errors(players)

@@ -6,13 +6,14 @@ const NS = "http://www.w3.org/2000/svg";
 const W = 46;
 const BAR = 40;
 const LEFT = 56;
-const TOP = 10;
+const TOP = 26;
 const HEIGHT = 440;
 const R = 20;
 const POINT_H = 180;
 const RIGHT = LEFT + 12 * W + BAR;
 const TRAY_X = RIGHT + 10;
 export const VIEWBOX = `0 0 ${TRAY_X + 56} ${TOP * 2 + HEIGHT}`;
+const MID = TOP + HEIGHT / 2;
 
 function el(name, attrs = {}, parent = null) {
   const node = document.createElementNS(NS, name);
@@ -88,7 +89,7 @@ export function drawBoard(svg, game, opts) {
       class: (q % 2 ? "tri-a" : "tri-b") + (opts.selected === q ? " selected" : "")
         + (sources.has(q) ? " source" : ""),
     }, g);
-    el("text", { x, y: top ? TOP + HEIGHT / 2 - 18 : TOP + HEIGHT / 2 + 28, class: "num" }, g)
+    el("text", { x, y: top ? TOP - 9 : TOP + HEIGHT + 19, class: "num" }, g)
       .textContent = String(q);
     const count = mine || theirs;
     const side = mine ? viewer : other;
@@ -128,11 +129,9 @@ export function drawBoard(svg, game, opts) {
       el("rect", { x: c.x - 18, y: c.y - 5, width: 36, height: 10, rx: 2,
         class: `slab ${colour(side)}` }, g);
     }
-    el("text", { x: TRAY_X + 23, y: q === 0 ? TOP + HEIGHT / 2 + 24 : TOP + HEIGHT / 2 - 14,
-      class: "pips" }, g).textContent = `${game.pips[side]}`;
+    el("text", { x: TRAY_X + 23, y: q === 0 ? MID + 22 : MID - 10, class: "pips" }, g)
+      .textContent = `${game.off[side]} off`;
   }
-  el("text", { x: TRAY_X + 23, y: TOP + HEIGHT / 2 + 5, class: "pips-label" }, svg)
-    .textContent = "pips";
   // Destinations of the picked checker.
   for (const [to, d] of dests) {
     const c = to === 0 ? { x: TRAY_X + 23, y: TOP + HEIGHT - 40 }

@@ -67,6 +67,18 @@ export class GameView {
     const reply = await this.app.socket.request(req);
     this.syncing = false;
     if (reply.type === "error") {
+      // A table just made by matchmaking may not be known yet where the request went: the
+      // events that came meanwhile say everything; otherwise ask again shortly.
+      const queued = this.buffer;
+      this.buffer = [];
+      if (queued.length) {
+        for (const ev of queued) this.handle(ev);
+        return;
+      }
+      if (reply.code === "no_such_table" && (this.retries = (this.retries || 0) + 1) <= 10) {
+        setTimeout(() => { if (!this.state) this.start(); }, 300);
+        return;
+      }
       if (reply.code !== "disconnected") {
         this.info.replaceChildren(h("p", { class: "error" }, `This table is not available (${reply.message}).`),
           h("a", { href: "#/" }, "Back to the lobby"));
@@ -163,14 +175,14 @@ export class GameView {
     this.note(msg);
     if (msg.state) this.state = msg.state;
     this.v = msg.v;
-    if (msg.type === "seated") this.findSide();
+    if (this.side === null) this.findSide();
     this.addLog(msg);
     this.render();
     if (msg.state) {
       const v = msg.v;
       requestAnimationFrame(() => {
         perf.push({ type: msg.type, v, ms: performance.now() - t0,
-          drawn: this.svg.dataset.v === String(v) });
+          drawn: Number(this.svg.dataset.v) >= v });
       });
     }
     const moved = msg.type === "moved" || (msg.type === "timeout" && msg.action === "play");
@@ -293,7 +305,8 @@ export class GameView {
         h("span", { class: `swatch ${side === 0 ? "light" : "dark"}`, "aria-hidden": "true" }),
         h("strong", { class: "pname" }, seat ? seat.name : "(empty seat)",
           seat && seat.guest ? " (guest)" : ""),
-        h("span", { class: "clock", "data-side": side }),
+        h("span", { class: "clock", "data-side": side, "aria-label": "clock" }),
+        state.game ? h("span", { class: "pipcount" }, `pips ${state.game.pips[side]}`) : null,
         h("span", { class: "strikes", "data-side": side }),
         h("span", { class: "presence", "data-side": side, role: "status" }),
       );
@@ -313,7 +326,7 @@ export class GameView {
       if (clock) {
         const running = clock.side === side && clock.deadline;
         const left = running ? Math.max(0, clock.deadline - now) : clock.limit;
-        c.textContent = `⏱ ${Math.floor(left / 60)}:${String(Math.floor(left % 60)).padStart(2, "0")}`;
+        c.textContent = `${Math.floor(left / 60)}:${String(Math.floor(left % 60)).padStart(2, "0")}`;
         c.classList.toggle("running", Boolean(running));
         c.classList.toggle("low", Boolean(running) && left < 10);
         s.textContent = `strikes ${clock.strikes[side]}/${clock.max_strikes}`;
