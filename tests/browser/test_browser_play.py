@@ -6,7 +6,6 @@ and time-out end panels; no console errors; screenshots and speed figures in tes
 
 from __future__ import annotations
 
-import asyncio
 import json
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -92,7 +91,7 @@ async def play_game(
             (p for p, s in zip(players, states, strict=True)
              if s is not None and s["side"] == game["to_act"]), None
         )
-        assert actor is not None, [(s or {}).get("side") for s in states] + [game["to_act"], game["phase"], first["v"]]
+        assert actor is not None, ([(s or {}).get("side") for s in states], game["to_act"])
         page = actor.page
         phase = game["phase"]
         before = max(s["v"] for s in states if s is not None)
@@ -130,8 +129,7 @@ async def pair(
         try:
             await player.page.wait_for_selector("svg.board g.point")
         except Exception:
-            print("DEBUG", player.page.url, player.frames[-1],
-                  player.errors, await player.page.evaluate("() => document.body.innerHTML"))
+            print("no board; last frames:", player.frames[-3:], player.errors)
             raise
         await player.page.wait_for_function("() => window.__t42.view && window.__t42.view.state"
                                             " && window.__t42.view.state.game")
@@ -200,8 +198,9 @@ async def test_two_players_play_a_rated_game_by_clicking_with_a_double_taken(
             for field in ("Old rating", "New rating", "Change", "K", "Cube", "Cube coefficient")
         }
         assert shown == {
-            "Old rating": rating["old"], "New rating": rating["new"], "Change": rating["change"],
-            "K": rating["k"], "Cube": rating["cube"], "Cube coefficient": rating["cube_coefficient"],
+            "Old rating": rating["old"], "New rating": rating["new"],
+            "Change": rating["change"], "K": rating["k"], "Cube": rating["cube"],
+            "Cube coefficient": rating["cube_coefficient"],
         }
         assert rating["cube"] == 2
     assert results[0] == results[1]
@@ -260,8 +259,6 @@ async def test_a_dropped_connection_resumes_after_reload(
     away = dave.page.locator(".presence.away")
     await away.wait_for()
     assert "forfeits in" in (await away.text_content() or "")
-    page = await dave.page.context.browser.new_page()  # unrelated page: carol's context is gone
-    await page.close()
     context = carol.page.context
     fresh = await context.new_page()
     carol.attach(fresh)
@@ -373,3 +370,52 @@ async def test_keyboard_alone_picks_a_checker_and_undoes_a_step(
     await page.click("button.undo")
     assert await page.evaluate("() => window.__t42.view.picker.steps.length") == picked - 1
     no_errors(players)
+
+
+PICKER_CASES = """
+async () => {
+  const m = await import('/static/js/moves.js');
+  const start = {board: [-2,0,0,0,0,5, 0,3,0,0,0,-5, 5,0,0,0,-3,0, -5,0,0,0,0,2],
+                 bar: [0, 0], off: [0, 0]};
+  const out = {};
+  // 6-5 from the start: 24/18 13/8 may be clicked 13/8 first; the offered play goes back.
+  const plays = [[[24, 18], [13, 8]], [[24, 13]], [[13, 7], [13, 8]]];
+  const p = new m.Picker(plays, m.sideView(start, 0));
+  out.sources = p.sources().sort((a, b) => a - b);
+  out.from24 = p.destinations(24).map(d => d.to).sort((a, b) => a - b);
+  p.add([[13, 8]]);
+  out.after = p.sources().sort((a, b) => a - b);
+  p.add([[24, 18]]);
+  out.done = p.complete();
+  p.undo();
+  out.undone = p.complete();
+  // A checker on the bar must come in first.
+  const barred = {...start, board: start.board.slice(), bar: [1, 0]};
+  barred.board[23] = 1;
+  const q = new m.Picker([[[25, 20], [13, 8]], [[25, 20], [20, 15]]], m.sideView(barred, 0));
+  out.barSources = q.sources();
+  // The board seen by side 1 and back.
+  const v1 = m.sideView(start, 1);
+  out.roundTrip = JSON.stringify(m.toGame(v1, 1, {}).board) === JSON.stringify(start.board);
+  out.found = m.findPlay({...start, legal_plays: plays},
+    m.toGame(m.applyStep(m.applyStep(m.sideView(start, 0), [24, 18]), [13, 8]), 0, {}), 0);
+  return out;
+}
+"""
+
+
+async def test_the_picker_offers_only_the_legal_destinations(
+    start_browser_server: StartServer, new_player: NewPlayer
+) -> None:
+    server = await start_browser_server()
+    player = await new_player(server.url + "/")
+    out = await player.page.evaluate(PICKER_CASES)
+    assert out["sources"] == [13, 24]
+    assert out["from24"] == [13, 18]  # one die, or both dice with the same checker
+    assert out["after"] == [13, 24]
+    assert out["done"] == [[24, 18], [13, 8]]
+    assert out["undone"] is None
+    assert out["barSources"] == [25]
+    assert out["roundTrip"] is True
+    assert out["found"] == [[24, 18], [13, 8]]
+    no_errors([player])

@@ -323,7 +323,7 @@ export class GameView {
       const s = this.root.querySelector(`.strikes[data-side="${side}"]`);
       const p = this.root.querySelector(`.presence[data-side="${side}"]`);
       if (!c) continue;
-      if (clock) {
+      if (clock && state.status === "playing") {
         const running = clock.side === side && clock.deadline;
         const left = running ? Math.max(0, clock.deadline - now) : clock.limit;
         c.textContent = `${Math.floor(left / 60)}:${String(Math.floor(left % 60)).padStart(2, "0")}`;
