@@ -7,9 +7,13 @@ whole module is skipped ("endpoints not merged yet"); the guard goes once they a
 
 from __future__ import annotations
 
+import asyncio
 import json
+import os
 import random
+import sys
 from collections.abc import AsyncIterator, Awaitable, Callable
+from pathlib import Path
 from typing import Any
 
 import aiohttp
@@ -66,7 +70,7 @@ async def rated_game(server: Any, new_player: NewPlayer, names: tuple[str, str])
 
 
 async def test_leaderboard_and_profile_show_the_pushed_ratings(
-    server: Any, new_player: NewPlayer
+    server: Any, new_player: NewPlayer, artifacts: Path
 ) -> None:
     players = await rated_game(server, new_player, ("mona", "nick"))
     ratings = {p.of_type("rating")[-1]["player"]: p.of_type("rating")[-1] for p in players}
@@ -80,6 +84,7 @@ async def test_leaderboard_and_profile_show_the_pushed_ratings(
     winner = next(r for r in ratings.values() if r["won"])
     await page.goto(server.url + f"/#/player/{winner['player']}")
     await page.wait_for_selector("svg.rating-graph path.line")
+    await page.screenshot(path=str(artifacts / "profile.png"), full_page=True)
     row = await page.locator("table.history tbody tr").first.text_content() or ""
     assert f"{winner['old']} → {winner['new']}" in row
     for player in players:
@@ -96,7 +101,8 @@ CALCULATOR = [
     ("fibs", {"rating": "1500", "opponent": "1500", "result": "win", "length": "1",
               "experience": "150"}, "change", 7.0),
     # SPEC.md 1.2: equal players, match to 9: winner +6.
-    ("fibs", {"rating": "1500", "opponent": "1500", "result": "win", "length": "9"}, "change", 6.0),
+    ("fibs", {"rating": "1500", "opponent": "1500", "result": "win", "length": "9",
+              "experience": "400"}, "change", 6.0),
     # SPEC.md 1.3: 1500 beats 1600 with K = 32: +20.48, new rating 1520.48.
     ("elo", {"rating": "1500", "opponent": "1600", "result": "win", "k": "32"}, "change", 20.48),
     ("elo", {"rating": "1500", "opponent": "1600", "result": "win", "k": "32"}, "new_rating",
@@ -128,36 +134,50 @@ async def test_the_calculator_gives_the_spec_examples(server: Any, new_player: N
     assert player.errors == [], player.errors
 
 
+async def runner_key(redis_url: str, key_prefix: str) -> str:
+    """A tournament runner key, made the operator's way: ``python -m server runner-key
+    create NAME`` prints it."""
+    env = {**os.environ, "REDIS_URL": redis_url, "TABLE42_KEY_PREFIX": key_prefix}
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "server", "runner-key", "create", "browser-test", env=env,
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+    )
+    out, err = await asyncio.wait_for(proc.communicate(), 60)
+    assert proc.returncode == 0, err.decode()
+    return out.decode().strip()
+
+
 async def test_a_bracket_is_drawn_from_the_tournament_endpoints(
-    server: Any, new_player: NewPlayer
+    server: Any, new_player: NewPlayer, redis_url: str, key_prefix: str, artifacts: Path
 ) -> None:
+    auth = {"Authorization": f"Bearer {await runner_key(redis_url, key_prefix)}"}
+    names = ["olga", "pete", "quin", "rosa"]
     async with aiohttp.ClientSession() as http:
-        async with http.post(f"{server.url}/api/tournaments", json={
+        async with http.post(f"{server.url}/api/tournaments", headers=auth, json={
             "name": "Friday cup", "visibility": "public", "prizes": [50, 25, 15],
             "format": {"kind": "game"},
         }) as resp:
             assert resp.status == 201, await resp.text()
-            created = await resp.json()
-        tournament = created["tournament"]
-        key = tournament.get("runner_key") or created.get("runner_key")
-        auth = {"Authorization": f"Bearer {key}"}
-        names = ["olga", "pete", "quin", "rosa"]
+            tid = (await resp.json())["tournament"]["id"]
         for name in names:
             async with http.post(f"{server.url}/api/register",
                                  json={"name": name, "password": "correct horse"}) as resp:
                 assert resp.status == 201
-            async with http.post(f"{server.url}/api/tournaments/{tournament['id']}/players",
+            async with http.post(f"{server.url}/api/tournaments/{tid}/players",
                                  json={"player": name}, headers=auth) as resp:
                 assert resp.status < 300, await resp.text()
-        async with http.post(f"{server.url}/api/tournaments/{tournament['id']}/bracket",
+        async with http.post(f"{server.url}/api/tournaments/{tid}/bracket",
                              json={"no_show_seconds": 120}, headers=auth) as resp:
             assert resp.status < 300, await resp.text()
     player = await new_player(server.url + "/#/tournaments")
     page = player.page
-    await page.click(f"a[href='#/tournament/{tournament['id']}']")
+    await page.click(f"a[href='#/tournament/{tid}']")
     await page.wait_for_selector(".bracket .match")
     text = await page.locator(".bracket").text_content() or ""
     assert all(name in text for name in names)
+    # 4 players: the semi-finals and the final (the match for third place drawn apart).
+    assert await page.locator(".bracket .round:not(.third-place)").count() == 2
+    await page.screenshot(path=str(artifacts / "bracket.png"), full_page=True)
     assert player.errors == [], player.errors
 
 

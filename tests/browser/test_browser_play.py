@@ -293,6 +293,15 @@ async def test_resign_gammon_accepted_shows_the_resign_panel(
         assert panel["points"] == "2"
     loser = await actor.page.locator(".end-panel .result").text_content()
     assert loser is not None and loser.startswith("You lost")
+    # Rematch: both queue again in the same pool and meet at a new table.
+    first = table_of(players[0])
+    for player in players:
+        await player.page.click("button.rematch")
+    for player in players:
+        await player.page.wait_for_function(
+            "t => window.__t42.view && window.__t42.view.table !== t && window.__t42.view.state"
+            " && window.__t42.view.state.game", arg=first)
+    assert table_of(players[0]) == table_of(players[1]) != first
     no_errors(players)
 
 
@@ -418,4 +427,27 @@ async def test_the_picker_offers_only_the_legal_destinations(
     assert out["barSources"] == [25]
     assert out["roundTrip"] is True
     assert out["found"] == [[24, 18], [13, 8]]
+    no_errors([player])
+
+
+async def test_the_queue_shows_the_waiting_time_and_the_widening_window(
+    start_browser_server: StartServer, new_player: NewPlayer
+) -> None:
+    server = await start_browser_server()
+    player = await new_player(server.url + "/")
+    await sign_up(player, "mia")
+    page = player.page
+    await page.click(".pool[data-pool=competitive] button.queue-btn")
+    card = page.locator(".queue-card")
+    await card.wait_for()
+    queued = player.of_type("queued")[-1]
+    assert f"±{round(queued['window'])}" in (await card.locator(".window").text_content() or "")
+    # The page counts the wait and widens the window by the pool's rate while nobody comes.
+    await page.wait_for_function(
+        "() => /waiting [2-9]/.test(document.querySelector('.queue-card .waited').textContent)")
+    window = await card.locator(".window").text_content() or ""
+    assert f"±{round(queued['window'])} " not in window + " "
+    await page.click("button.cancel-queue")
+    await card.wait_for(state="detached")
+    assert player.of_type("queue_cancelled")
     no_errors([player])

@@ -32,7 +32,7 @@ function leaders(app, ladder = "table42") {
       h("td", {}, String(e.rank)), h("td", {}, playerLink(e.player)), h("td", { class: "num" }, e.shown ?? num(e.rating))));
     const mine = data.player ? h("p", { class: "my-rank" },
       data.player.rank ? `You are #${data.player.rank} (${data.player.shown ?? data.player.rating}).` : "You are not on this board yet.") : null;
-    body.replaceChildren(tabs, mine,
+    body.replaceChildren(...[tabs, mine].filter(Boolean),
       h("table", { class: "leaderboard", "data-ladder": data.ladder },
         h("caption", {}, `${data.total} players`),
         h("thead", {}, h("tr", {}, h("th", { scope: "col" }, "#"), h("th", { scope: "col" }, "Player"),
@@ -137,10 +137,11 @@ function bracket(app, id) {
     const b = await api(`/api/tournaments/${encodeURIComponent(id)}/bracket`);
     const rounds = b.rounds.map((round, i) => h("section", { class: "round", "aria-label": `round ${i + 1}` },
       h("h2", {}, i === b.rounds.length - 1 ? "Final" : `Round ${i + 1}`), ...round.map(matchBox)));
-    const third = b.third_place ? h("section", { class: "round" }, h("h2", {}, "Third place"), matchBox(b.third_place)) : null;
-    body.replaceChildren(h("p", {}, `Status: ${b.status}`),
-      b.podium ? h("ol", { class: "podium", "aria-label": "podium" }, ...b.podium.map((p) => h("li", {}, p ? playerLink(p) : "–"))) : null,
-      h("div", { class: "bracket" }, ...rounds, third));
+    const third = b.third_place ? h("section", { class: "round third-place" }, h("h2", {}, "Third place"), matchBox(b.third_place)) : null;
+    const podium = b.podium ? h("ol", { class: "podium", "aria-label": "podium" },
+      ...b.podium.map((p) => h("li", {}, p ? playerLink(p) : "–"))) : "";
+    body.replaceChildren(h("p", {}, `Status: ${b.status}`), podium,
+      h("div", { class: "bracket" }, ...rounds, third || ""));
   });
 }
 
