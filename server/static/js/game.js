@@ -180,8 +180,9 @@ export class GameView {
     this.render();
     if (msg.state) {
       const v = msg.v;
+      const render = performance.now() - t0;
       requestAnimationFrame(() => {
-        perf.push({ type: msg.type, v, ms: performance.now() - t0,
+        perf.push({ type: msg.type, v, render, ms: performance.now() - t0,
           drawn: Number(this.svg.dataset.v) >= v });
       });
     }
