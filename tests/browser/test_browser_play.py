@@ -453,3 +453,24 @@ async def test_the_queue_shows_the_waiting_time_and_the_widening_window(
     await card.wait_for(state="detached")
     assert player.of_type("queue_cancelled")
     no_errors([player])
+
+
+async def test_sign_up_log_out_and_log_in_again(
+    start_browser_server: StartServer, new_player: NewPlayer
+) -> None:
+    server = await start_browser_server()
+    player = await new_player(server.url + "/")
+    page = player.page
+    await sign_up(player, "nora")
+    assert await page.locator("#nav .who").text_content() == "nora"
+    await page.click("button.logout")
+    await page.wait_for_selector("form.signin")
+    assert await page.evaluate("() => localStorage.getItem('t42.token')") is None
+    await page.fill("input[name=name]", "nora")
+    await page.fill("input[name=password]", "correct horse")
+    await page.click("button.login")
+    await page.wait_for_selector("#conn[data-status=online]")
+    await page.reload()
+    await page.wait_for_selector("#conn[data-status=online]")  # the token survives a reload
+    assert await page.locator("#nav .who").text_content() == "nora"
+    no_errors([player])

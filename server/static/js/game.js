@@ -135,7 +135,8 @@ export class GameView {
     }
     if (msg.table !== this.table) return;
     if (msg.type === "error") {
-      toast(msg.message || msg.code);
+      // An answer to one of our requests is handled where it was asked.
+      if (msg.ref === undefined) toast(msg.message || msg.code);
       return;
     }
     if (msg.type === "resume") {
@@ -270,8 +271,12 @@ export class GameView {
     const state = this.state;
     const rating = this.ratingInfo || state.rating;
     const parts = [];
-    const mode = (this.summary && this.summary.mode) || "";
-    parts.push(h("span", { class: "badge" }, this.mode === "watch" ? "Watching" : mode || "table"));
+    const found = this.app.matches.get(this.table);
+    const mode = (this.summary && this.summary.mode) || (found && found.mode) || "";
+    const MODES = { competitive: "Competitive", boosted: "Boosted", private: "Private room",
+      tournament: "Tournament", rated_match: "Rated match" };
+    parts.push(h("span", { class: "badge" }, (this.mode === "watch" ? "Watching · " : "")
+      + (MODES[mode] || mode || "Table")));
     if (state.match) {
       parts.push(h("span", { class: "score" }, `Match to ${state.match.length}: ${state.match.score[this.viewer]}–${state.match.score[1 - this.viewer]}${state.match.crawford ? " (Crawford)" : ""}`));
     }
@@ -283,7 +288,6 @@ export class GameView {
           `Not rated: ${UNRATED[rating.unrated_reason] || rating.unrated_reason}`));
       }
     }
-    const found = this.app.matches.get(this.table);
     if (found && found.stakes && this.mode === "play") {
       const s = found.stakes.player;
       const digits = found.stakes.system === "fibs" ? 2 : 0;
@@ -330,11 +334,10 @@ export class GameView {
         c.textContent = `${Math.floor(left / 60)}:${String(Math.floor(left % 60)).padStart(2, "0")}`;
         c.classList.toggle("running", Boolean(running));
         c.classList.toggle("low", Boolean(running) && left < 10);
-        s.textContent = `strikes ${clock.strikes[side]}/${clock.max_strikes}`;
       } else {
         c.textContent = "";
-        s.textContent = "";
       }
+      s.textContent = clock ? `strikes ${clock.strikes[side]}/${clock.max_strikes}` : "";
       const seat = state.seats && state.seats[side];
       if (seat && !seat.connected && seat.grace_deadline && state.status === "playing") {
         const left = Math.max(0, Math.ceil(seat.grace_deadline - now));
