@@ -181,7 +181,7 @@ const PIPS = {
 };
 
 function drawDice(svg, game, viewer) {
-  if (!game.dice) return;
+  if (!game.dice || game.phase === "over") return;
   const mover = game.turn;
   const half = mover === viewer ? 1 : 0; // own dice in the right half
   const cx = half ? LEFT + 9 * W + BAR : LEFT + 3 * W;
