@@ -474,3 +474,74 @@ async def test_sign_up_log_out_and_log_in_again(
     await page.wait_for_selector("#conn[data-status=online]")  # the token survives a reload
     assert await page.locator("#nav .who").text_content() == "nora"
     no_errors([player])
+
+
+CONTRAST = """
+() => {
+  // WCAG 2 contrast of every visible text element against its first opaque background.
+  const parse = (c) => (c.match(/[\\d.]+/g) || []).map(Number);
+  const lum = ([r, g, b]) => {
+    const f = (v) => { v /= 255; return v <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4; };
+    return 0.2126 * f(r) + 0.7152 * f(g) + 0.0722 * f(b);
+  };
+  const background = (el) => {
+    for (let e = el; e; e = e.parentElement) {
+      const c = parse(getComputedStyle(e).backgroundColor);
+      if (c.length === 3 || (c.length === 4 && c[3] > 0.9)) return c.slice(0, 3);
+    }
+    return [255, 255, 255];
+  };
+  const bad = [];
+  for (const el of document.querySelectorAll('body *')) {
+    if (el.closest('svg') || !el.offsetParent) continue;
+    const own = [...el.childNodes].some((n) => n.nodeType === 3 && n.textContent.trim());
+    if (!own) continue;
+    const style = getComputedStyle(el);
+    const fg = parse(style.color).slice(0, 3);
+    const bg = background(el);
+    const [a, b] = [lum(fg), lum(bg)].sort((x, y) => y - x);
+    const ratio = (a + 0.05) / (b + 0.05);
+    const large = parseFloat(style.fontSize) >= 24 || (parseFloat(style.fontSize) >= 18.66
+      && Number(style.fontWeight) >= 700);
+    const need = large ? 3 : 4.5;
+    const dim = Number(style.opacity) < 1 || el.closest('button:disabled');
+    if (ratio < need && !dim) bad.push(`${el.tagName}.${el.className}: ${ratio.toFixed(2)}`);
+  }
+  return bad;
+}
+"""
+
+
+async def test_text_contrast_and_phone_width_on_the_lobby_and_a_game(
+    start_browser_server: StartServer, new_player: NewPlayer
+) -> None:
+    server = await start_browser_server(scripted(GAME_SEED))
+    desk = await new_player(server.url + "/")
+    phone = await new_player(server.url + "/", phone=True)
+    assert await desk.page.evaluate(CONTRAST) == []
+    await sign_up(desk, "omar")
+    await sign_up(phone, "pia")
+    for player in (desk, phone):
+        assert await player.page.evaluate(CONTRAST) == []
+        await player.page.click(".pool[data-pool=competitive] button.queue-btn")
+    for player in (desk, phone):
+        await player.page.wait_for_function(
+            "() => window.__t42.view && window.__t42.view.state && window.__t42.view.state.game")
+        assert await player.page.evaluate(CONTRAST) == []
+    # Nothing wider than a phone's screen: no sideways scrolling.
+    wide = await phone.page.evaluate(
+        "() => document.scrollingElement.scrollWidth - window.innerWidth")
+    assert wide <= 0
+    # The focus is visible: moving it with the keyboard draws an outline.
+    await desk.page.keyboard.press("Tab")
+    await desk.page.keyboard.press("Tab")
+    shown = await desk.page.evaluate(
+        """() => {
+             const el = document.activeElement;
+             if (getComputedStyle(el).outlineStyle !== "none") return true;
+             // A board point draws its focus on its shape (a thick orange stroke).
+             const shape = el.querySelector("polygon, .dest-mark, rect.hit");
+             return Boolean(shape) && getComputedStyle(shape).strokeWidth === "5px";
+           }""")
+    assert shown
+    no_errors([desk, phone])
