@@ -78,6 +78,7 @@ async def test_leaderboard_and_profile_show_the_pushed_ratings(
     await page.goto(server.url + "/#/leaders/table42")
     board = page.locator("table.leaderboard[data-ladder=table42]")
     await board.wait_for()
+    await page.screenshot(path=str(artifacts / "leaderboard.png"), full_page=True)
     text = await board.text_content() or ""
     for player, rating in ratings.items():
         assert player in text and str(rating["new"]) in text
@@ -110,7 +111,9 @@ CALCULATOR = [
 ]
 
 
-async def test_the_calculator_gives_the_spec_examples(server: Any, new_player: NewPlayer) -> None:
+async def test_the_calculator_gives_the_spec_examples(
+    server: Any, new_player: NewPlayer, artifacts: Path
+) -> None:
     player = await new_player(server.url + "/#/calculator")
     page = player.page
     for system, fields, field, expected in CALCULATOR:
@@ -131,6 +134,7 @@ async def test_the_calculator_gives_the_spec_examples(server: Any, new_player: N
         )
         value = json.loads(await cell.get_attribute("data-value") or "null")
         assert round(value, 2) == expected, (system, fields, value)
+    await page.screenshot(path=str(artifacts / "calculator.png"), full_page=True)
     assert player.errors == [], player.errors
 
 

@@ -186,7 +186,8 @@ function calculator() {
               h("dt", {}, k.replace(/_/g, " ")),
               h("dd", { "data-field": k, "data-value": JSON.stringify(r[k]) },
                 k.includes("change") ? signed(r[k], system === "table42" ? 0 : 2)
-                  : typeof r[k] === "number" && !Number.isInteger(r[k]) ? r[k].toFixed(system === "elo" && k === "new_rating" ? 2 : 4) : String(r[k])),
+                  : k.includes("new_rating") ? num(r[k], system === "table42" ? 0 : 2)
+                    : typeof r[k] === "number" && !Number.isInteger(r[k]) ? r[k].toFixed(4) : String(r[k])),
             ])));
           } catch (err) {
             out.replaceChildren(h("p", { class: "error", role: "alert" }, err.message));
