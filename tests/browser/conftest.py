@@ -165,11 +165,11 @@ _addresses = iter(range(1, 250))
 
 @pytest.fixture
 def new_player(browser: Any) -> Callable[..., Awaitable[Player]]:
-    """A new browser context with its own X-Forwarded-For address, its page opened at
-    ``url`` (phone-sized when ``phone``)."""
+    """A new browser context with its own X-Forwarded-For address (or ``address``), its
+    page opened at ``url`` (phone-sized when ``phone``)."""
 
-    async def make(url: str, *, phone: bool = False) -> Player:
-        address = f"10.77.{next(_addresses)}.9"
+    async def make(url: str, *, phone: bool = False, address: str | None = None) -> Player:
+        address = address or f"10.77.{next(_addresses)}.9"
         viewport = {"width": 390, "height": 844} if phone else {"width": 1100, "height": 900}
         context = await browser.new_context(
             extra_http_headers={"X-Forwarded-For": address}, viewport=viewport

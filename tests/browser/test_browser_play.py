@@ -545,3 +545,48 @@ async def test_text_contrast_and_phone_width_on_the_lobby_and_a_game(
            }""")
     assert shown
     no_errors([desk, phone])
+
+
+async def test_two_players_on_one_address_are_told_why_their_game_is_unrated(
+    start_browser_server: StartServer, new_player: NewPlayer
+) -> None:
+    server = await start_browser_server(scripted(GAME_SEED))
+    home = "10.99.0.1"
+    rick = await new_player(server.url + "/", address=home)
+    sue = await new_player(server.url + "/", address=home)
+    await sign_up(rick, "rick")
+    await sign_up(sue, "sue")
+    await rick.page.click("button.create-btn")  # Competitive, single game
+    await rick.page.wait_for_url("**/#/game/*")
+    table = rick.page.url.rsplit("/", 1)[-1]
+    await sue.page.click("button[aria-label='refresh the tables']")
+    await sue.page.click(f"tr[data-table='{table}'] button.join")
+    for player in (rick, sue):
+        reason = player.page.locator(".unrated[data-reason=same_address]")
+        await reason.wait_for()
+        assert "one network address" in (await reason.text_content() or "")
+    no_errors([rick, sue])
+
+
+async def test_a_rated_match_to_one_ends_with_the_fibs_change(
+    start_browser_server: StartServer, new_player: NewPlayer
+) -> None:
+    _, players = await pair(start_browser_server, new_player, ("tom", "uma"), pool="match-1")
+    table = table_of(players[0])
+    state = await state_of(players[0])
+    assert state is not None
+    actor = (await by_side(players))[state["game"]["to_act"]]
+    await actor.page.click("button.resign")
+    other = next(p for p in players if p is not actor)
+    await other.page.click("button.accept")
+    for player in players:
+        box = player.page.locator(f".rating-change[data-game='{table}-m']")
+        await box.wait_for()
+        pushed = next(r for r in player.of_type("rating") if r["game_id"] == f"{table}-m")
+        assert pushed["ladder"] == "fibs"
+        for label, key in (("Old rating", "old"), ("New rating", "new"), ("Change", "change"),
+                           ("Multiplier", "multiplier")):
+            cell = box.locator(f"td[data-field='{label}']")
+            assert json.loads(await cell.get_attribute("data-value") or "null") == pushed[key]
+        assert await player.page.locator(".end-panel h2").text_content() == "Match over"
+    no_errors(players)

@@ -205,7 +205,9 @@ export class LobbyView {
         h("td", {}, players), h("td", {}, t.status), h("td", {}, String(t.watchers)),
         h("td", {}, action));
     });
-    box.replaceChildren(rows.length
+    const refresh = h("button", { type: "button", class: "refresh", "aria-label": "refresh the tables",
+      onclick: () => this.loadTables() }, "Refresh");
+    box.replaceChildren(refresh, rows.length
       ? h("table", { class: "table-list" },
         h("thead", {}, h("tr", {}, ...["Mode", "Players", "Status", "Watchers", ""].map((c) => h("th", { scope: "col" }, c)))),
         h("tbody", {}, ...rows))
