@@ -373,8 +373,13 @@ async def test_keyboard_alone_picks_a_checker_and_undoes_a_step(
     game = (await state_of(mover) or {})["game"]
     assert game["phase"] == "move" and len(game["legal_plays"]) > 1
     origin = game["legal_plays"][0][0][0]
-    await page.focus(f"svg.board g[data-point='{origin}']")
+    source = "bar" if origin == 25 else str(origin)
+    await page.focus(f"svg.board g[data-point='{source}']")
     await page.keyboard.press("Enter")
+    assert await page.locator("svg.board g.dest").count() >= 1
+    await page.keyboard.press("Escape")  # put the checker back: no destinations shown
+    assert await page.locator("svg.board g.dest").count() == 0
+    await page.keyboard.press("Enter")  # the focus went back to the checker: pick it again
     await page.keyboard.press("Enter")  # the first destination has the focus
     picked = await page.evaluate("() => window.__t42.view.picker.steps.length")
     assert picked >= 1

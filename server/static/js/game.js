@@ -44,6 +44,15 @@ export class GameView {
       this.bottom, this.controls, this.panel,
       h("details", { class: "log-box" }, h("summary", {}, "Game log"), this.logBox));
     this.tick = setInterval(() => this.drawClocks(), 250);
+    this.svg.addEventListener("keydown", (ev) => {
+      if (ev.key === "Escape" && this.selected !== null) {
+        const q = this.selected;
+        this.selected = null;
+        this.render();
+        const back = this.svg.querySelector(`g[data-point="${q === 25 ? "bar" : q}"]`);
+        if (back) back.focus();
+      }
+    });
   }
 
   mount(main) {
@@ -174,6 +183,7 @@ export class GameView {
     const t0 = performance.now();
     const before = this.state && this.state.game;
     this.note(msg);
+    if (msg.type === "game_over") this.liveOver = true;
     if (msg.state) this.state = msg.state;
     this.v = msg.v;
     if (this.side === null) this.findSide();
@@ -498,7 +508,10 @@ export class GameView {
       if (info && !info.rated) {
         rows.push(h("p", { class: "unrated" }, `No rating change: ${UNRATED[info.unrated_reason] || info.unrated_reason || "unrated"}.`));
       } else if (info && info.rated && !(state.match && !this.matchOver)) {
-        rows.push(h("p", { class: "pending" }, "The rating change is on its way…"));
+        rows.push(this.liveOver || !this.app.me
+          ? h("p", { class: "pending" }, "The rating change is on its way…")
+          : h("p", { class: "pending" }, "The rating change was sent when the game ended: ",
+            h("a", { href: `#/player/${encodeURIComponent(this.app.me.player)}` }, "see your profile"), "."));
       }
     }
     const actions = h("div", { class: "actions" });
