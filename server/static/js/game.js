@@ -303,7 +303,8 @@ export class GameView {
       const digits = found.stakes.system === "fibs" ? 2 : 0;
       parts.push(h("span", { class: "stakes", "data-win": s.win, "data-loss": s.loss },
         `Stakes: win ${signed(s.win, digits)} / lose ${signed(s.loss, digits)}`
-        + (found.stakes.system === "table42" ? " at cube 1" : "")));
+        + (found.stakes.system === "table42" ? " at cube 1" : "")
+        + ` · you ${found.you.rating_shown} vs ${found.opponent.name} ${found.opponent.rating_shown}`));
     }
     if (state.status === "open") {
       parts.push(h("span", {}, `Waiting for an opponent. Table id: `, h("code", {}, this.table)));
