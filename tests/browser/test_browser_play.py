@@ -147,11 +147,18 @@ async def test_two_players_play_a_rated_game_by_clicking_with_a_double_taken(
     server = await start_browser_server(scripted(GAME_SEED))
     alice = await new_player(server.url + "/")
     # First paint of the lobby, from the browser's own paint timing.
+    await alice.page.wait_for_function(
+        "() => performance.getEntriesByName('lobby-drawn').length > 0")
     paint = await alice.page.evaluate(
-        """() => new Promise(resolve => requestAnimationFrame(() => resolve({
-             fcp: (performance.getEntriesByName('first-contentful-paint')[0] || {}).startTime,
-             lobby: (performance.getEntriesByName('lobby-drawn')[0] || {}).startTime})))"""
+        """() => new Promise(resolve => new PerformanceObserver((list, observer) => {
+             const fcp = list.getEntriesByName('first-contentful-paint')[0];
+             if (!fcp) return;
+             observer.disconnect();
+             resolve({fcp: fcp.startTime,
+                      lobby: performance.getEntriesByName('lobby-drawn')[0].startTime});
+           }).observe({type: 'paint', buffered: true}))"""
     )
+    assert paint["fcp"] > 0
     bob = await new_player(server.url + "/")
     players = [alice, bob]
     await sign_up(alice, "alice")
