@@ -525,7 +525,7 @@ CONTRAST = """
 
 
 async def test_text_contrast_and_phone_width_on_the_lobby_and_a_game(
-    start_browser_server: StartServer, new_player: NewPlayer
+    start_browser_server: StartServer, new_player: NewPlayer, artifacts: Path
 ) -> None:
     server = await start_browser_server(scripted(GAME_SEED))
     desk = await new_player(server.url + "/")
@@ -540,6 +540,7 @@ async def test_text_contrast_and_phone_width_on_the_lobby_and_a_game(
         await player.page.wait_for_function(
             "() => window.__t42.view && window.__t42.view.state && window.__t42.view.state.game")
         assert await player.page.evaluate(CONTRAST) == []
+    await phone.page.screenshot(path=str(artifacts / "phone-game.png"), full_page=True)
     # Nothing wider than a phone's screen: no sideways scrolling.
     wide = await phone.page.evaluate(
         "() => document.scrollingElement.scrollWidth - window.innerWidth")
