@@ -34,6 +34,7 @@ from server.matchmaker import Matchmaker
 from server.persistence import Persistence
 from server.public_api import PublicRoutes
 from server.rules import DiceSource, SecretDice
+from server.static_files import add_static_routes
 from server.tournaments.api import TournamentRoutes
 from server.tournaments.driver import BracketDriver
 from server.tournaments.keys import TournamentKeys
@@ -77,6 +78,7 @@ def create_app(settings: Settings, *, dice_factory: DiceFactory | None = None) -
     app.cleanup_ctx.append(_services)
     app.on_shutdown.append(_stop_brackets)
     app.on_shutdown.append(_close_sockets)
+    add_static_routes(app)
     return app
 
 
