@@ -202,14 +202,14 @@ class AccountRoutes:
     async def logout(self, request: web.Request) -> web.Response:
         token = bearer_token(request.headers.get("Authorization"))
         if token is None or not await self.accounts.revoke(token):
-            return error_response(AccountError(ErrorCode.UNAUTHORIZED, "no valid bearer token"))
+            return self._error(AccountError(ErrorCode.UNAUTHORIZED, "no valid bearer token"))
         return web.Response(status=204)
 
     async def me(self, request: web.Request) -> web.Response:
         token = bearer_token(request.headers.get("Authorization"))
         identity = None if token is None else await self.accounts.resolve(token)
         if identity is None:
-            return error_response(AccountError(ErrorCode.UNAUTHORIZED, "no valid bearer token"))
+            return self._error(AccountError(ErrorCode.UNAUTHORIZED, "no valid bearer token"))
         seat = await self.persistence.seat_of(identity.player)
         return web.json_response({**identity.to_dict(), "seat": seat})
 

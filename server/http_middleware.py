@@ -140,6 +140,7 @@ def http_middleware(settings: Settings, *, clock: Callable[[], float] = time.mon
         wait = throttled(request)
         if wait > 0:
             counters.refused("http_per_address")
+            counters.error(ErrorCode.RATE_LIMITED)
             return _error(ErrorCode.RATE_LIMITED, "too many requests; retry later",
                           **{"Retry-After": retry_after(wait)})
         # A path or method that does not exist is told so (404/405) before its body is judged.

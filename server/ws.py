@@ -211,6 +211,7 @@ class SocketHandler:
                     else:
                         await lobby.on_message(conn, message)
                 elif isinstance(outcome, Refused):
+                    lobby.metrics.error(outcome.error.code)
                     hub.push(conn, Outgoing(error_message(outcome.error, outcome.ref)))
                     await hub.flush()
                 elif isinstance(outcome, CloseConnection):

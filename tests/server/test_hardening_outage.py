@@ -16,6 +16,7 @@ import msgpack
 import pytest
 import redis.asyncio as aioredis
 from hardening_helpers import PrivateRedis, http_json
+from prometheus_client.parser import text_string_to_metric_families
 from server_helpers import StartServer, connect, register, scripted, seat_two
 
 
@@ -78,6 +79,14 @@ async def test_a_game_ending_during_a_redis_outage_is_stored_then_announced(
             await asyncio.sleep(0.1)
         assert created is not None and created["type"] == "table_created", created
         await client.request({"type": "leave", "table": created["table"]})
+
+    # The operator saw it: end-of-game writes were retried, and Redis is up again.
+    _status, _headers, text = await http_json("GET", server.http + "/metrics")
+    samples = {s.name: s.value for f in text_string_to_metric_families(text)
+               for s in f.samples if not s.labels}
+    assert samples["table42_settlement_retries_total"] > 0
+    assert samples["table42_settlements_pending"] == 0
+    assert samples["table42_redis_up"] == 1
 
     # The result and every event of the table's log are stored, without a gap.
     redis = aioredis.Redis.from_url(private_redis.url)
