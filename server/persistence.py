@@ -285,7 +285,9 @@ class Persistence:
         interval = self._settings.redis_check_interval
         while True:
             started = time.perf_counter()
-            up = await self.ping(timeout=max(interval, 0.5))
+            # A generous timeout: a node under load answers late, not never (an unreachable
+            # Redis refuses the connection at once).
+            up = await self.ping(timeout=max(interval, 2.0))
             if up:
                 self.metrics.redis_rtt.observe(time.perf_counter() - started)
             if up != self.redis_up:
