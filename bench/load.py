@@ -568,7 +568,7 @@ def hardening_args(mode: str) -> list[str]:
     return ["--limits", "1", "--metrics", "1", "--register-burst", "1000000",
             "--guest-burst", "1000000", "--login-burst", "1000000",
             "--table-create-burst", "1000000", "--max-open-tables-per-address", "1000000",
-            "--max-sockets-per-address", "1000000"]
+            "--max-sockets-per-address", "1000000", "--hashes-per-address", "1000000"]
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 from aiohttp import web
 
 from server.accounts import Identity
+from server.matchmaking.policy import network_key
 from server.protocol.codec import Outgoing, WireFormat, wire_frame
 from server.session import Session
 
@@ -127,10 +128,12 @@ class Hub:
 
     def add(self, conn: Connection) -> None:
         self.by_id[conn.id] = conn
-        self.by_address[conn.address] = self.by_address.get(conn.address, 0) + 1
+        key = network_key(conn.address)
+        self.by_address[key] = self.by_address.get(key, 0) + 1
 
     def address_count(self, address: str) -> int:
-        return self.by_address.get(address, 0)
+        """Sockets open from ``address``'s network (an IPv6 address counts as its /64)."""
+        return self.by_address.get(network_key(address), 0)
 
     def bind_token(self, conn: Connection, digest: str, expires_in: float | None) -> None:
         """Remember which token ``conn`` came with; close it when the token expires."""
@@ -171,11 +174,12 @@ class Hub:
     def remove(self, conn: Connection) -> int:
         """Forget ``conn``; the number of sockets its player still has on this node."""
         if self.by_id.pop(conn.id, None) is not None:
-            left = self.by_address.get(conn.address, 0) - 1
+            key = network_key(conn.address)
+            left = self.by_address.get(key, 0) - 1
             if left > 0:
-                self.by_address[conn.address] = left
+                self.by_address[key] = left
             else:
-                self.by_address.pop(conn.address, None)
+                self.by_address.pop(key, None)
         if conn.expiry is not None:
             conn.expiry.cancel()
             conn.expiry = None

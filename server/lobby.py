@@ -33,6 +33,7 @@ from server.accounts import GUEST_PREFIX, Identity
 from server.bus import NodeBus
 from server.config import Settings
 from server.connection import Connection, Hub
+from server.matchmaking.policy import network_key
 from server.metrics import Metrics
 from server.persistence import Persistence
 from server.protocol.codec import Outgoing
@@ -581,8 +582,8 @@ class Lobby:
                                 f"you already hold a seat at table {held}", field="table")
         tournament = msg.tournament_id if msg.mode is TableMode.TOURNAMENT else None
         table = self._new_table(table_id, msg.mode, msg.match_length, tournament)
-        table.creator_address = actor.address
-        self._open_by_address[actor.address] = self._open_by_address.get(actor.address, 0) + 1
+        address = table.creator_address = network_key(actor.address)
+        self._open_by_address[address] = self._open_by_address.get(address, 0) + 1
         await self.persistence.set_owner(table_id, self.node_id)
         self.reply(actor, {"type": "table_created", "ref": msg.ref, "table": table_id,
                            "summary": table.summary()})
@@ -595,7 +596,8 @@ class Lobby:
         """Tables one player and one address may create (a rate), and keep open at once."""
         if not self.settings.limits:
             return
-        if self._open_by_address.get(actor.address, 0) >= \
+        address = network_key(actor.address)
+        if self._open_by_address.get(address, 0) >= \
                 self.settings.max_open_tables_per_address:
             self.metrics.refused("open_tables_per_address")
             raise retry_message(ProtocolError(
@@ -604,7 +606,7 @@ class Lobby:
                 self.settings.decision_time)
         now = asyncio.get_running_loop().time()
         for key, limit in (("p:" + actor.player, "table_create_per_player"),
-                           ("a:" + actor.address, "table_create_per_address")):
+                           ("a:" + address, "table_create_per_address")):
             wait = self._create_limit.take(key, now)
             if wait > 0:
                 self.metrics.refused(limit)

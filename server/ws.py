@@ -212,6 +212,9 @@ class SocketHandler:
                         await lobby.on_message(conn, message)
                 elif isinstance(outcome, Refused):
                     lobby.metrics.error(outcome.error.code)
+                    if outcome.error.code == ErrorCode.RATE_LIMITED:
+                        lobby.metrics.refused("socket_messages")
+                        outcome.error.retry_after = 1  # type: ignore[attr-defined]
                     hub.push(conn, Outgoing(error_message(outcome.error, outcome.ref)))
                     await hub.flush()
                 elif isinstance(outcome, CloseConnection):
