@@ -17,7 +17,6 @@ import sys
 from collections.abc import Sequence
 
 from aiohttp import web
-from aiohttp.web_runner import GracefulExit
 
 from server.app import METRICS, create_app
 from server.config import SettingsError, settings_from
@@ -65,8 +64,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         app = create_app(settings)
         app.on_startup.append(_settle_heap)
-        # Like web.run_app, with the connection guard (server/http_server.py) installed.
-        with contextlib.suppress(GracefulExit, KeyboardInterrupt):
+        # Like web.run_app, with the connection guard (server/http_server.py) installed;
+        # SIGTERM and SIGINT end serve() normally, so everything closes in order.
+        with contextlib.suppress(KeyboardInterrupt):
             asyncio.run(serve(app, settings, app[METRICS]))
     finally:
         if embedded is not None:

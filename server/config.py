@@ -129,6 +129,7 @@ class Settings:
     http_body_timeout: float = 10.0
     http_max_connections: int = 0  # 0: the file-descriptor limit minus a reserve
     redis_check_interval: float = 0.5  # how often Redis is pinged for /readyz and refusals
+    list_cache_ttl: float = 0.5  # seconds one page of the table list is served from memory
     metrics: bool = True
     json_logs: bool = False
 
@@ -214,7 +215,8 @@ def _check(s: Settings) -> None:
     if not s.matchmaking_ticket_ttl >= 0:
         raise SettingsError("matchmaking_ticket_ttl must be >= 0 seconds (0 = never)")
     for name in ("guest_rate", "register_rate", "login_rate", "table_create_rate",
-                 "login_delay_base", "login_lock_time", "http_max_connections"):
+                 "login_delay_base", "login_lock_time", "http_max_connections",
+                 "list_cache_ttl"):
         if not getattr(s, name) >= 0:
             raise SettingsError(f"{name} must be >= 0, got {getattr(s, name)!r}")
     for name in ("guest_burst", "register_burst", "login_burst", "login_free_failures",
@@ -353,6 +355,8 @@ OPTIONS: tuple[Option, ...] = (
     Option("http_max_connections", int, "open HTTP/WebSocket connections at most (0 = the "
            "file-descriptor limit minus a reserve)"),
     Option("redis_check_interval", float, "seconds between two Redis health checks"),
+    Option("list_cache_ttl", float, "seconds a page of the table list is reused (0 = never; "
+           "identical requests meanwhile share one Redis read)"),
     Option("metrics", _flag, "1/0: Prometheus metrics at /metrics"),
     Option("json_logs", _flag, "1/0: log one JSON object per line (with request/game ids)"),
 )

@@ -24,6 +24,7 @@ import asyncio
 import contextlib
 import logging
 import resource
+import signal
 from typing import Any
 
 from aiohttp import web
@@ -161,13 +162,19 @@ async def start_site(app: web.Application, settings: Settings, metrics: Metrics,
 async def serve(app: web.Application, settings: Settings, metrics: Metrics) -> None:
     """Run until SIGTERM/SIGINT, then shut down cleanly (sockets closed with 1001, in-flight
     settlements and the write-behind buffer flushed)."""
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(signum, stop.set)
     runner, guard, port = await start_site(app, settings, metrics,
-                                           shutdown_timeout=settings.shutdown_timeout,
-                                           handle_signals=True)
+                                           shutdown_timeout=settings.shutdown_timeout)
     log.info("listening on http://%s:%d (at most %d connections, header timeout %g s)",
              settings.host, port, guard.cap, settings.http_header_timeout)
     try:
-        await asyncio.Event().wait()
+        await stop.wait()
+        log.info("stopping (signal)")
     finally:
         await guard.stop()
         await runner.cleanup()
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            loop.remove_signal_handler(signum)

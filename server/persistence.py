@@ -48,6 +48,8 @@ SNAPSHOT_INTERVAL = 5.0
 """Seconds between two snapshot writes of one table. Its event log is written every flush and
 every state-carrying event in it holds the full state; the snapshot is what other nodes read
 for a table's status, and a new status is written at once (urgent)."""
+PAGE_CACHE_MAX = 1024
+"""Table-list pages kept at once (see :meth:`Persistence.table_page_raw`)."""
 EXPIRE_REFRESH = 60.0
 """Seconds between two ``PEXPIRE`` of one table's event log (capped at a tenth of its TTL)."""
 T = TypeVar("T")
@@ -116,6 +118,8 @@ class Persistence:
         # are refused with ``unavailable`` and /readyz, /healthz say so.
         self.redis_up = True
         self._monitor: asyncio.Task[None] | None = None
+        self._pages: dict[tuple[str | None, int, int],
+                          tuple[float, asyncio.Future[tuple[int, list[bytes]]]]] = {}
         self.keys = keys
         self._settings = settings
         self._events: dict[str, list[bytes]] = {}
@@ -439,6 +443,7 @@ class Persistence:
     async def list_table(self, table: str, summary: dict[str, Any]) -> None:
         """List (or update) ``table`` in the lobby index (one script, one round trip)."""
         data = json.dumps(summary, separators=(",", ":"))
+        self._pages.clear()  # this node's own changes show at once (others' within the TTL)
         await self._lobby_list(
             keys=[self.keys.lobby, self.keys.lobby_index(),
                   self.keys.lobby_index(str(summary.get("mode")))],
@@ -446,6 +451,7 @@ class Persistence:
         )
 
     async def unlist_table(self, table: str, mode: str) -> None:
+        self._pages.clear()
         await self._lobby_list(
             keys=[self.keys.lobby, self.keys.lobby_index(), self.keys.lobby_index(mode)],
             args=[table, "", 0],
@@ -460,9 +466,41 @@ class Persistence:
                          ) -> tuple[int, list[dict[str, Any]]]:
         """One page of the lobby index in list order (open tables first, newest first) and
         the number of tables listed (of ``mode``): one ``EVALSHA``, whatever that number."""
+        total, rows = await self.table_page_raw(mode, offset, limit)
+        return total, [json.loads(r) for r in rows]
+
+    async def table_page_raw(self, mode: str | None, offset: int, limit: int
+                             ) -> tuple[int, list[bytes]]:
+        """:meth:`table_page` with each summary as the JSON bytes stored. A page read in the
+        last ``list_cache_ttl`` seconds is reused, and identical requests arriving while it
+        is read share that one read (a flood of list requests costs Redis one read per page
+        and period, and the node no parsing)."""
+        ttl = self._settings.list_cache_ttl
+        if ttl <= 0:
+            return await self._read_page(mode, offset, limit)
+        key = (mode, offset, limit)
+        now = asyncio.get_running_loop().time()
+        cached = self._pages.get(key)
+        if cached is not None and cached[0] > now:
+            return await cached[1]
+        future = asyncio.ensure_future(self._read_page(mode, offset, limit))
+        if len(self._pages) >= PAGE_CACHE_MAX:
+            self._pages = {k: v for k, v in self._pages.items() if v[0] > now}
+            if len(self._pages) >= PAGE_CACHE_MAX:
+                self._pages.clear()
+        self._pages[key] = (now + ttl, future)
+        try:
+            return await asyncio.shield(future)
+        except BaseException:
+            if self._pages.get(key, (0.0, None))[1] is future:
+                del self._pages[key]  # a failed read is not kept
+            raise
+
+    async def _read_page(self, mode: str | None, offset: int, limit: int
+                         ) -> tuple[int, list[bytes]]:
         reply = await self._lobby_page(keys=[self.keys.lobby, self.keys.lobby_index(mode)],
                                        args=[offset, limit])
-        return int(reply[0]), [json.loads(r) for r in reply[1:]]
+        return int(reply[0]), [bytes(r) for r in reply[1:]]
 
     # --- seats (one live table per player) -----------------------------------------------
 
