@@ -7,7 +7,8 @@ Run from the repository root::
     python3 bench/lobby_list.py --tables 8500 --loops 32 --duration 15 --json
 
 It starts an embedded Redis and ``python -m server`` (its own process; the HTTP rate limit
-off unless ``--http-rate-limit`` is given, so the flood is not simply refused), lists ``--tables`` tables through the server's own
+off unless ``--http-rate-limit`` is given, so the flood is not simply refused; the code of
+``--server-root``, by default this checkout), lists ``--tables`` tables through that code's
 ``Persistence.list_table``, then, for ``--duration`` seconds, runs ``--loops`` request loops
 in a separate process while this process sends ``ping`` over a WebSocket back to back (one
 at a time) and records each round trip. It prints the ping median and p99 without and with
@@ -117,6 +118,16 @@ async def _list_tables(redis_url: str, prefix: str, count: int) -> None:
         await redis.aclose()
 
 
+def _load_tables(root: Path, redis_url: str, prefix: str, count: int) -> None:
+    """List the tables with the server code under test (its own key layout)."""
+    code = (f"import asyncio, sys; sys.path.insert(0, {str(root)!r}); "
+            f"sys.path.insert(1, {str(ROOT / 'bench')!r}); import lobby_list; "
+            f"sys.path.insert(0, {str(root)!r}); "
+            f"asyncio.run(lobby_list._list_tables({redis_url!r}, {prefix!r}, {count}))")
+    env = dict(os.environ, PYTHONPATH=str(root))
+    subprocess.run([sys.executable, "-c", code], env=env, check=True, cwd=root)
+
+
 def run(args: argparse.Namespace) -> dict[str, Any]:
     from server.embedded_redis import EmbeddedRedis
 
@@ -124,16 +135,16 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     prefix = f"bench-list-{secrets.token_hex(3)}:"
     work = Path(tempfile.mkdtemp(prefix="table42-list-"))
     with EmbeddedRedis() as redis:
-        asyncio.run(_list_tables(redis.url, prefix, args.tables))
+        _load_tables(args.server_root, redis.url, prefix, args.tables)
         print(f"listed {args.tables} tables", file=sys.stderr)
-        env = dict(os.environ, PYTHONPATH=str(ROOT), TABLE42_LOG_LEVEL="WARNING")
+        env = dict(os.environ, PYTHONPATH=str(args.server_root), TABLE42_LOG_LEVEL="WARNING")
         with open(work / "server.log", "wb") as log:
             server = subprocess.Popen(
                 [sys.executable, "-m", "server", "--port", str(port), "--redis-url", redis.url,
                  "--key-prefix", prefix, "--http-rate-limit", str(args.http_rate_limit),
                  "--scrypt-n", "2",
                  "--rate-limit", "100000", "--rate-burst", "100000"],
-                cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
+                cwd=args.server_root, env=env, stdout=log, stderr=subprocess.STDOUT)
             try:
                 url = f"http://127.0.0.1:{port}"
                 wait_http(url + "/healthz", 30, server)
@@ -158,7 +169,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 server.wait(30)
     ms = 1000.0
     return {
-        "tables": args.tables, "http_rate_limit": args.http_rate_limit, "loops": args.loops, "duration": args.duration,
+        "tables": args.tables, "http_rate_limit": args.http_rate_limit, "loops": args.loops,
+        "duration": args.duration, "server_root": str(args.server_root),
         "ping_quiet_p50_ms": (percentile(quiet, 0.5) or 0) * ms,
         "ping_quiet_p99_ms": (percentile(quiet, 0.99) or 0) * ms,
         "ping_flood_p50_ms": (percentile(loaded, 0.5) or 0) * ms,
@@ -170,7 +182,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     }
 
 
-class urllib_post:  # noqa: N801 - used as a context manager, like urlopen
+class urllib_post:
     def __init__(self, url: str) -> None:
         import urllib.request
 
@@ -194,6 +206,8 @@ def main() -> int:
     parser.add_argument("--http-rate-limit", type=float, default=0.0,
                         help="the server's per-address HTTP rate (0 = off, as in the attack; "
                              "the default server setting is 100)")
+    parser.add_argument("--server-root", type=Path, default=ROOT,
+                        help="the checkout whose server is run (to compare with another)")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     result = run(args)
