@@ -381,9 +381,10 @@ class Accounts:
         ttl_ms = max(1, int(ttl * 1000))
         async with self._redis.pipeline(transaction=False) as pipe:
             pipe.set(self._keys.token(digest), json.dumps(identity.to_dict()), px=ttl_ms)
-            if not identity.is_guest:  # a guest has no password to change
-                tokens = self._keys.account_tokens(identity.player)
-                pipe.sadd(tokens, digest)
-                pipe.pexpire(tokens, ttl_ms)
+            # Every token of a player, so that a password change or an operator's revoke
+            # can end them all (a guest's too).
+            tokens = self._keys.account_tokens(identity.player)
+            pipe.sadd(tokens, digest)
+            pipe.pexpire(tokens, ttl_ms)
             await pipe.execute()
         return IssuedToken(token, identity, expires_at)

@@ -76,7 +76,7 @@ class Keys:
         return f"{self.prefix}{{a:{player}}}:login_known"
 
     def account_tokens(self, player: str) -> str:
-        """Set of the digests of the account's live tokens (ended on a password change)."""
+        """Set of the digests of the player's live tokens (ended on a password change or revoke)."""
         return f"{self.prefix}{{a:{player}}}:tokens"
 
     # Nodes

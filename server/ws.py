@@ -207,7 +207,13 @@ class SocketHandler:
                     elif conn.identity is None:  # ping before hello
                         await self._send(conn, {"type": "pong", "ref": message.ref})
                     elif isinstance(message, MATCHMAKING_MESSAGES) and self.matchmaker is not None:
-                        await self.matchmaker.on_message(conn, message)
+                        if not lobby.persistence.redis_up:  # as the lobby does (issue 12)
+                            err = ProtocolError(ErrorCode.UNAVAILABLE,
+                                                "storage unavailable, retry")
+                            lobby.metrics.error(err.code)
+                            await self._send(conn, error_message(err, message.ref))
+                        else:
+                            await self.matchmaker.on_message(conn, message)
                     else:
                         await lobby.on_message(conn, message)
                 elif isinstance(outcome, Refused):

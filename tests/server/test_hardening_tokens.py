@@ -14,7 +14,7 @@ import sys
 
 import redis.asyncio as aioredis
 from hardening_helpers import ROOT, http_json
-from server_helpers import StartServer, connect, register
+from server_helpers import StartServer, connect, guest, register
 
 from server.connection import CLOSE_TOKEN_ENDED
 
@@ -76,18 +76,26 @@ async def test_a_password_change_ends_every_token_of_the_account(
     assert status == 401
 
 
+async def _admin_revoke(redis_url: str, key_prefix: str, player: str) -> str:
+    done = await asyncio.to_thread(
+        subprocess.run,
+        [sys.executable, "-m", "server.admin", "--redis-url", redis_url, "--key-prefix",
+         key_prefix, "revoke", player],
+        env={**os.environ, "PYTHONPATH": str(ROOT)}, capture_output=True, text=True,
+        timeout=60, check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
 async def test_an_operator_revoke_closes_the_sockets(
     start_server: StartServer, redis_client: aioredis.Redis, key_prefix: str, redis_url: str
 ) -> None:
     server = await start_server()
     client = await connect(server, await register(server, "alice"))
-    done = await asyncio.to_thread(
-        subprocess.run,
-        [sys.executable, "-m", "server.admin", "--redis-url", redis_url, "--key-prefix",
-         key_prefix, "revoke", "Alice"],
-        env={**os.environ, "PYTHONPATH": str(ROOT)}, capture_output=True, text=True,
-        timeout=60, check=False,
-    )
-    assert done.returncode == 0, done.stderr
-    assert "1 token(s)" in done.stdout
+    visitor = await connect(server, await guest(server))
+    assert "1 token(s)" in await _admin_revoke(redis_url, key_prefix, "Alice")
     assert await client.wait_closed(timeout=5.0) == CLOSE_TOKEN_ENDED
+    assert client.ws.close_reason == "revoked by an operator"
+    assert "1 token(s)" in await _admin_revoke(redis_url, key_prefix, visitor.player)
+    assert await visitor.wait_closed(timeout=5.0) == CLOSE_TOKEN_ENDED
