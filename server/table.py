@@ -940,9 +940,15 @@ class Table:
         A node stopped before Redis came back logs the game id, so it can be settled by hand
         (the store applies a game id once, whenever it comes)."""
         delay = 0.5
+        persistence = self.lobby.persistence
         try:
             while True:
-                await asyncio.sleep(delay)
+                # Back off, but try at once when the health check sees Redis come back.
+                was_down = not persistence.redis_up
+                waited = 0.0
+                while waited < delay and not (was_down and persistence.redis_up):
+                    await asyncio.sleep(0.1)
+                    waited += 0.1
                 try:
                     pushes = await settle_once()
                     break
