@@ -48,6 +48,8 @@ SNAPSHOT_INTERVAL = 5.0
 """Seconds between two snapshot writes of one table. Its event log is written every flush and
 every state-carrying event in it holds the full state; the snapshot is what other nodes read
 for a table's status, and a new status is written at once (urgent)."""
+LISTED_MODES = ("competitive", "boosted", "private", "tournament")
+"""Every table mode (server.protocol.messages.TableMode), for unlisting without a mode."""
 PAGE_CACHE_MAX = 1024
 """Table-list pages kept at once (see :meth:`Persistence.table_page_raw`)."""
 EXPIRE_REFRESH = 60.0
@@ -450,10 +452,14 @@ class Persistence:
             args=[table, data, listing_score(summary)],
         )
 
-    async def unlist_table(self, table: str, mode: str) -> None:
+    async def unlist_table(self, table: str, mode: str | None = None) -> None:
+        """Take ``table`` out of the lobby index (of every mode's index when ``mode`` is not
+        given)."""
         self._pages.clear()
+        modes = [mode] if mode is not None else list(LISTED_MODES)
         await self._lobby_list(
-            keys=[self.keys.lobby, self.keys.lobby_index(), self.keys.lobby_index(mode)],
+            keys=[self.keys.lobby, self.keys.lobby_index(),
+                  *(self.keys.lobby_index(m) for m in modes)],
             args=[table, "", 0],
         )
 
