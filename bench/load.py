@@ -558,6 +558,19 @@ def measure_window(pids: dict[str, list[int]], measure_from: float,
     return spent
 
 
+def hardening_args(mode: str) -> list[str]:
+    """``--hardening off``: the per-address limits and the metrics of issue 12 are off.
+    ``on`` (the default): both on, every check on the path (the limiters, the counters and
+    histograms) running, with bounds the bench's own setup (hundreds of accounts and tables
+    from a few addresses) cannot reach, so the two modes play the same games."""
+    if mode == "off":
+        return ["--limits", "0", "--metrics", "0"]
+    return ["--limits", "1", "--metrics", "1", "--register-burst", "1000000",
+            "--guest-burst", "1000000", "--login-burst", "1000000",
+            "--table-create-burst", "1000000", "--max-open-tables-per-address", "1000000",
+            "--max-sockets-per-address", "1000000", "--hashes-per-address", "1000000"]
+
+
 def run(args: argparse.Namespace) -> dict[str, Any]:
     sys.path.insert(0, str(ROOT))
     from server.embedded_redis import EmbeddedRedis
@@ -570,6 +583,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     embedded: EmbeddedRedis | None = None
     pool: Pool | None = None
     result: dict[str, Any] = {"games": games, "clients": clients, "format": args.format,
+                              "hardening": args.hardening,
                               "duration": args.duration, "warmup": args.warmup,
                               "think_ms": args.think * 1000}
     try:
@@ -593,6 +607,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             "--decision-time", str(args.decision_time), "--grace-period",
             str(args.decision_time), "--rate-limit", "100000", "--rate-burst", "100000",
             "--max-open-tables", str(max(10_000, 4 * games)), "--http-rate-limit", "0",
+            *hardening_args(args.hardening),
         ]
         server = subprocess.Popen(server_cmd, cwd=ROOT, env=env, stdout=server_log,
                                   stderr=subprocess.STDOUT)
@@ -900,6 +915,8 @@ def main(argv: list[str] | None = None) -> int:
                              "default: an embedded redis-server")
     parser.add_argument("--timeout", type=float, default=900.0,
                         help="hard limit for the whole run, seconds")
+    parser.add_argument("--hardening", choices=("on", "off"), default="on",
+                        help="the server's per-address limits and metrics (issue 12)")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--log-level", default="WARNING", help="the server's log level")
     parser.add_argument("--profile", default=None, metavar="FILE",

@@ -71,6 +71,16 @@ class Ping(Message):
 class ListTables(Message):
     TYPE: ClassVar[str] = "list_tables"
     mode: TableMode | None = None
+    offset: int = 0  # the page's first row (the reply's total says how many there are)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AckEvents(Message):
+    """The client has the rating events with these ``event_id`` values: they are removed
+    from its inbox (an event received live is removed without this)."""
+
+    TYPE: ClassVar[str] = "ack_events"
+    events: tuple[str, ...]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -271,6 +281,17 @@ def _kind(value: Any) -> str:
 
 
 _PLAY_TEXT = _string(MAX_PLAY)
+MAX_LIST_OFFSET = 1_000_000
+MAX_ACK = 200
+MAX_EVENT_ID = 128
+
+
+def _event_ids(name: str, value: Any) -> tuple[str, ...]:
+    if not isinstance(value, list | tuple) or not 1 <= len(value) <= MAX_ACK:
+        raise _bad(name, f"must be an array of 1..{MAX_ACK} event ids")
+    if not all(isinstance(v, str) and 1 <= len(v) <= MAX_EVENT_ID for v in value):
+        raise _bad(name, f"event ids are strings of 1..{MAX_EVENT_ID} characters")
+    return tuple(value)
 
 FIELDS: dict[str, Validator] = {
     "token": _string(MAX_TOKEN),
@@ -283,6 +304,8 @@ FIELDS: dict[str, Validator] = {
     "match_length": _integer(0, 255),
     "tournament_id": _string(MAX_TOURNAMENT_ID, TABLE_ID),
     "pool": _string(MAX_POOL),
+    "offset": _integer(0, MAX_LIST_OFFSET),
+    "events": _event_ids,
 }
 
 
@@ -315,8 +338,8 @@ def _schema(cls: type[Message]) -> _Schema:
 
 
 MESSAGE_TYPES: tuple[type[Message], ...] = (
-    Hello, Ping, ListTables, CreateTable, Join, Leave, Watch, Unwatch, Sync, *GAME_ACTIONS,
-    *MATCHMAKING_MESSAGES,
+    Hello, Ping, ListTables, AckEvents, CreateTable, Join, Leave, Watch, Unwatch, Sync,
+    *GAME_ACTIONS, *MATCHMAKING_MESSAGES,
 )
 SCHEMAS: dict[str, _Schema] = {cls.TYPE: _schema(cls) for cls in MESSAGE_TYPES}
 ALIASES = {"auth": "hello"}
