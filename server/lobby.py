@@ -123,6 +123,9 @@ class Lobby:
         self.tables: dict[str, Table] = {}
         self._dice_factory = dice_factory
         self._owners: dict[str, str] = {}
+        # Tables that start_rated_game has announced but not yet seated: commands for them
+        # wait for the seating instead of finding no table.
+        self._starting: dict[str, asyncio.Event] = {}
         self._tasks: set[asyncio.Task[Any]] = set()
         self._timers: dict[str, asyncio.TimerHandle] = {}  # table id -> its forget timer
         self.closing = False
@@ -286,11 +289,20 @@ class Lobby:
             actor = Actor(player, name, is_guest, address or f"unknown-{player}", self.node_id,
                           "")
             seats.append((actor, set(nodes)))
-        if announce is not None:
-            await announce(table_id)
-        table = self._new_table(table_id, mode, length, tournament_id)
-        await self.persistence.set_owner(table_id, self.node_id)
-        table.seat_pair(seats)
+        # The table is known here and in Redis before anyone hears of it: a player who syncs
+        # the moment ``announce`` reaches them waits for the seating (see _started) instead of
+        # being told there is no such table.
+        ready = self._starting[table_id] = asyncio.Event()
+        try:
+            await self.persistence.set_owner(table_id, self.node_id)
+            self._owners[table_id] = self.node_id
+            if announce is not None:
+                await announce(table_id)
+            table = self._new_table(table_id, mode, length, tournament_id)
+            table.seat_pair(seats)
+        finally:
+            del self._starting[table_id]
+            ready.set()
         await self._publish_listing(table)
         await self.flush()
         return table_id
@@ -427,8 +439,15 @@ class Lobby:
             self.hub.push(conn, Outgoing(error_message(err, msg.ref, table_id)))
         await self.hub.flush()
 
+    async def _started(self, table_id: str) -> Table | None:
+        """The table ``table_id`` of this node, once seated if it is being started now."""
+        ready = self._starting.get(table_id)
+        if ready is not None:
+            await ready.wait()
+        return self.tables.get(table_id)
+
     async def _route(self, actor: Actor, msg: TableMessage) -> None:
-        table = self.tables.get(msg.table)
+        table = await self._started(msg.table)
         if table is not None:
             await table.handle(actor, msg)
             return
@@ -585,7 +604,7 @@ class Lobby:
             msg = parse_message(payload.get("msg"))
             if not isinstance(msg, TableMessage):
                 raise ProtocolError(ErrorCode.UNKNOWN_TYPE, "not a table command")
-            table = self.tables.get(msg.table)
+            table = await self._started(msg.table)
             if table is None:
                 raise ProtocolError(ErrorCode.NO_SUCH_TABLE, f"no table {msg.table}",
                                     field="table")

@@ -3,6 +3,8 @@ and push a message to a player wherever they are connected."""
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 from server_helpers import StartServer, connect, play_out, register, scripted
 
@@ -50,3 +52,35 @@ async def test_start_rated_match_to_n(start_server: StartServer) -> None:
     event = await a.expect("rating")
     assert (event["ladder"], event["match_length"]) == ("fibs", 1)
     assert event["won"] is (over["winner"] == "alice")
+
+
+@pytest.mark.parametrize("across_nodes", [False, True], ids=["same-node", "other-node"])
+async def test_sync_right_after_match_found_finds_the_table(
+    start_server: StartServer, across_nodes: bool
+) -> None:
+    """A client that syncs the moment ``match_found`` arrives gets the table, never
+    ``no_such_table``, even while the announcement to the other player is still under way
+    (the table is known, here and in Redis, before anyone hears of it)."""
+    one = await start_server(dice_factory=scripted(5), node_id="race-one")
+    home = await start_server(dice_factory=scripted(5), node_id="race-two") if across_nodes \
+        else one
+    a = await connect(home, await register(one, "alice"))
+    b = await connect(one, await register(one, "bob"))
+    replies: list[dict[str, object]] = []
+
+    async def slow_announce(table: str) -> None:
+        await one.lobby.push_to_player("alice", {"type": "match_found", "table": table})
+        found = await a.expect("match_found")
+        await a.send({"type": "sync", "table": found["table"], "since": 0, "id": 99})
+        # The other player's announcement takes a while (a round trip, a slow socket ...).
+        await asyncio.sleep(0.3)
+        replies.extend(m for m in a.messages if m.get("ref") == 99)
+
+    table = await one.lobby.start_rated_game("alice", "bob", announce=slow_announce)
+    assert not any(r.get("type") == "error" for r in replies), replies
+    await b.expect("game_start", table=table)
+    synced = await a.expect("sync", table=table)
+    assert synced["ref"] == 99 and synced["state"] is not None
+    assert synced["summary"]["players"] == ["alice", "bob"]
+    assert synced["summary"]["status"] == "playing"
+    assert a.of_type("game_start")
