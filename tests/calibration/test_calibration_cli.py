@@ -40,6 +40,8 @@ def test_each_command_explains_itself(command: str, capsys: pytest.CaptureFixtur
     out = capsys.readouterr().out
     assert out.startswith(f"usage: {PROG} {command}") or f" {command} " in out.splitlines()[0]
     assert "examples:" in out
+    assert "%%" not in out  # argparse formats only what names %(prog)s
+
 
 
 def is_png(path: Path) -> tuple[int, int]:
