@@ -101,6 +101,18 @@ CALCULATOR = [
     ("elo", {"rating": "1500", "opponent": "1600", "result": "win", "k": "32"}, "change", 20.48),
     ("elo", {"rating": "1500", "opponent": "1600", "result": "win", "k": "32"}, "new_rating",
      1520.48),
+    # SPEC.md 1.3, the FIDE preset: K 40 until 30 rated games and for juniors under 2300, 20
+    # below 2400, 10 once 2400 has been reached; the other presets are fixed Ks.
+    ("elo", {"rating": "2300", "opponent": "2300", "result": "win", "preset": "fide",
+             "games": "10"}, "k", 40),
+    ("elo", {"rating": "2200", "opponent": "2300", "result": "win", "preset": "fide",
+             "games": "50", "age": "16"}, "change", 25.6),
+    ("elo", {"rating": "2300", "opponent": "2300", "result": "win", "preset": "fide",
+             "games": "50", "age": ""}, "change", 10.0),
+    ("elo", {"rating": "2300", "opponent": "2300", "result": "win", "preset": "fide",
+             "games": "50", "peak": "2450"}, "change", 5.0),
+    ("elo", {"rating": "1500", "opponent": "1600", "result": "win", "preset": "standard"},
+     "k", 20),
 ]
 
 
@@ -127,6 +139,11 @@ async def test_the_calculator_gives_the_spec_examples(
         )
         value = json.loads(await cell.get_attribute("data-value") or "null")
         assert round(value, 2) == expected, (system, fields, value)
+    elo = page.locator("form.calc[data-system=elo]")
+    assert await elo.locator("[name=k]").is_disabled()  # a preset gives the K
+    assert await elo.locator("[name=games]").is_disabled()  # FIDE's rules only
+    await elo.locator("[name=preset]").select_option("")
+    assert await elo.locator("[name=k]").is_enabled()
     await page.screenshot(path=str(artifacts / "calculator.png"), full_page=True)
     assert player.errors == [], player.errors
 

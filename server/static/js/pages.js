@@ -158,9 +158,30 @@ const CALC = {
   },
   elo: {
     title: "Classic Elo (chess)",
-    fields: [["rating", 1500], ["opponent", 1500], ["result", "win", ["win", "draw", "loss"]], ["k", 32]],
+    // A preset instead of K (SPEC.md 1.3); FIDE's K also needs the games so far, and a junior's
+    // age or a 2400 peak when there is one (empty: not sent).
+    fields: [["rating", 1500], ["opponent", 1500], ["result", "win", ["win", "draw", "loss"]],
+      ["preset", "", ["", "new", "standard", "master", "amateur", "fide"]], ["k", 32],
+      ["games", "", null, "FIDE: rated games so far"], ["age", "", null, "FIDE: age (optional)"],
+      ["peak", "", null, "FIDE: highest rating (optional)"]],
+    params: (p) => {
+      if (p.preset) delete p.k;
+      if (p.preset !== "fide") for (const name of ["games", "age", "peak"]) delete p[name];
+    },
+    // Only the fields that count are enabled: K without a preset, the FIDE ones with FIDE.
+    link: (inputs) => {
+      const sync = () => {
+        inputs.k.disabled = Boolean(inputs.preset.value);
+        for (const name of ["games", "age", "peak"]) inputs[name].disabled = inputs.preset.value !== "fide";
+      };
+      inputs.preset.addEventListener("change", sync);
+      sync();
+    },
   },
 };
+
+const OPTION_LABELS = { preset: { "": "none: the K below", new: "new (40)", standard: "standard (20)",
+  master: "master (10)", amateur: "amateur (32)", fide: "FIDE rules" } };
 
 const SHOW = ["expected_score", "k", "opponent_k", "coefficient", "multiplier", "opponent_multiplier", "change", "new_rating", "opponent_change", "opponent_new_rating"];
 
@@ -170,16 +191,20 @@ function calculator() {
       const forms = Object.entries(CALC).map(([system, spec]) => {
         const inputs = {};
         const out = h("div", { class: "calc-out", role: "status", "aria-live": "polite" });
-        const fields = spec.fields.map(([name, value, options]) => {
+        const fields = spec.fields.map(([name, value, options, label]) => {
+          const labels = OPTION_LABELS[name] || {};
           const input = options
-            ? h("select", { name }, ...options.map((o) => h("option", { value: o, selected: o === value || undefined }, String(o))))
-            : h("input", { name, type: "number", value, step: "any", required: true });
+            ? h("select", { name }, ...options.map((o) => h("option", { value: o, selected: o === value || undefined }, labels[o] ?? String(o))))
+            : h("input", { name, type: "number", value, step: "any", required: value !== "" || undefined });
           inputs[name] = input;
-          return formField(name.replace(/_/g, " "), input);
+          return formField(label || name.replace(/_/g, " "), input);
         });
+        if (spec.link) spec.link(inputs);
         const form = h("form", { class: "calc card", "data-system": system, onsubmit: async (ev) => {
           ev.preventDefault();
-          const params = Object.fromEntries(Object.entries(inputs).map(([k, i]) => [k, i.value]));
+          const params = Object.fromEntries(Object.entries(inputs)
+            .filter(([, i]) => i.value !== "").map(([k, i]) => [k, i.value]));
+          if (spec.params) spec.params(params);
           try {
             const r = await api(`/api/calculator/${system}?${qs(params)}`);
             out.replaceChildren(h("dl", {}, ...SHOW.filter((k) => r[k] !== undefined && r[k] !== null).flatMap((k) => [
