@@ -187,11 +187,50 @@ async def test_a_bracket_is_drawn_from_the_tournament_endpoints(
     page = player.page
     await page.click(f"a[href='#/tournament/{tid}']")
     await page.wait_for_selector(".bracket .match")
+    assert await page.locator("main h1").text_content() == "Friday cup"
     text = await page.locator(".bracket").text_content() or ""
     assert all(name in text for name in names)
     # 4 players: the semi-finals and the final (the match for third place drawn apart).
     assert await page.locator(".bracket .round:not(.third-place)").count() == 2
     await page.screenshot(path=str(artifacts / "bracket.png"), full_page=True)
+    assert player.errors == [], player.errors
+
+
+async def test_a_tournament_without_a_bracket_shows_its_players_and_podium(
+    server: Any, new_player: NewPlayer, redis_url: str, key_prefix: str
+) -> None:
+    """A tournament its runner drives (tables and podium over the API, no server-run
+    bracket) is a page too: its name, its players and the podium as awarded."""
+    auth = {"Authorization": f"Bearer {await runner_key(redis_url, key_prefix)}"}
+    names = ["tina", "umar", "vera"]
+    async with aiohttp.ClientSession() as http:
+        async with http.post(f"{server.url}/api/tournaments", headers=auth, json={
+            "name": "Spring open", "visibility": "public", "format": {"kind": "match",
+                                                                     "length": 3},
+        }) as resp:
+            assert resp.status == 201, await resp.text()
+            tid = (await resp.json())["tournament"]["id"]
+        for name in names:
+            async with http.post(f"{server.url}/api/register",
+                                 json={"name": name, "password": "correct horse"}) as resp:
+                assert resp.status == 201
+            async with http.post(f"{server.url}/api/tournaments/{tid}/players",
+                                 json={"player": name}, headers=auth) as resp:
+                assert resp.status < 300, await resp.text()
+        async with http.post(f"{server.url}/api/tournaments/{tid}/podium",
+                             json={"players": ["vera", "tina", "umar"]}, headers=auth) as resp:
+            assert resp.status == 200, await resp.text()
+    player = await new_player(server.url + "/#/tournaments")
+    page = player.page
+    await page.click(f"a[href='#/tournament/{tid}']")
+    await page.wait_for_selector(".podium li")
+    assert await page.locator("main h1").text_content() == "Spring open"
+    assert await page.locator(".podium li").all_text_contents() == [
+        "vera +50", "tina +25", "umar +15"]
+    assert await page.locator(".tournament-players li").all_text_contents() == names
+    assert "matches to 3" in (await page.locator("main .page-body > p").first.text_content()
+                              or "")
+    await page.wait_for_load_state("networkidle")
     assert player.errors == [], player.errors
 
 

@@ -132,16 +132,31 @@ function matchBox(m) {
     h("p", { class: "status" }, m.status, m.table && m.status === "playing" ? [" · ", h("a", { href: `#/watch/${m.table}` }, "watch")] : null));
 }
 
+// A tournament: its name and status, and the bracket when the server runs one; a tournament
+// its runner drives itself has no bracket: its players and, once awarded, its podium.
 function bracket(app, id) {
-  return page("Tournament bracket", async (body) => {
-    const b = await api(`/api/tournaments/${encodeURIComponent(id)}/bracket`);
+  return page("Tournament", async (body) => {
+    const path = `/api/tournaments/${encodeURIComponent(id)}`;
+    const t = (await api(path)).tournament;
+    const title = body.parentElement.querySelector("h1");
+    if (title) title.textContent = t.name;
+    const format = t.format.kind === "match" ? `matches to ${t.format.length}` : "single games";
+    const about = h("p", {}, `${t.visibility} · ${format} · ${t.status} · ${t.players.length} players`);
+    if (!t.bracket) {
+      const places = t.podium && t.podium.places ? h("ol", { class: "podium", "aria-label": "podium" },
+        ...t.podium.places.map((p) => h("li", {}, playerLink(p.player), ` +${p.prize}`))) : "";
+      body.replaceChildren(about, places, h("h2", {}, "Players"),
+        t.players.length ? h("ul", { class: "tournament-players" }, ...t.players.map((p) => h("li", {}, playerLink(p))))
+          : h("p", {}, "Nobody has registered yet."));
+      return;
+    }
+    const b = await api(`${path}/bracket`);
     const rounds = b.rounds.map((round, i) => h("section", { class: "round", "aria-label": `round ${i + 1}` },
       h("h2", {}, i === b.rounds.length - 1 ? "Final" : `Round ${i + 1}`), ...round.map(matchBox)));
     const third = b.third_place ? h("section", { class: "round third-place" }, h("h2", {}, "Third place"), matchBox(b.third_place)) : null;
     const podium = b.podium ? h("ol", { class: "podium", "aria-label": "podium" },
       ...b.podium.map((p) => h("li", {}, p ? playerLink(p) : "–"))) : "";
-    body.replaceChildren(h("p", {}, `Status: ${b.status}`), podium,
-      h("div", { class: "bracket" }, ...rounds, third || ""));
+    body.replaceChildren(about, podium, h("div", { class: "bracket" }, ...rounds, third || ""));
   });
 }
 
