@@ -9,13 +9,16 @@ import json
 import os
 import random
 import sys
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
 import aiohttp
 import pytest
+import redis.asyncio as aioredis
 
+from rating_plugin.store import RatingStore
 from server.rules import DiceSource, ScriptedDice
 
 StartServer = Callable[..., Awaitable[Any]]
@@ -83,6 +86,40 @@ async def test_leaderboard_and_profile_show_the_pushed_ratings(
     assert f"{winner['old']} → {winner['new']}" in row
     for player in players:
         assert player.errors == [], player.errors
+
+
+async def test_the_leaderboard_pages_through_every_player(
+    server: Any, new_player: NewPlayer, redis_client: aioredis.Redis, key_prefix: str
+) -> None:
+    """120 players on the board: 50 a page, Next and Previous, the range shown."""
+    store = RatingStore(redis_client, key_prefix)
+    now = time.time()
+    for i in range(60):
+        await store.settle(f"g{i}", ladder="table42", winner=f"w{i:03}", loser=f"l{i:03}",
+                           finished_at=now)
+    player = await new_player(server.url + "/#/leaders/table42")
+    page = player.page
+    rows = page.locator("table.leaderboard tbody tr")
+    pager = page.locator("nav.pager")
+
+    async def shows(span: str, count: int) -> None:
+        await page.wait_for_function(
+            "(span) => (document.querySelector('nav.pager') || {}).textContent?.includes(span)",
+            arg=span)
+        assert await rows.count() == count
+
+    await shows("1–50 of 120", 50)
+    assert await pager.locator("a[rel=prev]").count() == 0
+    await pager.locator("a[rel=next]").click()
+    await shows("51–100 of 120", 50)
+    assert page.url.endswith("#/leaders/table42/50")
+    await pager.locator("a[rel=next]").click()
+    await shows("101–120 of 120", 20)
+    assert await pager.locator("a[rel=next]").count() == 0
+    assert await rows.first.locator("td").first.text_content() == "61"  # the 60 losers tie
+    await pager.locator("a[rel=prev]").click()
+    await shows("51–100 of 120", 50)
+    assert player.errors == [], player.errors
 
 
 CALCULATOR = [

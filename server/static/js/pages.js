@@ -21,11 +21,19 @@ function page(title, build) {
 
 const playerLink = (p) => h("a", { href: `#/player/${encodeURIComponent(p)}` }, p);
 
-function leaders(app, ladder = "table42") {
+const BOARD_PAGE = 50;
+
+// A leaderboard, BOARD_PAGE players a page: #/leaders/<ladder>/<offset>.
+function leaders(app, ladder = "table42", from = "0") {
   return page("Leaderboards", async (body) => {
-    const offset = 0;
+    const offset = Math.max(0, Math.floor(Number(from)) || 0);
     const me = app.me && !app.me.guest ? app.me.player : "";
-    const data = await api(`/api/leaderboard/${encodeURIComponent(ladder)}?${qs({ offset, limit: 50, player: me })}`);
+    const data = await api(`/api/leaderboard/${encodeURIComponent(ladder)}?${qs({ offset, limit: BOARD_PAGE, player: me })}`);
+    const at = (o) => `#/leaders/${encodeURIComponent(ladder)}/${o}`;
+    const pager = h("nav", { class: "pager", "aria-label": "pages" },
+      offset > 0 ? h("a", { href: at(Math.max(0, offset - BOARD_PAGE)), rel: "prev" }, "Previous") : "",
+      data.total ? ` ${Math.min(offset + 1, data.total)}–${Math.min(offset + data.entries.length, data.total)} of ${data.total} ` : "",
+      offset + BOARD_PAGE < data.total ? h("a", { href: at(offset + BOARD_PAGE), rel: "next" }, "Next") : "");
     const tabs = h("nav", { class: "tabs", "aria-label": "ladders" }, ...LADDERS.map(([id, name]) =>
       h("a", { href: `#/leaders/${id}`, "aria-current": id === ladder ? "page" : undefined }, name)));
     const rows = data.entries.map((e) => h("tr", { class: e.player === me ? "me" : "" },
@@ -37,7 +45,7 @@ function leaders(app, ladder = "table42") {
         h("caption", {}, `${data.total} players`),
         h("thead", {}, h("tr", {}, h("th", { scope: "col" }, "#"), h("th", { scope: "col" }, "Player"),
           h("th", { scope: "col" }, ladder === "boosted" ? "Points" : "Rating"))),
-        h("tbody", {}, ...rows)));
+        h("tbody", {}, ...rows)), pager);
   });
 }
 
@@ -242,7 +250,7 @@ function calculator() {
 }
 
 export const PAGES = {
-  leaders: (app, arg) => leaders(app, arg || "table42"),
+  leaders: (app, arg, from) => leaders(app, arg || "table42", from),
   player: (app, arg) => profile(app, arg),
   tournaments: (app) => tournaments(app),
   tournament: (app, arg) => bracket(app, arg),
