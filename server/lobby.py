@@ -384,7 +384,7 @@ class Lobby:
         await self.flush()
 
     async def _send_attach(self, actor: Actor, table_id: str) -> None:
-        table = self.tables.get(table_id)
+        table = await self._started(table_id)
         if table is not None:
             if not table.attach(actor):
                 await self.persistence.release_seat(actor.player, table_id)
@@ -584,7 +584,7 @@ class Lobby:
         elif op == "cmd":
             await self._remote_command(payload)
         elif op == "attach":
-            table = self.tables.get(str(payload.get("table")))
+            table = await self._started(str(payload.get("table")))
             if table is not None:
                 table.attach(Actor.from_dict(payload["actor"]))
         elif op == "detach":

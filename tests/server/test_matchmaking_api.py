@@ -84,3 +84,39 @@ async def test_sync_right_after_match_found_finds_the_table(
     assert synced["summary"]["players"] == ["alice", "bob"]
     assert synced["summary"]["status"] == "playing"
     assert a.of_type("game_start")
+
+
+@pytest.mark.parametrize("across_nodes", [False, True], ids=["same-node", "other-node"])
+async def test_a_socket_opened_while_the_table_starts_keeps_the_seat(
+    start_server: StartServer, across_nodes: bool
+) -> None:
+    """A player who opens a socket (here or on another node) between ``match_found`` and the
+    seating keeps the seat and gets the game on that socket too: the new socket is attached
+    once the table is seated, the seat is not taken for one whose table is gone."""
+    one = await start_server(dice_factory=scripted(5), node_id="att-one")
+    other = await start_server(dice_factory=scripted(5), node_id="att-two") if across_nodes \
+        else one
+    token = await register(one, "alice")
+    a = await connect(one, token)
+    b = await connect(one, await register(one, "bob"))
+    late: list[object] = []
+
+    async def slow_announce(table: str) -> None:
+        await one.lobby.push_to_player("alice", {"type": "match_found", "table": table})
+        late.append(await connect(other, token))  # its on_connect runs meanwhile
+        await asyncio.sleep(0.3)
+
+    table = await one.lobby.start_rated_game("alice", "bob", announce=slow_announce)
+    await a.expect("game_start", table=table)
+    await b.expect("game_start", table=table)
+    assert await one.lobby.persistence.seat_of("alice") == table
+    second = late[0]
+    assert isinstance(second, type(a))
+    synced = await second.request({"type": "sync", "table": table, "since": 0})
+    assert synced["type"] == "sync" and synced["summary"]["players"] == ["alice", "bob"]
+    # The game's events reach the socket opened meanwhile (its node is attached to the seat).
+    start = next(m for m in a.messages if m.get("type") == "game_start")
+    mover = a if start["state"]["game"]["to_act"] == 0 else b
+    resign = await mover.request({"type": "resign", "table": table})
+    assert resign.get("type") != "error", resign
+    await second.expect("resign_offered", table=table)
