@@ -20,6 +20,7 @@ For matchmaking: :meth:`Lobby.start_rated_game` seats two players at a new Compe
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import secrets
 from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping
@@ -294,10 +295,19 @@ class Lobby:
         # being told there is no such table.
         ready = self._starting[table_id] = asyncio.Event()
         try:
-            await self.persistence.set_owner(table_id, self.node_id)
-            self._owners[table_id] = self.node_id
-            if announce is not None:
-                await announce(table_id)
+            try:
+                await self.persistence.set_owner(table_id, self.node_id)
+                self._owners[table_id] = self.node_id
+                if announce is not None:
+                    await announce(table_id)
+            except BaseException:
+                # Nobody will sit at this table: free both seats, so that neither player is
+                # held "already seated" at a table that does not exist.
+                self._owners.pop(table_id, None)
+                for player in (first, second):
+                    with contextlib.suppress(RedisError, OSError):
+                        await self.persistence.release_seat(player, table_id)
+                raise
             table = self._new_table(table_id, mode, length, tournament_id)
             table.seat_pair(seats)
         finally:

@@ -120,3 +120,25 @@ async def test_a_socket_opened_while_the_table_starts_keeps_the_seat(
     resign = await mover.request({"type": "resign", "table": table})
     assert resign.get("type") != "error", resign
     await second.expect("resign_offered", table=table)
+
+
+async def test_a_failed_announcement_frees_both_seats(start_server: StartServer) -> None:
+    """When announcing a new table fails (Redis down for a tournament's bookkeeping ...), the
+    table never starts and neither player stays seated at it."""
+    server = await start_server(dice_factory=scripted(5))
+    a = await connect(server, await register(server, "alice"))
+    await connect(server, await register(server, "bob"))
+    tables: list[str] = []
+
+    async def failing(table: str) -> None:
+        tables.append(table)
+        raise RuntimeError("announcement failed")
+
+    with pytest.raises(RuntimeError):
+        await server.lobby.start_rated_game("alice", "bob", announce=failing)
+    assert await server.lobby.persistence.seat_of("alice") is None
+    assert await server.lobby.persistence.seat_of("bob") is None
+    gone = await a.request({"type": "sync", "table": tables[0], "since": 0})
+    assert (gone["type"], gone["code"]) == ("error", "no_such_table")
+    table = await server.lobby.start_rated_game("alice", "bob")
+    await a.expect("game_start", table=table)
