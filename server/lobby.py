@@ -20,6 +20,7 @@ For matchmaking: :meth:`Lobby.start_rated_game` seats two players at a new Compe
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import secrets
 from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping
@@ -146,6 +147,9 @@ class Lobby:
         self.tables: dict[str, Table] = {}
         self._dice_factory = dice_factory
         self._owners: dict[str, str] = {}
+        # Tables that start_rated_game has announced but not yet seated: commands for them
+        # wait for the seating instead of finding no table.
+        self._starting: dict[str, asyncio.Event] = {}
         self._tasks: set[asyncio.Task[Any]] = set()
         self._timers: dict[str, asyncio.TimerHandle] = {}  # table id -> its forget timer
         self.closing = False
@@ -350,11 +354,29 @@ class Lobby:
             actor = Actor(player, name, is_guest, address or f"unknown-{player}", self.node_id,
                           "")
             seats.append((actor, set(nodes)))
-        if announce is not None:
-            await announce(table_id)
-        table = self._new_table(table_id, mode, length, tournament_id)
-        await self.persistence.set_owner(table_id, self.node_id)
-        table.seat_pair(seats)
+        # The table is known here and in Redis before anyone hears of it: a player who syncs
+        # the moment ``announce`` reaches them waits for the seating (see _started) instead of
+        # being told there is no such table.
+        ready = self._starting[table_id] = asyncio.Event()
+        try:
+            try:
+                await self.persistence.set_owner(table_id, self.node_id)
+                self._owners[table_id] = self.node_id
+                if announce is not None:
+                    await announce(table_id)
+            except BaseException:
+                # Nobody will sit at this table: free both seats, so that neither player is
+                # held "already seated" at a table that does not exist.
+                self._owners.pop(table_id, None)
+                for player in (first, second):
+                    with contextlib.suppress(RedisError, OSError):
+                        await self.persistence.release_seat(player, table_id)
+                raise
+            table = self._new_table(table_id, mode, length, tournament_id)
+            table.seat_pair(seats)
+        finally:
+            del self._starting[table_id]
+            ready.set()
         await self._publish_listing(table)
         await self.flush()
         return table_id
@@ -447,7 +469,7 @@ class Lobby:
         await self.flush()
 
     async def _send_attach(self, actor: Actor, table_id: str) -> None:
-        table = self.tables.get(table_id)
+        table = await self._started(table_id)
         if table is not None:
             if not table.attach(actor):
                 await self.persistence.release_seat(actor.player, table_id)
@@ -513,8 +535,15 @@ class Lobby:
             self.hub.push(conn, Outgoing(error_message(err, msg.ref, table_id)))
         await self.hub.flush()
 
+    async def _started(self, table_id: str) -> Table | None:
+        """The table ``table_id`` of this node, once seated if it is being started now."""
+        ready = self._starting.get(table_id)
+        if ready is not None:
+            await ready.wait()
+        return self.tables.get(table_id)
+
     async def _route(self, actor: Actor, msg: TableMessage) -> None:
-        table = self.tables.get(msg.table)
+        table = await self._started(msg.table)
         if table is not None:
             await table.handle(actor, msg)
             return
@@ -708,7 +737,7 @@ class Lobby:
         elif op == "cmd":
             await self._remote_command(payload)
         elif op == "attach":
-            table = self.tables.get(str(payload.get("table")))
+            table = await self._started(str(payload.get("table")))
             if table is not None:
                 table.attach(Actor.from_dict(payload["actor"]))
         elif op == "detach":
@@ -728,7 +757,7 @@ class Lobby:
             msg = parse_message(payload.get("msg"))
             if not isinstance(msg, TableMessage):
                 raise ProtocolError(ErrorCode.UNKNOWN_TYPE, "not a table command")
-            table = self.tables.get(msg.table)
+            table = await self._started(msg.table)
             if table is None:
                 raise ProtocolError(ErrorCode.NO_SUCH_TABLE, f"no table {msg.table}",
                                     field="table")

@@ -9,13 +9,16 @@ import json
 import os
 import random
 import sys
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
 import aiohttp
 import pytest
+import redis.asyncio as aioredis
 
+from rating_plugin.store import RatingStore
 from server.rules import DiceSource, ScriptedDice
 
 StartServer = Callable[..., Awaitable[Any]]
@@ -85,6 +88,40 @@ async def test_leaderboard_and_profile_show_the_pushed_ratings(
         assert player.errors == [], player.errors
 
 
+async def test_the_leaderboard_pages_through_every_player(
+    server: Any, new_player: NewPlayer, redis_client: aioredis.Redis, key_prefix: str
+) -> None:
+    """120 players on the board: 50 a page, Next and Previous, the range shown."""
+    store = RatingStore(redis_client, key_prefix)
+    now = time.time()
+    for i in range(60):
+        await store.settle(f"g{i}", ladder="table42", winner=f"w{i:03}", loser=f"l{i:03}",
+                           finished_at=now)
+    player = await new_player(server.url + "/#/leaders/table42")
+    page = player.page
+    rows = page.locator("table.leaderboard tbody tr")
+    pager = page.locator("nav.pager")
+
+    async def shows(span: str, count: int) -> None:
+        await page.wait_for_function(
+            "(span) => (document.querySelector('nav.pager') || {}).textContent?.includes(span)",
+            arg=span)
+        assert await rows.count() == count
+
+    await shows("1–50 of 120", 50)
+    assert await pager.locator("a[rel=prev]").count() == 0
+    await pager.locator("a[rel=next]").click()
+    await shows("51–100 of 120", 50)
+    assert page.url.endswith("#/leaders/table42/50")
+    await pager.locator("a[rel=next]").click()
+    await shows("101–120 of 120", 20)
+    assert await pager.locator("a[rel=next]").count() == 0
+    assert await rows.first.locator("td").first.text_content() == "61"  # the 60 losers tie
+    await pager.locator("a[rel=prev]").click()
+    await shows("51–100 of 120", 50)
+    assert player.errors == [], player.errors
+
+
 CALCULATOR = [
     # SPEC.md 1.1: a 300-point favourite at divisor 1200 wins +12, loses -20.
     ("table42", {"rating": "1800", "opponent": "1500", "result": "win"}, "change", 12),
@@ -101,6 +138,18 @@ CALCULATOR = [
     ("elo", {"rating": "1500", "opponent": "1600", "result": "win", "k": "32"}, "change", 20.48),
     ("elo", {"rating": "1500", "opponent": "1600", "result": "win", "k": "32"}, "new_rating",
      1520.48),
+    # SPEC.md 1.3, the FIDE preset: K 40 until 30 rated games and for juniors under 2300, 20
+    # below 2400, 10 once 2400 has been reached; the other presets are fixed Ks.
+    ("elo", {"rating": "2300", "opponent": "2300", "result": "win", "preset": "fide",
+             "games": "10"}, "k", 40),
+    ("elo", {"rating": "2200", "opponent": "2300", "result": "win", "preset": "fide",
+             "games": "50", "age": "16"}, "change", 25.6),
+    ("elo", {"rating": "2300", "opponent": "2300", "result": "win", "preset": "fide",
+             "games": "50", "age": ""}, "change", 10.0),
+    ("elo", {"rating": "2300", "opponent": "2300", "result": "win", "preset": "fide",
+             "games": "50", "peak": "2450"}, "change", 5.0),
+    ("elo", {"rating": "1500", "opponent": "1600", "result": "win", "preset": "standard"},
+     "k", 20),
 ]
 
 
@@ -127,6 +176,11 @@ async def test_the_calculator_gives_the_spec_examples(
         )
         value = json.loads(await cell.get_attribute("data-value") or "null")
         assert round(value, 2) == expected, (system, fields, value)
+    elo = page.locator("form.calc[data-system=elo]")
+    assert await elo.locator("[name=k]").is_disabled()  # a preset gives the K
+    assert await elo.locator("[name=games]").is_disabled()  # FIDE's rules only
+    await elo.locator("[name=preset]").select_option("")
+    assert await elo.locator("[name=k]").is_enabled()
     await page.screenshot(path=str(artifacts / "calculator.png"), full_page=True)
     assert player.errors == [], player.errors
 
@@ -170,11 +224,50 @@ async def test_a_bracket_is_drawn_from_the_tournament_endpoints(
     page = player.page
     await page.click(f"a[href='#/tournament/{tid}']")
     await page.wait_for_selector(".bracket .match")
+    assert await page.locator("main h1").text_content() == "Friday cup"
     text = await page.locator(".bracket").text_content() or ""
     assert all(name in text for name in names)
     # 4 players: the semi-finals and the final (the match for third place drawn apart).
     assert await page.locator(".bracket .round:not(.third-place)").count() == 2
     await page.screenshot(path=str(artifacts / "bracket.png"), full_page=True)
+    assert player.errors == [], player.errors
+
+
+async def test_a_tournament_without_a_bracket_shows_its_players_and_podium(
+    server: Any, new_player: NewPlayer, redis_url: str, key_prefix: str
+) -> None:
+    """A tournament its runner drives (tables and podium over the API, no server-run
+    bracket) is a page too: its name, its players and the podium as awarded."""
+    auth = {"Authorization": f"Bearer {await runner_key(redis_url, key_prefix)}"}
+    names = ["tina", "umar", "vera"]
+    async with aiohttp.ClientSession() as http:
+        async with http.post(f"{server.url}/api/tournaments", headers=auth, json={
+            "name": "Spring open", "visibility": "public", "format": {"kind": "match",
+                                                                     "length": 3},
+        }) as resp:
+            assert resp.status == 201, await resp.text()
+            tid = (await resp.json())["tournament"]["id"]
+        for name in names:
+            async with http.post(f"{server.url}/api/register",
+                                 json={"name": name, "password": "correct horse"}) as resp:
+                assert resp.status == 201
+            async with http.post(f"{server.url}/api/tournaments/{tid}/players",
+                                 json={"player": name}, headers=auth) as resp:
+                assert resp.status < 300, await resp.text()
+        async with http.post(f"{server.url}/api/tournaments/{tid}/podium",
+                             json={"players": ["vera", "tina", "umar"]}, headers=auth) as resp:
+            assert resp.status == 200, await resp.text()
+    player = await new_player(server.url + "/#/tournaments")
+    page = player.page
+    await page.click(f"a[href='#/tournament/{tid}']")
+    await page.wait_for_selector(".podium li")
+    assert await page.locator("main h1").text_content() == "Spring open"
+    assert await page.locator(".podium li").all_text_contents() == [
+        "vera +50", "tina +25", "umar +15"]
+    assert await page.locator(".tournament-players li").all_text_contents() == names
+    assert "matches to 3" in (await page.locator("main .page-body > p").first.text_content()
+                              or "")
+    await page.wait_for_load_state("networkidle")
     assert player.errors == [], player.errors
 
 

@@ -164,7 +164,7 @@ function render() {
   if (app.view && app.view.destroy) app.view.destroy();
   app.view = null;
   app.route = hash;
-  const [page, arg] = parts;
+  const [page, arg, more] = parts;
   if ((page === "game" || page === "watch") && arg) {
     if (!app.token) {
       go("#/");
@@ -173,7 +173,7 @@ function render() {
     app.view = new GameView(app, arg, page === "game" ? "play" : "watch");
     app.view.mount(main);
   } else if (PAGES[page]) {
-    app.view = PAGES[page](app, arg);
+    app.view = PAGES[page](app, arg, more);
     app.view.mount(main);
   } else {
     app.view = new LobbyView(app, { signIn });

@@ -21,11 +21,19 @@ function page(title, build) {
 
 const playerLink = (p) => h("a", { href: `#/player/${encodeURIComponent(p)}` }, p);
 
-function leaders(app, ladder = "table42") {
+const BOARD_PAGE = 50;
+
+// A leaderboard, BOARD_PAGE players a page: #/leaders/<ladder>/<offset>.
+function leaders(app, ladder = "table42", from = "0") {
   return page("Leaderboards", async (body) => {
-    const offset = 0;
+    const offset = Math.max(0, Math.floor(Number(from)) || 0);
     const me = app.me && !app.me.guest ? app.me.player : "";
-    const data = await api(`/api/leaderboard/${encodeURIComponent(ladder)}?${qs({ offset, limit: 50, player: me })}`);
+    const data = await api(`/api/leaderboard/${encodeURIComponent(ladder)}?${qs({ offset, limit: BOARD_PAGE, player: me })}`);
+    const at = (o) => `#/leaders/${encodeURIComponent(ladder)}/${o}`;
+    const pager = h("nav", { class: "pager", "aria-label": "pages" },
+      offset > 0 ? h("a", { href: at(Math.max(0, offset - BOARD_PAGE)), rel: "prev" }, "Previous") : "",
+      data.total ? ` ${Math.min(offset + 1, data.total)}–${Math.min(offset + data.entries.length, data.total)} of ${data.total} ` : "",
+      offset + BOARD_PAGE < data.total ? h("a", { href: at(offset + BOARD_PAGE), rel: "next" }, "Next") : "");
     const tabs = h("nav", { class: "tabs", "aria-label": "ladders" }, ...LADDERS.map(([id, name]) =>
       h("a", { href: `#/leaders/${id}`, "aria-current": id === ladder ? "page" : undefined }, name)));
     const rows = data.entries.map((e) => h("tr", { class: e.player === me ? "me" : "" },
@@ -37,7 +45,7 @@ function leaders(app, ladder = "table42") {
         h("caption", {}, `${data.total} players`),
         h("thead", {}, h("tr", {}, h("th", { scope: "col" }, "#"), h("th", { scope: "col" }, "Player"),
           h("th", { scope: "col" }, ladder === "boosted" ? "Points" : "Rating"))),
-        h("tbody", {}, ...rows)));
+        h("tbody", {}, ...rows)), pager);
   });
 }
 
@@ -132,16 +140,31 @@ function matchBox(m) {
     h("p", { class: "status" }, m.status, m.table && m.status === "playing" ? [" · ", h("a", { href: `#/watch/${m.table}` }, "watch")] : null));
 }
 
+// A tournament: its name and status, and the bracket when the server runs one; a tournament
+// its runner drives itself has no bracket: its players and, once awarded, its podium.
 function bracket(app, id) {
-  return page("Tournament bracket", async (body) => {
-    const b = await api(`/api/tournaments/${encodeURIComponent(id)}/bracket`);
+  return page("Tournament", async (body) => {
+    const path = `/api/tournaments/${encodeURIComponent(id)}`;
+    const t = (await api(path)).tournament;
+    const title = body.parentElement.querySelector("h1");
+    if (title) title.textContent = t.name;
+    const format = t.format.kind === "match" ? `matches to ${t.format.length}` : "single games";
+    const about = h("p", {}, `${t.visibility} · ${format} · ${t.status} · ${t.players.length} players`);
+    if (!t.bracket) {
+      const places = t.podium && t.podium.places ? h("ol", { class: "podium", "aria-label": "podium" },
+        ...t.podium.places.map((p) => h("li", {}, playerLink(p.player), ` +${p.prize}`))) : "";
+      body.replaceChildren(about, places, h("h2", {}, "Players"),
+        t.players.length ? h("ul", { class: "tournament-players" }, ...t.players.map((p) => h("li", {}, playerLink(p))))
+          : h("p", {}, "Nobody has registered yet."));
+      return;
+    }
+    const b = await api(`${path}/bracket`);
     const rounds = b.rounds.map((round, i) => h("section", { class: "round", "aria-label": `round ${i + 1}` },
       h("h2", {}, i === b.rounds.length - 1 ? "Final" : `Round ${i + 1}`), ...round.map(matchBox)));
     const third = b.third_place ? h("section", { class: "round third-place" }, h("h2", {}, "Third place"), matchBox(b.third_place)) : null;
     const podium = b.podium ? h("ol", { class: "podium", "aria-label": "podium" },
       ...b.podium.map((p) => h("li", {}, p ? playerLink(p) : "–"))) : "";
-    body.replaceChildren(h("p", {}, `Status: ${b.status}`), podium,
-      h("div", { class: "bracket" }, ...rounds, third || ""));
+    body.replaceChildren(about, podium, h("div", { class: "bracket" }, ...rounds, third || ""));
   });
 }
 
@@ -158,9 +181,30 @@ const CALC = {
   },
   elo: {
     title: "Classic Elo (chess)",
-    fields: [["rating", 1500], ["opponent", 1500], ["result", "win", ["win", "draw", "loss"]], ["k", 32]],
+    // A preset instead of K (SPEC.md 1.3); FIDE's K also needs the games so far, and a junior's
+    // age or a 2400 peak when there is one (empty: not sent).
+    fields: [["rating", 1500], ["opponent", 1500], ["result", "win", ["win", "draw", "loss"]],
+      ["preset", "", ["", "new", "standard", "master", "amateur", "fide"]], ["k", 32],
+      ["games", "", null, "FIDE: rated games so far"], ["age", "", null, "FIDE: age (optional)"],
+      ["peak", "", null, "FIDE: highest rating (optional)"]],
+    params: (p) => {
+      if (p.preset) delete p.k;
+      if (p.preset !== "fide") for (const name of ["games", "age", "peak"]) delete p[name];
+    },
+    // Only the fields that count are enabled: K without a preset, the FIDE ones with FIDE.
+    link: (inputs) => {
+      const sync = () => {
+        inputs.k.disabled = Boolean(inputs.preset.value);
+        for (const name of ["games", "age", "peak"]) inputs[name].disabled = inputs.preset.value !== "fide";
+      };
+      inputs.preset.addEventListener("change", sync);
+      sync();
+    },
   },
 };
+
+const OPTION_LABELS = { preset: { "": "none: the K below", new: "new (40)", standard: "standard (20)",
+  master: "master (10)", amateur: "amateur (32)", fide: "FIDE rules" } };
 
 const SHOW = ["expected_score", "k", "opponent_k", "coefficient", "multiplier", "opponent_multiplier", "change", "new_rating", "opponent_change", "opponent_new_rating"];
 
@@ -170,16 +214,20 @@ function calculator() {
       const forms = Object.entries(CALC).map(([system, spec]) => {
         const inputs = {};
         const out = h("div", { class: "calc-out", role: "status", "aria-live": "polite" });
-        const fields = spec.fields.map(([name, value, options]) => {
+        const fields = spec.fields.map(([name, value, options, label]) => {
+          const labels = OPTION_LABELS[name] || {};
           const input = options
-            ? h("select", { name }, ...options.map((o) => h("option", { value: o, selected: o === value || undefined }, String(o))))
-            : h("input", { name, type: "number", value, step: "any", required: true });
+            ? h("select", { name }, ...options.map((o) => h("option", { value: o, selected: o === value || undefined }, labels[o] ?? String(o))))
+            : h("input", { name, type: "number", value, step: "any", required: value !== "" || undefined });
           inputs[name] = input;
-          return formField(name.replace(/_/g, " "), input);
+          return formField(label || name.replace(/_/g, " "), input);
         });
+        if (spec.link) spec.link(inputs);
         const form = h("form", { class: "calc card", "data-system": system, onsubmit: async (ev) => {
           ev.preventDefault();
-          const params = Object.fromEntries(Object.entries(inputs).map(([k, i]) => [k, i.value]));
+          const params = Object.fromEntries(Object.entries(inputs)
+            .filter(([, i]) => i.value !== "").map(([k, i]) => [k, i.value]));
+          if (spec.params) spec.params(params);
           try {
             const r = await api(`/api/calculator/${system}?${qs(params)}`);
             out.replaceChildren(h("dl", {}, ...SHOW.filter((k) => r[k] !== undefined && r[k] !== null).flatMap((k) => [
@@ -202,7 +250,7 @@ function calculator() {
 }
 
 export const PAGES = {
-  leaders: (app, arg) => leaders(app, arg || "table42"),
+  leaders: (app, arg, from) => leaders(app, arg || "table42", from),
   player: (app, arg) => profile(app, arg),
   tournaments: (app) => tournaments(app),
   tournament: (app, arg) => bracket(app, arg),
