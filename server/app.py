@@ -24,6 +24,7 @@ from aiohttp import web
 from rating_plugin.store import RatingStore
 from server.accounts import Accounts
 from server.bus import NodeBus
+from server.computer import ComputerOpponents
 from server.config import Settings, SettingsError
 from server.connection import CLOSE_GOING_AWAY, Hub
 from server.http_api import AccountRoutes
@@ -52,6 +53,7 @@ BUS = web.AppKey("bus", NodeBus)
 HUB = web.AppKey("hub", Hub)
 LOBBY = web.AppKey("lobby", Lobby)
 MATCHMAKER = web.AppKey("matchmaker", Matchmaker)
+COMPUTER = web.AppKey("computer", ComputerOpponents)
 
 
 def create_app(settings: Settings, *, dice_factory: DiceFactory | None = None) -> web.Application:
@@ -95,7 +97,11 @@ async def _services(app: web.Application) -> AsyncIterator[None]:
     app[MATCHMAKER] = matchmaker
     AccountRoutes(accounts, persistence, settings.node_id, settings.list_limit).add_to(app)
     app.router.add_get("/api/matchmaking", matchmaker.overview)
-    app.router.add_get("/ws", SocketHandler(settings, accounts, lobby, hub, matchmaker).handle)
+    computer = ComputerOpponents(settings, accounts, lobby, hub)
+    app[COMPUTER] = computer
+    app.router.add_post("/api/bot", computer.issue_token)
+    app.router.add_get("/ws", SocketHandler(settings, accounts, lobby, hub, matchmaker,
+                                            computer).handle)
     persistence.start()
     await bus.start(lobby.on_node_message)
     await matchmaker.start()
@@ -104,6 +110,7 @@ async def _services(app: web.Application) -> AsyncIterator[None]:
         yield
     finally:
         await matchmaker.stop()
+        await computer.stop()
         await lobby.drain(settings.shutdown_timeout)
         await persistence.stop()
         await bus.stop()
@@ -117,6 +124,9 @@ async def _close_sockets(app: web.Application) -> None:
     if lobby is None or hub is None:
         return
     lobby.closing = True
+    computer = app.get(COMPUTER)
+    if computer is not None:
+        await computer.stop()
     for table in lobby.tables.values():
         table.shutdown()
     await hub.flush()
