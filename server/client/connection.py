@@ -22,7 +22,7 @@ import contextlib
 import itertools
 import logging
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
@@ -123,6 +123,8 @@ class TableView:
     state: Message | None = None
     seated: bool = False
     watching: bool = False
+    syncing: bool = False  # a reconnect's sync is on its way: live events wait in ``held``
+    held: list[Message] = field(default_factory=list)
 
     def typed_state(self) -> TableState | None:
         return None if self.state is None else TableState.from_dict(self.state)
@@ -245,12 +247,21 @@ class Client:
             if view.watching and not view.seated:
                 await self.send({"type": "watch", "table": view.table})
             if view.seated or view.watching:
+                view.syncing = True
                 self._spawn_sync(view.table, view.v)
 
     def _spawn_sync(self, table: str, since: int) -> None:
         async def sync() -> None:
-            with contextlib.suppress(ClientError, OSError):
+            try:
                 await self.sync(table, since)
+            except (ClientError, OSError) as exc:
+                log.info("sync of %s after a reconnect failed: %s", table, exc)
+                view = self.tables.get(table)
+                if view is not None and view.syncing:  # deliver what is held, gaps and all
+                    view.syncing = False
+                    held, view.held = view.held, []
+                    for live in held:
+                        self._deliver(view, live)
 
         task = asyncio.ensure_future(sync())
         self._background.add(task)
@@ -310,63 +321,74 @@ class Client:
             self.player = event.player
             if self._welcomed is not None and not self._welcomed.done():
                 self._welcomed.set_result(event)
+        if self.keep_messages:
+            self.messages.append(message)
         table = message.get("table")
-        duplicate = False
         if isinstance(table, str):
-            duplicate = self._track(table, message)
+            self._table_message(table, message)
+        elif self.queue_events:
+            self._events.put_nowait(parse_event(message))
         if ref is not None:
             future = self._pending.pop(ref, None)
             if future is not None and not future.done():
                 future.set_result(message)
-        if self.keep_messages:
-            self.messages.append(message)
-        if self.queue_events and not duplicate:
-            if kind == "sync":
-                for missed in message.get("events") or ():
-                    self._events.put_nowait(parse_event(missed))
-            self._events.put_nowait(parse_event(message))
         self.arrived.set()
 
-    def _track(self, table: str, message: Message) -> bool:
-        """Update the table's view; True when ``message`` is a versioned event seen before."""
+    def _table_message(self, table: str, message: Message) -> None:
+        """Keep the table's view, and pass on each versioned event once, in order: after a
+        reconnect, live events wait until the ``sync`` answer has delivered what was
+        missed."""
         kind = message.get("type")
         view = self.tables.get(table)
         if view is None:
-            if kind not in TABLE_EVENTS and kind not in ("resume", "sync", "watching",
-                                                         "table_created"):
-                return False
             view = self.tables[table] = TableView(table)
-        v = message.get("v")
+        if kind in TABLE_EVENTS:
+            if view.syncing:
+                view.held.append(message)
+            else:
+                self._deliver(view, message)
+            return
         state = message.get("state")
-        if kind in TABLE_EVENTS and isinstance(v, int):
-            if v <= view.v:
-                return True
-            view.v = v
-            if isinstance(state, dict):
-                view.state = state
-            if kind == "seated" and message.get("player") == self.player:
-                view.seated = True
-            if kind in ("table_closed",):
-                view.seated = view.watching = False
-            return False
-        if kind == "sync" and isinstance(v, int):
+        if kind == "sync":
             for missed in message.get("events") or ():
-                mv = missed.get("v")
-                if isinstance(mv, int) and mv > view.v and isinstance(missed.get("state"), dict):
-                    view.state = missed["state"]
-            view.v = max(view.v, v)
+                self._deliver(view, missed)
+            v = message.get("v")
+            if isinstance(v, int) and v > view.v:
+                view.v = v
             if isinstance(state, dict):
                 view.state = state
-        elif kind in ("resume", "watching") and isinstance(state, dict):
+            view.syncing = False
+            held, view.held = view.held, []
+            for live in held:
+                self._deliver(view, live)
+        elif kind == "resume" or kind == "watching":
             if kind == "resume":
                 view.seated = True
             else:
                 view.watching = True
-            if not isinstance(v, int) or v >= view.v:
+            v = message.get("v")
+            if isinstance(state, dict) and (not isinstance(v, int) or v >= view.v):
                 view.state = state
         elif kind == "table_created":
             view.seated = True
-        return False
+        if self.queue_events:
+            self._events.put_nowait(parse_event(message))
+
+    def _deliver(self, view: TableView, message: Message) -> None:
+        v = message.get("v")
+        if not isinstance(v, int) or v <= view.v:
+            return  # seen already
+        view.v = v
+        state = message.get("state")
+        if isinstance(state, dict):
+            view.state = state
+        kind = message.get("type")
+        if kind == "seated" and message.get("player") == self.player:
+            view.seated = True
+        elif kind == "table_closed":
+            view.seated = view.watching = False
+        if self.queue_events:
+            self._events.put_nowait(parse_event(message))
 
     # --- sending ---------------------------------------------------------------------------
 
