@@ -38,7 +38,7 @@ from server.http_api import error_response, json_body
 from server.lobby import Actor, Lobby, error_message
 from server.protocol.codec import Outgoing
 from server.protocol.errors import ErrorCode, ProtocolError
-from server.protocol.messages import PlayComputer
+from server.protocol.messages import MAX_VERSION, PlayComputer
 
 log = logging.getLogger(__name__)
 
@@ -174,6 +174,9 @@ class ComputerOpponents:
         client: Client | None = None
         try:
             client = await Client.connect(url, token, fmt=Format.MSGPACK, auto_reconnect=False)
+            # The table's state now (its events so far are not needed): the game may even be
+            # over already, when the opponent left before the bot came.
+            await client.sync(game.table, since=MAX_VERSION)
             bot = BotPlayer(client, game.level, think=self._think(game.level),
                             decision_timeout=self.settings.bot_decision_timeout)
             record = await bot.play_table(game.table)

@@ -86,6 +86,9 @@ class BotPlayer:
         record = GameLog(table)
         acted = -1
         state = client.state(table)
+        if state is not None and state.get("status") in ("finished", "closed"):
+            record.final = state
+            return record  # over before this bot came (its opponent left, say)
         if state is not None:  # the resume or game_start may have arrived already
             acted = await self._maybe_act(table, state, client.tables[table].v, acted, record)
         while True:
@@ -105,6 +108,10 @@ class BotPlayer:
                 record.final = event.raw
                 return record
             state = client.state(table) if event.type == "sync" else event.raw.get("state")
+            if kind in ("resume", "sync") and isinstance(state, dict) and \
+                    state.get("status") in ("finished", "closed"):
+                record.final = event.raw
+                return record
             if isinstance(state, dict):
                 acted = await self._maybe_act(table, state, event.v, acted, record)
 
