@@ -208,3 +208,16 @@ async def test_bot_against_bot_twenty_games_legal_plays_and_the_cube(
     doubles = sum(a.doubles + b.doubles for a, b in results)
     answers = sum(sum(a.answers.values()) + sum(b.answers.values()) for a, b in results)
     assert doubles > 0 and answers == doubles
+
+
+async def test_the_command_line_bot_plays_the_servers_bot(
+    start_server: StartServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from server.bot.__main__ import parse_args, run
+
+    server = await start_server()
+    args = parse_args(["--level", "basic", "--url", server.ws_url, "--against", "random",
+                       "--games", "2", "--seed", "3"])
+    assert await run(args) == 0
+    out = capsys.readouterr().out
+    assert out.count("game_over") == 2 and "won" in out
