@@ -4,6 +4,7 @@ choice one of the offered plays (whole games with the rules engine, no sockets).
 from __future__ import annotations
 
 import random
+from typing import Any
 
 import pytest
 
@@ -119,8 +120,8 @@ def test_whole_games_choose_only_offered_plays(level: Level) -> None:
         for _ in range(2000):
             if game.is_over:
                 break
-            snapshot = game.to_dict()
-            side = snapshot["to_act"]
+            snapshot: dict[str, Any] = game.to_dict()
+            side = int(snapshot["to_act"])
             decision = decide(level, snapshot, side, rng)
             assert decision is not None
             if decision.kind == "roll":
