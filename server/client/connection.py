@@ -3,10 +3,13 @@
 A reader task receives every frame, so the server never sees a slow consumer. Each message:
 
 1. answers the pending request whose ``id`` it carries as ``ref`` (:meth:`Client.request`);
-2. updates the table it is about (:attr:`Client.tables`: last version ``v`` and ``state``);
-   a versioned event already seen (``v`` not above the table's) is dropped as a duplicate;
-3. goes, typed (:func:`~server.client.wire.parse_event`), to :meth:`Client.next_event`, and
-   is kept in :attr:`Client.messages` when ``keep_messages`` is set.
+2. updates the table it is about (:attr:`Client.tables`: last version ``v`` and ``state``,
+   unless ``track_tables`` is off); a versioned event already seen (``v`` not above the
+   table's) is dropped as a duplicate;
+3. goes, typed (:func:`~server.client.wire.parse_event`), to :meth:`Client.next_event`
+   (unless ``queue_events`` is off), is kept in :attr:`Client.messages` when
+   ``keep_messages`` is set, and is handed to ``on_message`` (a plain function called by
+   the reader, for clients that react to every message themselves, as the benchmarks do).
 
 When the socket drops without :meth:`Client.close` (a node restart, a network fault) and
 ``auto_reconnect`` is on, the client connects again with the same token and format and
@@ -21,7 +24,7 @@ import asyncio
 import contextlib
 import itertools
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
@@ -147,6 +150,9 @@ class Client:
         max_reconnects: int = 5,
         keep_messages: bool = False,
         queue_events: bool = True,
+        on_message: Callable[[Message], None] | None = None,
+        track_tables: bool = True,
+        ping_interval: float | None = 20.0,
     ) -> None:
         self.url = url
         self.token = token
@@ -158,6 +164,9 @@ class Client:
         self.max_reconnects = max_reconnects
         self.keep_messages = keep_messages
         self.queue_events = queue_events
+        self.on_message = on_message
+        self.track_tables = track_tables
+        self.ping_interval = ping_interval
         self.ws: ClientConnection | None = None
         self.welcome: Welcome | None = None
         self.player = ""
@@ -212,7 +221,8 @@ class Client:
         if self.token is not None and not self.hello:
             headers["Authorization"] = f"Bearer {self.token}"
         self.ws = await ws_connect(self._ws_url(), additional_headers=headers,
-                                   max_size=MAX_FRAME, compression=None, open_timeout=30)
+                                   max_size=MAX_FRAME, compression=None, open_timeout=30,
+                                   ping_interval=self.ping_interval)
         self.close_code = None
         self._lost = False
         loop = asyncio.get_running_loop()
@@ -323,8 +333,13 @@ class Client:
                 self._welcomed.set_result(event)
         if self.keep_messages:
             self.messages.append(message)
+        if self.on_message is not None:
+            self.on_message(message)
         table = message.get("table")
-        if isinstance(table, str):
+        if not self.track_tables:
+            if self.queue_events:
+                self._events.put_nowait(parse_event(message))
+        elif isinstance(table, str):
             self._table_message(table, message)
         elif self.queue_events:
             self._events.put_nowait(parse_event(message))
