@@ -2,9 +2,11 @@
 
 The bot is a client like any other: a task of this node's event loop that connects to the
 node's own WebSocket with a bot token (:meth:`server.accounts.Accounts.bot`) through the
-client library and plays with :class:`server.bot.player.BotPlayer`. The strong level's
-two-ply search runs in a process pool (``bot_workers``; 0 = a thread), so a slow bot never
-holds the event loop. A bot that errors, loses its socket or thinks longer than
+client library and plays with :class:`server.bot.player.BotPlayer`. The basic and strong
+levels choose in a process pool (``bot_workers``; 0 = a thread), so a bot's evaluation
+never holds the event loop; with ``SEARCHES_PER_WORKER`` strong searches per process in
+flight, further strong decisions are made at the basic level (counted in ``fallbacks``).
+A bot that errors, loses its socket or thinks longer than
 ``bot_decision_timeout`` forfeits (it leaves the table: a loss at the current cube) and
 is logged; nothing it does can crash the node.
 
@@ -23,13 +25,15 @@ import logging
 import multiprocessing
 import time
 from collections import deque
+from collections.abc import Mapping
 from concurrent.futures import Executor, ProcessPoolExecutor
 from dataclasses import dataclass
+from typing import Any
 
 from aiohttp import web
 
 from server.accounts import Accounts, Identity
-from server.bot.player import BotPlayer, BotStalled, Think, think_here, think_in
+from server.bot.player import BotPlayer, BotStalled, Choice, Think, think_here, think_in
 from server.bot.strategy import Level
 from server.client import Client, ClientError, Format
 from server.config import Settings
@@ -41,6 +45,10 @@ from server.protocol.errors import ErrorCode, ProtocolError
 from server.protocol.messages import MAX_VERSION, PlayComputer
 
 log = logging.getLogger(__name__)
+
+SEARCHES_PER_WORKER = 2
+"""Strong searches queued per pool process at most; more decisions are made at the basic
+level, so a busy node's strong bots stay prompt (slightly weaker) instead of late."""
 
 
 @dataclass
@@ -76,6 +84,8 @@ class ComputerOpponents:
         self.games: dict[str, BotGame] = {}  # table id -> game
         self._started: dict[str, deque[float]] = {}  # player -> start times in the window
         self._executor: Executor | None = None
+        self._searching = 0  # strong searches in the pool now
+        self.fallbacks = 0  # strong decisions made at the basic level (the pool was busy)
         self._closing = False
 
     # --- the request -------------------------------------------------------------------------
@@ -161,14 +171,33 @@ class ComputerOpponents:
     # --- the bot -------------------------------------------------------------------------
 
     def _think(self, level: Level) -> Think:
-        if level is not Level.STRONG:
+        # Only the random level chooses on the event loop (microseconds); the evaluation of
+        # basic (milliseconds with many plays) and strong's search run in the pool.
+        if level is Level.RANDOM:
             return think_here
         if self._executor is None and self.settings.bot_workers > 0:
             self._executor = ProcessPoolExecutor(
                 max_workers=self.settings.bot_workers,
                 mp_context=multiprocessing.get_context("spawn"),
             )
-        return think_in(self._executor)
+        in_pool = think_in(self._executor)
+        if level is Level.BASIC:
+            return in_pool
+        most = SEARCHES_PER_WORKER * max(1, self.settings.bot_workers)
+
+        async def strong(level: Level, game: Mapping[str, Any], side: int, seed: int) -> Choice:
+            # A search takes tens of milliseconds: with the pool busy, this decision is
+            # made at the basic level rather than queued behind the others (and late).
+            if self._searching >= most:
+                self.fallbacks += 1
+                return await in_pool(Level.BASIC, game, side, seed)
+            self._searching += 1
+            try:
+                return await in_pool(level, game, side, seed)
+            finally:
+                self._searching -= 1
+
+        return strong
 
     async def _run_bot(self, game: BotGame, url: str, token: str, opponent: str) -> None:
         client: Client | None = None

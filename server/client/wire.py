@@ -158,7 +158,12 @@ class TableEvent(Event):
 
     table: str
     v: int
-    state: TableState | None
+
+    @property
+    def state(self) -> TableState | None:
+        """The typed ``state`` (built on each access: most clients read ``raw`` only)."""
+        state = self.raw.get("state")
+        return TableState.from_dict(state) if isinstance(state, dict) else None
 
 
 @dataclass(frozen=True, slots=True)
@@ -178,9 +183,7 @@ def parse_event(message: Message) -> Event:
                            str(message.get("message", "")), message.get("field"),
                            message.get("table"))
     if (kind in TABLE_EVENTS or kind in TABLE_REPLIES) and "table" in message:
-        state = message.get("state")
-        return TableEvent(kind, message, str(message["table"]), int(message.get("v", 0)),
-                          TableState.from_dict(state) if isinstance(state, dict) else None)
+        return TableEvent(kind, message, str(message["table"]), int(message.get("v", 0)))
     return Reply(kind, message)
 
 
