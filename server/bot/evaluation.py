@@ -5,9 +5,11 @@ index 0 = borne off, 1..24 = its points (it moves from 24 down to 1, its home bo
 1..6), 25 = the bar. The opponent's list is in the opponent's own numbering, so my point
 ``p`` is the opponent's point ``25 - p``.
 
-:func:`evaluate` scores a position for side ``a`` in pip-like units (positive: ``a`` is
-better), as ``terms(a, b) - terms(b, a)``, so it is antisymmetric: the opponent's best reply
-is the one that minimises my score. The terms, each weighted by a table below:
+:func:`evaluate` scores a position for side ``a``, who has just moved, in pip-like units
+(positive: ``a`` is better), as ``terms(a, b) - terms(b, a)``: the same terms for both
+sides, except that the blots of ``b`` (to roll) cost a quarter of ``a``'s. The opponent's
+best reply is the one that maximises its own score, and my value after it is minus that
+score. The terms, each weighted by a table below:
 
 - the pip count (every pip counts one), checkers borne off (a small bonus on top);
 - made points (two or more checkers), worth more in the home board and on the bar point,
@@ -82,6 +84,10 @@ BAR_PER_HOME_POINT = 1.5
 """Per opponent checker on the bar, per home point I hold (plus one for the checker)."""
 STACK_COST = 0.4
 """Per checker beyond three on one point."""
+ON_ROLL = 4.0
+"""Being on roll, in pips (for winning chances)."""
+ON_ROLL_EXPOSURE = 0.25
+"""How much the blots of the side about to roll cost, relative to the other side's."""
 
 _shots_memo: dict[int, int] = {}
 
@@ -114,8 +120,9 @@ def is_contact(a: Checkers, b: Checkers) -> bool:
     return back_checker(a) + back_checker(b) > 25
 
 
-def _terms(a: Checkers, b: Checkers, contact: bool) -> float:
-    """``a``'s own terms (see the module docstring); ``b`` is the opponent."""
+def _terms(a: Checkers, b: Checkers, contact: bool, exposure: float) -> float:
+    """``a``'s own terms (see the module docstring); ``b`` is the opponent. ``exposure``
+    scales the cost of ``a``'s blots (1 when ``b`` rolls next)."""
     score = a[OFF] * OFF_BONUS - pip_count(a)
     if not contact:
         return score
@@ -143,7 +150,7 @@ def _terms(a: Checkers, b: Checkers, contact: bool) -> float:
                 if d > 0:
                     reach |= 1 << d
             if reach:
-                score -= shots(reach) / 36.0 * (BLOT_BASE + BLOT_PIPS * (25 - p))
+                score -= exposure * shots(reach) / 36.0 * (BLOT_BASE + BLOT_PIPS * (25 - p))
     score += PRIME_VALUE[best_run]
     if b[BAR]:
         score += b[BAR] * BAR_PER_HOME_POINT * (1 + home)
@@ -151,9 +158,11 @@ def _terms(a: Checkers, b: Checkers, contact: bool) -> float:
 
 
 def evaluate(a: Checkers, b: Checkers) -> float:
-    """``a``'s score against ``b`` in pips (antisymmetric: ``evaluate(b, a) == -it``)."""
+    """``a``'s score against ``b`` in pips, ``a`` having just moved and ``b`` to roll: ``a``'s
+    blots face ``b``'s shots now, ``b``'s own blots only ``ON_ROLL_EXPOSURE`` as much (``b``
+    may cover or move them first). For ``a`` on roll, use ``-evaluate(b, a)``."""
     contact = is_contact(a, b)
-    return _terms(a, b, contact) - _terms(b, a, contact)
+    return _terms(a, b, contact, 1.0) - _terms(b, a, contact, ON_ROLL_EXPOSURE)
 
 
 def win_probability(a: Checkers, b: Checkers, *, on_roll: bool) -> float:
@@ -163,9 +172,14 @@ def win_probability(a: Checkers, b: Checkers, *, on_roll: bool) -> float:
         return 1.0
     if b[OFF] == 15:
         return 0.0
-    score = evaluate(a, b) + (4.0 if on_roll else -4.0)
-    width = max(4.0, 0.09 * (pip_count(a) + pip_count(b)) / 2 + 1.0)
-    return 1.0 / (1.0 + math.exp(-score / width))
+    score = -evaluate(b, a) + ON_ROLL if on_roll else evaluate(a, b) - ON_ROLL
+    return 1.0 / (1.0 + math.exp(min(60.0, -score / chance_width(a, b))))
+
+
+def chance_width(a: Checkers, b: Checkers) -> float:
+    """The width of the logistic from score to winning chance: it grows with the pips
+    left (a 10-pip lead is worth more near the end than at the start)."""
+    return max(4.0, 0.09 * (pip_count(a) + pip_count(b)) / 2 + 1.0)
 
 
 def after_play(

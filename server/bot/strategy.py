@@ -32,6 +32,7 @@ accept a resignation   always      (the bots never resign themselves)
 
 from __future__ import annotations
 
+import math
 import random
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -41,8 +42,10 @@ from typing import Any
 from server.bot.evaluation import (
     BAR,
     OFF,
+    ON_ROLL,
     ROLLS,
     after_play,
+    chance_width,
     evaluate,
     is_contact,
     sides_from_board,
@@ -112,14 +115,17 @@ def choose_play_index(
 
 
 def two_ply(a: list[int], b: list[int]) -> float:
-    """``a``'s expected score after ``b`` (to move) rolls and makes its best one-ply reply,
-    averaged over the 21 rolls with their weights."""
+    """``a``'s expected winning chance after ``b`` (to move) rolls and makes its best
+    one-ply reply (the one with the best score for ``b``), averaged over the 21 rolls with
+    their weights; ``a`` is then on roll. Chances, not raw scores, are averaged: a rout on
+    one roll does not make up for a loss on several."""
     if a[OFF] == 15:
-        return 1e6
+        return 1.0
     position = _position_for(b, a)
+    scale = 1.0 / chance_width(a, b)
     total = 0.0
     for d1, d2, weight in ROLLS:
-        worst = 1e18
+        best = -1e18
         for counts, hits in legal_outcomes(position, (d1, d2)):
             if hits:
                 a2 = a.copy()
@@ -129,11 +135,10 @@ def two_ply(a: list[int], b: list[int]) -> float:
                         a2[BAR] += 1
             else:
                 a2 = a
-            b2 = counts  # bytes index like a list of ints
-            value = -1e6 if b2[OFF] == 15 else evaluate(a2, b2)
-            if value < worst:
-                worst = value
-        total += weight * worst
+            value = 1e6 if counts[OFF] == 15 else evaluate(counts, a2)
+            if value > best:
+                best = value
+        total += weight / (1.0 + math.exp(min(60.0, (best - ON_ROLL) * scale)))
     return total / 36.0
 
 

@@ -59,10 +59,11 @@ def test_the_starting_position_is_even_and_in_contact() -> None:
         mine, theirs, on_roll=False)
 
 
-def test_evaluate_is_antisymmetric_and_prefers_the_pip_lead() -> None:
+def test_evaluate_weighs_the_blots_of_the_side_that_just_moved_more() -> None:
     mine, theirs = start()
-    a, b = after_play(mine, theirs, [(24, 18), (13, 11)])
-    assert evaluate(a, b) == pytest.approx(-evaluate(b, a))
+    a, b = after_play(mine, theirs, [(24, 18), (13, 11)])  # two blots of mine
+    assert evaluate(a, b) < 0  # I just moved: my blots face the opponent's roll
+    assert -evaluate(b, a) > evaluate(a, b)  # with me on roll they cost less
     lead, _ = after_play(mine, theirs, [(13, 7), (13, 8)])
     assert pip_count(lead) == 156
 
