@@ -68,6 +68,7 @@ async def run(args: argparse.Namespace) -> int:
         for n in range(args.games):
             table = await sit_down(client, args)
             record: GameLog = await bot.play_table(table)
+            client.forget(table)
             final = record.final or {}
             winner = final.get("winner")
             won += winner == client.player

@@ -220,9 +220,13 @@ class Client:
         headers = dict(self.headers)
         if self.token is not None and not self.hello:
             headers["Authorization"] = f"Bearer {self.token}"
-        self.ws = await ws_connect(self._ws_url(), additional_headers=headers,
-                                   max_size=MAX_FRAME, compression=None, open_timeout=30,
-                                   ping_interval=self.ping_interval)
+        try:
+            self.ws = await ws_connect(self._ws_url(), additional_headers=headers,
+                                       max_size=MAX_FRAME, compression=None, open_timeout=30,
+                                       ping_interval=self.ping_interval)
+        except websockets.InvalidStatus as exc:  # 401 auth_failed for a bad bearer token
+            raise ClientError(f"{self.url} refused the connection: HTTP "
+                              f"{exc.response.status_code}") from exc
         self.close_code = None
         self._lost = False
         loop = asyncio.get_running_loop()
@@ -237,6 +241,8 @@ class Client:
                 return_when=asyncio.FIRST_COMPLETED,
             )
             if self._welcomed not in done:
+                with contextlib.suppress(Exception):
+                    await self.ws.close()
                 raise ConnectionLost(f"no welcome from {self.url} (close {self.close_code})")
 
     async def reconnect(self) -> None:
@@ -497,6 +503,11 @@ class Client:
         game = None if state is None else state.get("game")
         return bool(game) and state is not None and state.get("status") == "playing" \
             and game is not None and game.get("to_act") == self.side(table)
+
+    def forget(self, table: str) -> None:
+        """Stop tracking ``table`` (its view and state), e.g. when its game is over; a
+        long-running bot calls it so that ``tables`` does not grow with every game."""
+        self.tables.pop(table, None)
 
     # --- helpers for the lobby and the game ------------------------------------------------
 

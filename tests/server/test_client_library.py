@@ -12,6 +12,7 @@ from server_helpers import StartServer, scripted
 
 from server.client import (
     Client,
+    ClientError,
     ConnectionLost,
     Format,
     RequestFailed,
@@ -100,6 +101,8 @@ async def test_requests_are_answered_by_ref_or_refused(start_server: StartServer
     with pytest.raises(RequestFailed) as bad:
         await client.request({"type": "play_computer", "level": "grandmaster"})
     assert bad.value.code == "bad_field" and bad.value.error.field == "level"
+    with pytest.raises(ClientError, match="HTTP 401"):
+        await Client.connect(server.ws_url, "not-a-token")
     await client.close()
     with pytest.raises(ConnectionLost):  # after the events received before the close
         for _ in range(20):
