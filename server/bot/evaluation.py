@@ -218,3 +218,43 @@ def sides_from_board(
     zero[BAR], one[BAR] = bar[0], bar[1]
     zero[OFF], one[OFF] = off[0], off[1]
     return (zero, one) if side == 0 else (one, zero)
+
+
+# --- extra knowledge of the strong level -----------------------------------------------------
+
+TRAP_COST = 0.5
+"""Per back checker, per opponent point blocking it in the six points in front of it,
+squared (a checker behind a five-point prime is in much worse trouble than behind two)."""
+
+
+def keith_waste(a: Checkers) -> float:
+    """The Keith count's additions to the pip count (a race's bear-off inefficiency): 2 per
+    checker beyond one on the 1 point, 1 per checker beyond one on the 2 point and beyond
+    three on the 3 point, 1 per empty 4, 5 or 6 point."""
+    waste = 2.0 * max(0, a[1] - 1) + max(0, a[2] - 1) + max(0, a[3] - 3)
+    waste += (a[4] == 0) + (a[5] == 0) + (a[6] == 0)
+    return float(waste)
+
+
+def _trapped(a: Checkers, b: Checkers) -> float:
+    """How badly ``a``'s back checkers (on the bar or in ``b``'s home board) are blocked."""
+    cost = 0.0
+    for p in range(19, 26):
+        n = a[p]
+        if not n:
+            continue
+        blocked = 0
+        for q in range(p - 1, max(0, p - 7), -1):  # my points in front; b holds 25 - q
+            if b[25 - q] >= 2:
+                blocked += 1
+        cost += n * blocked * blocked
+    return TRAP_COST * cost
+
+
+def evaluate_strong(a: Checkers, b: Checkers) -> float:
+    """:func:`evaluate` plus what the strong level knows besides: in a race the bear-off
+    waste (Keith count), in contact back checkers trapped behind the opponent's points."""
+    score = evaluate(a, b)
+    if is_contact(a, b):
+        return score - _trapped(a, b) + _trapped(b, a)
+    return score - keith_waste(a) + keith_waste(b)

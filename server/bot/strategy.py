@@ -10,7 +10,9 @@ Levels (:class:`Level`):
   takes half of the doubles offered to it.
 - ``basic``: the offered play whose result scores best by :func:`~server.bot.evaluation.
   evaluate` (one ply). Cube: as ``strong`` (below), from the same one-ply estimate.
-- ``strong``: two plies. The ``STRONG_CANDIDATES`` best plays by one ply are looked at
+- ``strong``: two plies, with :func:`~server.bot.evaluation.evaluate_strong` (the same
+  evaluation plus the bear-off waste of a race and back checkers trapped behind points).
+  The ``STRONG_CANDIDATES`` best plays by one ply are looked at
   further: for each, the opponent's 21 rolls (weighted 1/36 for doubles, 2/36 otherwise)
   and, for each roll, the opponent's best reply by one ply; the play with the best
   weighted average after those replies is chosen. The opponent's replies come from the
@@ -47,6 +49,7 @@ from server.bot.evaluation import (
     after_play,
     chance_width,
     evaluate,
+    evaluate_strong,
     is_contact,
     sides_from_board,
     win_probability,
@@ -99,10 +102,11 @@ def choose_play_index(
         return 0
     if level is Level.RANDOM:
         return rng.randrange(len(plays))
+    score = evaluate if level is Level.BASIC else evaluate_strong
     scored = []
     for index, play in enumerate(plays):
         a, b = after_play(mine, theirs, play)
-        scored.append((evaluate(a, b), index, a, b))
+        scored.append((score(a, b), index, a, b))
     if level is Level.BASIC:
         return max(scored, key=lambda s: (s[0], -s[1]))[1]
     scored.sort(key=lambda s: (-s[0], s[1]))
@@ -135,7 +139,7 @@ def two_ply(a: list[int], b: list[int]) -> float:
                         a2[BAR] += 1
             else:
                 a2 = a
-            value = 1e6 if counts[OFF] == 15 else evaluate(counts, a2)
+            value = 1e6 if counts[OFF] == 15 else evaluate_strong(counts, a2)
             if value > best:
                 best = value
         total += weight / (1.0 + math.exp(min(60.0, (best - ON_ROLL) * scale)))
