@@ -251,10 +251,34 @@ def _trapped(a: Checkers, b: Checkers) -> float:
     return TRAP_COST * cost
 
 
+LEAD_SAFETY = 40.0
+"""Pips of race lead that double the cost of the leader's blots (and halve the trailer's)."""
+
+
+def _blot_cost(a: Checkers, b: Checkers) -> float:
+    """The blot term of :func:`evaluate` for ``a`` (``b`` to roll)."""
+    behind = [q for q in range(1, 26) if b[q]]
+    cost = 0.0
+    for p in range(1, 25):
+        if a[p] == 1:
+            reach = 0
+            for q in behind:
+                d = p + q - 25
+                if d > 0:
+                    reach |= 1 << d
+            if reach:
+                cost += shots(reach) / 36.0 * (BLOT_BASE + BLOT_PIPS * (25 - p))
+    return cost
+
+
 def evaluate_strong(a: Checkers, b: Checkers) -> float:
     """:func:`evaluate` plus what the strong level knows besides: in a race the bear-off
-    waste (Keith count), in contact back checkers trapped behind the opponent's points."""
+    waste (Keith count); in contact, back checkers trapped behind the opponent's points,
+    and the race lead: the leader's blots cost more (it has more to lose by a hit), the
+    trailer's less."""
     score = evaluate(a, b)
     if is_contact(a, b):
-        return score - _trapped(a, b) + _trapped(b, a)
+        lead = pip_count(b) - pip_count(a)
+        weight = min(1.0, max(-0.5, lead / LEAD_SAFETY))
+        return score - _trapped(a, b) + _trapped(b, a) - weight * _blot_cost(a, b)
     return score - keith_waste(a) + keith_waste(b)

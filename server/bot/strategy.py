@@ -11,7 +11,8 @@ Levels (:class:`Level`):
 - ``basic``: the offered play whose result scores best by :func:`~server.bot.evaluation.
   evaluate` (one ply). Cube: as ``strong`` (below), from the same one-ply estimate.
 - ``strong``: two plies, with :func:`~server.bot.evaluation.evaluate_strong` (the same
-  evaluation plus the bear-off waste of a race and back checkers trapped behind points).
+  evaluation plus the bear-off waste of a race, back checkers trapped behind points, and
+  blots costing more to the side ahead in the race).
   The ``STRONG_CANDIDATES`` best plays by one ply are looked at
   further: for each, the opponent's 21 rolls (weighted 1/36 for doubles, 2/36 otherwise)
   and, for each roll, the opponent's best reply by one ply; the play with the best
