@@ -51,6 +51,13 @@ MAX_PASSWORD = 128
 SALT_BYTES = 16
 KEY_BYTES = 32
 GUEST_PREFIX = "guest-"
+BOT_PREFIX = "bot-"
+"""A bot account's id: ``bot-<level>-<hex>``; only the server issues them (names cannot
+contain ``-``, so no account or guest id starts like this)."""
+
+
+def is_bot_id(player: str) -> bool:
+    return player.startswith(BOT_PREFIX)
 
 
 class AccountError(ProtocolError):
@@ -73,9 +80,11 @@ class Identity:
     player: str
     name: str
     is_guest: bool
+    is_bot: bool = False
 
     def to_dict(self) -> dict[str, Any]:
-        return {"player": self.player, "name": self.name, "guest": self.is_guest}
+        return {"player": self.player, "name": self.name, "guest": self.is_guest,
+                "bot": self.is_bot}
 
 
 @dataclass(frozen=True, slots=True)
@@ -321,6 +330,13 @@ class Accounts:
         identity = Identity(GUEST_PREFIX + suffix, f"Guest {suffix[:4]}", True)
         return await self._issue(identity, self._settings.guest_token_ttl)
 
+    async def bot(self, level: str) -> IssuedToken:
+        """A token for a new computer player at ``level`` (marked ``bot: true`` wherever
+        its identity shows). Lives ``guest_token_ttl``; revoke it when the game is over."""
+        suffix = secrets.token_hex(5)
+        identity = Identity(f"{BOT_PREFIX}{level}-{suffix}", f"Computer ({level})", False, True)
+        return await self._issue(identity, self._settings.guest_token_ttl)
+
     async def resolve(self, token: str) -> Identity | None:
         """The identity a live token belongs to, or None (unknown, expired or malformed)."""
         if not token or len(token) > 256:
@@ -329,7 +345,8 @@ class Accounts:
         if raw is None:
             return None
         data = json.loads(raw)
-        return Identity(str(data["player"]), str(data["name"]), bool(data["guest"]))
+        return Identity(str(data["player"]), str(data["name"]), bool(data["guest"]),
+                        bool(data.get("bot", False)))
 
     async def resolve_live(self, token: str) -> tuple[Identity, str, float | None] | None:
         """Like :meth:`resolve`, with the token's digest and the seconds it has left (one

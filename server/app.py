@@ -24,6 +24,7 @@ from aiohttp import web
 from rating_plugin.store import RatingStore
 from server.accounts import Accounts
 from server.bus import NodeBus
+from server.computer import ComputerOpponents
 from server.config import Settings, SettingsError
 from server.connection import CLOSE_GOING_AWAY, Hub
 from server.http_api import AccountRoutes
@@ -65,6 +66,7 @@ MATCHMAKER = web.AppKey("matchmaker", Matchmaker)
 BRACKETS = web.AppKey("brackets", BracketDriver)
 METRICS = web.AppKey("metrics", Metrics)
 ACCOUNT_ROUTES = web.AppKey("account_routes", AccountRoutes)
+COMPUTER = web.AppKey("computer", ComputerOpponents)
 
 
 def create_app(settings: Settings, *, dice_factory: DiceFactory | None = None) -> web.Application:
@@ -121,7 +123,6 @@ async def _services(app: web.Application) -> AsyncIterator[None]:
     app[ACCOUNT_ROUTES] = account_routes
     app.router.add_get("/api/matchmaking", matchmaker.overview)
     PublicRoutes(ratings, accounts).add_to(app)
-    app.router.add_get("/ws", SocketHandler(settings, accounts, lobby, hub, matchmaker).handle)
     tournament_keys = TournamentKeys(settings.key_prefix)
     tournaments = Tournaments(TournamentStore(redis, tournament_keys, keys), lobby, persistence,
                               ratings)
@@ -130,6 +131,11 @@ async def _services(app: web.Application) -> AsyncIterator[None]:
     brackets = BracketDriver(tournaments, bus, settings.node_id, tick=settings.tournament_tick,
                              lease=settings.tournament_lease)
     app[BRACKETS] = brackets
+    computer = ComputerOpponents(settings, accounts, lobby, hub)
+    app[COMPUTER] = computer
+    app.router.add_post("/api/bot", computer.issue_token)
+    app.router.add_get("/ws", SocketHandler(settings, accounts, lobby, hub, matchmaker,
+                                            computer).handle)
     persistence.start()
     await bus.start(lobby.on_node_message)
     await matchmaker.start()
@@ -140,6 +146,7 @@ async def _services(app: web.Application) -> AsyncIterator[None]:
     finally:
         await brackets.stop()
         await matchmaker.stop()
+        await computer.stop()
         await lobby.drain(settings.shutdown_timeout)
         await persistence.stop()
         await bus.stop()
@@ -164,6 +171,9 @@ async def _close_sockets(app: web.Application) -> None:
     if lobby is None or hub is None:
         return
     lobby.closing = True
+    computer = app.get(COMPUTER)
+    if computer is not None:
+        await computer.stop()
     for table in lobby.tables.values():
         table.shutdown()
     await hub.flush()

@@ -137,6 +137,13 @@ class Settings:
     metrics: bool = True
     json_logs: bool = False
 
+    # Playing the computer
+    bot_games_per_node: int = 100  # bot games this node hosts at once (0 = none)
+    bot_games_per_player: int = 30  # bot games one player may start per bot_games_window
+    bot_games_window: float = 3600.0
+    bot_decision_timeout: float = 15.0  # a bot slower than this forfeits
+    bot_workers: int = 1  # processes for the strong bot's search (0 = a thread)
+
     def __post_init__(self) -> None:
         _check(self)
 
@@ -228,6 +235,11 @@ def _check(s: Settings) -> None:
                  "hashes_per_address", "max_sockets_per_address", "table_create_burst",
                  "max_open_tables_per_address", "http_header_timeout", "http_body_timeout",
                  "redis_check_interval"):
+        positive(name)
+    if s.bot_games_per_node < 0 or s.bot_games_per_player < 0 or s.bot_workers < 0:
+        raise SettingsError("bot_games_per_node, bot_games_per_player and bot_workers "
+                            "must be >= 0")
+    for name in ("bot_games_window", "bot_decision_timeout"):
         positive(name)
     if s.matchmaking_max_tickets < 0:
         raise SettingsError("matchmaking_max_tickets must be >= 0 (0 = no limit)")
@@ -369,6 +381,14 @@ OPTIONS: tuple[Option, ...] = (
            "identical requests meanwhile share one Redis read)"),
     Option("metrics", _flag, "1/0: Prometheus metrics at /metrics"),
     Option("json_logs", _flag, "1/0: log one JSON object per line (with request/game ids)"),
+    Option("bot_games_per_node", int, "games against the computer this node hosts at once"),
+    Option("bot_games_per_player", int,
+           "games against the computer one player may start per bot_games_window"),
+    Option("bot_games_window", float, "the window of bot_games_per_player, seconds"),
+    Option("bot_decision_timeout", float,
+           "seconds a computer player may think; slower, it forfeits"),
+    Option("bot_workers", int, "processes running the strong computer player's search "
+           "(0 = a thread of the server)"),
 )
 
 assert {o.name for o in OPTIONS} == {f.name for f in fields(Settings)}, "OPTIONS out of sync"

@@ -30,7 +30,7 @@ from typing import Any
 from redis.exceptions import RedisError
 
 from rating_plugin.store import RatingStore
-from server.accounts import GUEST_PREFIX, Identity
+from server.accounts import GUEST_PREFIX, Identity, is_bot_id
 from server.bus import NodeBus
 from server.config import Settings
 from server.connection import Connection, Hub
@@ -602,6 +602,9 @@ class Lobby:
                 f"field 'match_length' must be in 0..{settings.max_match_length}",
                 field="match_length",
             )
+        if msg.mode is TableMode.TOURNAMENT and is_bot_id(actor.player):
+            raise ProtocolError(ErrorCode.BOT_NOT_ALLOWED,
+                                "computer players do not play in tournaments", field="mode")
         if msg.mode is TableMode.TOURNAMENT and msg.tournament_id is None:
             raise ProtocolError(ErrorCode.MISSING_FIELD,
                                 "field 'tournament_id' is required for a tournament table",

@@ -51,6 +51,7 @@ from typing import TYPE_CHECKING, Any
 import msgpack
 from redis.exceptions import RedisError
 
+from server.accounts import is_bot_id
 from server.logs import game_id as log_game_id
 from server.protocol.codec import Outgoing, WireFormat
 from server.protocol.errors import ErrorCode, ProtocolError
@@ -137,6 +138,7 @@ class Seat:
             "player": self.player,
             "name": self.name,
             "guest": self.is_guest,
+            "bot": is_bot_id(self.player),
             "connected": self.is_connected,
             "grace_deadline": self.grace_deadline,
         }
@@ -482,6 +484,9 @@ class Table:
         if self.side_of(actor.player) is not None:
             self.lobby.reply(actor, self._resume_message(actor.player))
             return
+        if self.mode is TableMode.TOURNAMENT and is_bot_id(actor.player):
+            raise ProtocolError(ErrorCode.BOT_NOT_ALLOWED,
+                                "computer players do not play in tournaments", field="table")
         if self.status is not TableStatus.OPEN or self._pending_seat is not None:
             raise ProtocolError(ErrorCode.TABLE_FULL, f"table {self.id} is not open",
                                 field="table")
@@ -650,8 +655,8 @@ class Table:
         self.plan = plan_rating(
             self.mode,
             self.match_length,
-            (RatedPlayer(s0.player, s0.is_guest, s0.address),
-             RatedPlayer(s1.player, s1.is_guest, s1.address)),
+            (RatedPlayer(s0.player, s0.is_guest, s0.address, is_bot_id(s0.player)),
+             RatedPlayer(s1.player, s1.is_guest, s1.address, is_bot_id(s1.player))),
         )
         self.status = TableStatus.PLAYING
         self._dice = self._dice_factory()

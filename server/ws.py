@@ -16,7 +16,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from aiohttp import WSMsgType, web
 
@@ -28,8 +28,11 @@ from server.lobby import Lobby, error_message
 from server.matchmaker import Matchmaker
 from server.protocol.codec import Outgoing, WireFormat
 from server.protocol.errors import ErrorCode, ProtocolError
-from server.protocol.messages import MATCHMAKING_MESSAGES, Hello
+from server.protocol.messages import MATCHMAKING_MESSAGES, Hello, PlayComputer
 from server.session import Accepted, CloseConnection, Refused, Session, SessionLimits
+
+if TYPE_CHECKING:
+    from server.computer import ComputerOpponents
 
 log = logging.getLogger(__name__)
 
@@ -81,12 +84,14 @@ class SocketHandler:
     """Serves ``/ws``; one instance per application."""
 
     def __init__(self, settings: Settings, accounts: Accounts, lobby: Lobby, hub: Hub,
-                 matchmaker: Matchmaker | None = None) -> None:
+                 matchmaker: Matchmaker | None = None,
+                 computer: ComputerOpponents | None = None) -> None:
         self.settings = settings
         self.accounts = accounts
         self.lobby = lobby
         self.hub = hub
         self.matchmaker = matchmaker
+        self.computer = computer
         self.limits = session_limits(settings)
         self._trusted = settings.trusted_networks
 
@@ -214,6 +219,8 @@ class SocketHandler:
                             await self._send(conn, error_message(err, message.ref))
                         else:
                             await self.matchmaker.on_message(conn, message)
+                    elif isinstance(message, PlayComputer) and self.computer is not None:
+                        await self.computer.on_message(conn, message)
                     else:
                         await lobby.on_message(conn, message)
                 elif isinstance(outcome, Refused):

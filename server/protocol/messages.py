@@ -198,6 +198,21 @@ class QueueStatus(Message):
 
 
 MATCHMAKING_MESSAGES: tuple[type[Message], ...] = (JoinQueue, CancelQueue, QueueStatus)
+
+
+class BotLevel(StrEnum):
+    RANDOM = "random"
+    BASIC = "basic"
+    STRONG = "strong"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PlayComputer(Message):
+    """Start a game against the server's computer player at ``level`` (never rated)."""
+
+    TYPE: ClassVar[str] = "play_computer"
+    level: BotLevel = BotLevel.BASIC
+    match_length: int = 0
 """Messages the matchmaker handles (the pool names are checked there: ``unknown_pool``)."""
 
 
@@ -306,6 +321,7 @@ FIELDS: dict[str, Validator] = {
     "pool": _string(MAX_POOL),
     "offset": _integer(0, MAX_LIST_OFFSET),
     "events": _event_ids,
+    "level": _choice(BotLevel),
 }
 
 
@@ -339,7 +355,7 @@ def _schema(cls: type[Message]) -> _Schema:
 
 MESSAGE_TYPES: tuple[type[Message], ...] = (
     Hello, Ping, ListTables, AckEvents, CreateTable, Join, Leave, Watch, Unwatch, Sync,
-    *GAME_ACTIONS, *MATCHMAKING_MESSAGES,
+    *GAME_ACTIONS, *MATCHMAKING_MESSAGES, PlayComputer,
 )
 SCHEMAS: dict[str, _Schema] = {cls.TYPE: _schema(cls) for cls in MESSAGE_TYPES}
 ALIASES = {"auth": "hello"}

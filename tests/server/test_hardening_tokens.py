@@ -50,7 +50,7 @@ async def test_an_expiring_token_closes_its_socket(start_server: StartServer) ->
     server = await start_server(token_ttl=1.5)
     client = await connect(server, await register(server, "alice"))
     assert await client.wait_closed(timeout=10.0) == CLOSE_TOKEN_ENDED
-    assert client.ws.close_reason == "token expired"
+    assert client.ws is not None and client.ws.close_reason == "token expired"
 
 
 async def test_a_password_change_ends_every_token_of_the_account(
@@ -96,6 +96,6 @@ async def test_an_operator_revoke_closes_the_sockets(
     visitor = await connect(server, await guest(server))
     assert "1 token(s)" in await _admin_revoke(redis_url, key_prefix, "Alice")
     assert await client.wait_closed(timeout=5.0) == CLOSE_TOKEN_ENDED
-    assert client.ws.close_reason == "revoked by an operator"
+    assert client.ws is not None and client.ws.close_reason == "revoked by an operator"
     assert "1 token(s)" in await _admin_revoke(redis_url, key_prefix, visitor.player)
     assert await visitor.wait_closed(timeout=5.0) == CLOSE_TOKEN_ENDED
