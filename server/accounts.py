@@ -87,6 +87,12 @@ class Identity:
                 "bot": self.is_bot}
 
 
+def _identity(data: dict[str, Any]) -> Identity:
+    """The :class:`Identity` a stored token record names (bot tokens carry ``bot``)."""
+    return Identity(str(data["player"]), str(data["name"]), bool(data["guest"]),
+                    bool(data.get("bot", False)))
+
+
 @dataclass(frozen=True, slots=True)
 class IssuedToken:
     token: str
@@ -344,9 +350,7 @@ class Accounts:
         raw = await self._redis.get(self._keys.token(token_digest(token)))
         if raw is None:
             return None
-        data = json.loads(raw)
-        return Identity(str(data["player"]), str(data["name"]), bool(data["guest"]),
-                        bool(data.get("bot", False)))
+        return _identity(json.loads(raw))
 
     async def resolve_live(self, token: str) -> tuple[Identity, str, float | None] | None:
         """Like :meth:`resolve`, with the token's digest and the seconds it has left (one
@@ -361,8 +365,7 @@ class Accounts:
             raw, pttl = await pipe.execute()
         if raw is None:
             return None
-        data = json.loads(raw)
-        identity = Identity(str(data["player"]), str(data["name"]), bool(data["guest"]))
+        identity = _identity(json.loads(raw))
         left = None if not isinstance(pttl, int) or pttl < 0 else pttl / 1000
         return identity, digest, left
 
