@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 from server_helpers import StartServer, connect, default_decision, register, scripted
+from tournament_helpers import call, new_runner_key, new_tournament
 
 from server.bot import player as bot_player
 from server.bot.player import BotPlayer, GameLog
@@ -119,6 +120,34 @@ async def test_bot_accounts_are_marked_and_kept_out_of_pools_and_tournaments(
     bad_status, bad = await post_json(http_base(server.ws_url) + "/api/bot", {"level": "god"})
     assert bad_status == 400 and bad["error"]["field"] == "level"
     await bot.close()
+
+
+async def test_a_bot_has_a_public_profile_and_a_runner_cannot_register_it(
+    start_server: StartServer, redis_url: str, key_prefix: str
+) -> None:
+    server = await start_server()
+    status, issued = await post_json(http_base(server.ws_url) + "/api/bot", {"level": "basic"})
+    assert status == 200
+    bot_id = issued["player"]
+    status, profile = await call(server, "GET", f"/api/players/{bot_id}")
+    assert status == 200, profile
+    assert (profile["player"], profile["name"], profile["guest"], profile["bot"]) == (
+        bot_id, "Computer (basic)", False, True)
+    assert profile["ladders"]["table42"]["games"] == 0
+    status, reply = await call(server, "GET", "/api/players/bot-basic-nothex")
+    assert status == 404 and reply["error"]["code"] == "not_found"
+    await register(server, "alice")
+    status, profile = await call(server, "GET", "/api/players/alice")
+    assert status == 200 and profile["bot"] is False
+
+    key = await new_runner_key(redis_url, key_prefix, "acme")
+    tid = await new_tournament(server, key, ["alice"])
+    status, reply = await call(server, "POST", f"/api/tournaments/{tid}/players", key=key,
+                               body={"player": bot_id})
+    assert status == 400 and reply["error"]["code"] == "bot_not_allowed", reply
+    assert reply["error"]["field"] == "player"
+    status, detail = await call(server, "GET", f"/api/tournaments/{tid}")
+    assert detail["tournament"]["players"] == ["alice"]
 
 
 async def _refused(client: Client, message: dict[str, Any]) -> str:
