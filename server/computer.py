@@ -25,7 +25,7 @@ import logging
 import multiprocessing
 import time
 from collections import deque
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from concurrent.futures import Executor, ProcessPoolExecutor
 from dataclasses import dataclass
 from typing import Any
@@ -85,6 +85,7 @@ class ComputerOpponents:
         self._started: dict[str, deque[float]] = {}  # player -> start times in the window
         self._executor: Executor | None = None
         self._searching = 0  # strong searches in the pool now
+        self._starting = 0  # games past the limit checks, not yet in ``games``
         self.fallbacks = 0  # strong decisions made at the basic level (the pool was busy)
         self._closing = False
 
@@ -107,7 +108,7 @@ class ComputerOpponents:
         if identity.is_bot:
             raise ProtocolError(ErrorCode.BOT_NOT_ALLOWED,
                                 "a computer player cannot ask for a computer opponent")
-        if len(self.games) >= settings.bot_games_per_node:
+        if len(self.games) + self._starting >= settings.bot_games_per_node:
             raise ProtocolError(ErrorCode.TOO_MANY_BOT_GAMES,
                                 f"this server hosts at most {settings.bot_games_per_node} "
                                 "games against the computer at once; retry later")
@@ -135,6 +136,29 @@ class ComputerOpponents:
                 f"field 'match_length' must be in 0..{self.settings.max_match_length}",
                 field="match_length",
             )
+        # The checks and the starts below are apart by awaits: hold a place in both limits
+        # at once, so that concurrent requests cannot all pass them.
+        started = self._started.setdefault(identity.player, deque())
+        started.append(now)
+        self._starting += 1
+        reserved = True
+
+        def release() -> None:
+            nonlocal reserved
+            if reserved:
+                reserved = False
+                self._starting -= 1
+
+        try:
+            return await self._seat(conn, msg, identity, release)
+        except BaseException:
+            started.remove(now)
+            raise
+        finally:
+            release()
+
+    async def _seat(self, conn: Connection, msg: PlayComputer, identity: Identity,
+                    release: Callable[[], None]) -> dict[str, object] | None:
         level = Level(str(msg.level))
         issued = await self.accounts.bot(str(level))
         bot = issued.identity
@@ -143,6 +167,7 @@ class ComputerOpponents:
 
         async def announce(table: str) -> None:
             # Before anyone is seated, so the answer comes before ``seated``/``game_start``.
+            release()
             self.games[table] = BotGame(table, identity.player, bot.player, level)
             self.hub.push(conn, Outgoing({**reply, "table": table}))
             await self.hub.flush()
@@ -161,7 +186,6 @@ class ComputerOpponents:
                 if game.bot == bot.player:
                     del self.games[table_id]
             raise
-        self._started.setdefault(identity.player, deque()).append(now)
         game = self.games[table]
         game.task = asyncio.ensure_future(
             self._run_bot(game, node_url(conn), issued.token, identity.player)

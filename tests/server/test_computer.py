@@ -103,6 +103,23 @@ async def test_bot_games_are_limited_per_player_and_per_node(start_server: Start
     await two.close()
 
 
+async def test_concurrent_requests_cannot_pass_the_node_limit_together(
+    start_server: StartServer,
+) -> None:
+    server = await start_server(bot_games_per_node=2)
+    clients = [await connect(server, await register(server, f"rush{i}")) for i in range(6)]
+    replies = await asyncio.gather(*(c.request({"type": "play_computer", "level": "random"})
+                                     for c in clients))
+    kinds = sorted(r["type"] if r["type"] != "error" else r["code"] for r in replies)
+    assert kinds == ["computer_game"] * 2 + ["too_many_bot_games"] * 4, replies
+    assert len(_computer(server).games) == 2
+    for client, reply in zip(clients, replies, strict=True):
+        if reply["type"] == "computer_game":
+            await client.send({"type": "leave", "table": reply["table"]})
+            await client.expect("game_over", table=reply["table"])
+        await client.close()
+
+
 async def test_bot_accounts_are_marked_and_kept_out_of_pools_and_tournaments(
     start_server: StartServer,
 ) -> None:
