@@ -5,7 +5,9 @@ bot against bot at each level (legal plays only, the cube offered and answered).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -13,7 +15,7 @@ from server_helpers import StartServer, connect, default_decision, register, scr
 from tournament_helpers import call, new_runner_key, new_tournament
 
 from server.bot import player as bot_player
-from server.bot.player import BotPlayer, GameLog
+from server.bot.player import BotPlayer, Choice, GameLog, think_here
 from server.bot.strategy import Level
 from server.client import Client, Format, http_base
 from server.client.connection import post_json
@@ -206,6 +208,64 @@ async def test_a_stalled_bot_forfeits_and_the_node_goes_on(
     pong = await human.request({"type": "ping"})
     assert pong["type"] == "pong"
     await human.close()
+
+
+async def test_a_bot_decides_once_when_other_events_arrive_while_it_thinks(
+    start_server: StartServer,
+) -> None:
+    # A disconnect and a reconnect of the opponent while the bot is to act add two events
+    # carrying the same game state; the bot used to decide (and send) again for each, with
+    # its play arriving at a later roll: "does not fit the dice".
+    server = await start_server()
+    human = await Client.connect(server.ws_url, await register(server, "fidget"))
+    bot_client = await Client.connect(server.ws_url, guest=True)
+    table = await human.create_table("private")
+    await bot_client.join(table)
+    gate, thinking = asyncio.Event(), asyncio.Event()
+    seen: list[tuple[str, str, str]] = []
+
+    async def think(level: Level, game: Any, side: int, seed: int) -> Choice:
+        seen.append((game["position_id"], game["match_id"], game["phase"]))
+        thinking.set()
+        await gate.wait()
+        return await think_here(level, game, side, seed)
+
+    bot = BotPlayer(bot_client, Level.RANDOM, seed=5, think=think)
+    task = asyncio.ensure_future(bot.play_table(table, idle_timeout=30))
+    acted = -1
+
+    async def human_turns(until: Callable[[], bool]) -> None:
+        nonlocal acted
+        for _ in range(400):
+            if until():
+                return
+            view = human.tables[table]
+            if view.v > acted and human.my_turn(table):
+                acted = view.v
+                state = human.state(table)
+                assert state is not None
+                await human.act(table, default_decision(state["game"]))
+            else:
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(human.next_event(), 0.2)
+
+    await human_turns(thinking.is_set)
+    assert thinking.is_set()
+    v = bot_client.tables[table].v
+    await human.reconnect()
+    for _ in range(250):
+        if bot_client.tables[table].v >= v + 2:
+            break
+        await asyncio.sleep(0.02)
+    assert bot_client.tables[table].v >= v + 2  # disconnected, reconnected
+    gate.set()
+    await human_turns(lambda: len(seen) >= 4)
+    await human.leave(table)
+    log = await asyncio.wait_for(task, 30)
+    assert log.errors == []
+    assert len(seen) == len(set(seen)), seen
+    await human.close()
+    await bot_client.close()
 
 
 # --- bot against bot ---------------------------------------------------------------------
