@@ -86,8 +86,14 @@ class ComputerOpponents:
         self._executor: Executor | None = None
         self._searching = 0  # strong searches in the pool now
         self._starting = 0  # games past the limit checks, not yet in ``games``
+        self._tokens: set[str] = set()  # tokens of this node's bots now playing
         self.fallbacks = 0  # strong decisions made at the basic level (the pool was busy)
         self._closing = False
+
+    def owns_token(self, token: str | None) -> bool:
+        """Whether ``token`` is one of this node's own bots (they connect from the node's
+        address, and are not held to its per-address socket limit)."""
+        return token is not None and token in self._tokens
 
     # --- the request -------------------------------------------------------------------------
 
@@ -161,6 +167,7 @@ class ComputerOpponents:
                     release: Callable[[], None]) -> dict[str, object] | None:
         level = Level(str(msg.level))
         issued = await self.accounts.bot(str(level))
+        self._tokens.add(issued.token)
         bot = issued.identity
         reply: dict[str, object] = {"type": "computer_game", "ref": msg.ref, "level": str(level),
                                     "bot": bot.player, "name": bot.name}
@@ -181,6 +188,7 @@ class ComputerOpponents:
                 announce=announce,
             )
         except BaseException:
+            self._tokens.discard(issued.token)
             await self.accounts.revoke(issued.token)
             for table_id, game in list(self.games.items()):
                 if game.bot == bot.player:
@@ -247,6 +255,7 @@ class ComputerOpponents:
             await self._forfeit(game, client)
         finally:
             self.games.pop(game.table, None)
+            self._tokens.discard(token)
             if client is not None:
                 await client.close()
             with contextlib.suppress(Exception):

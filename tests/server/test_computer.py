@@ -122,6 +122,45 @@ async def test_concurrent_requests_cannot_pass_the_node_limit_together(
         await client.close()
 
 
+async def test_the_nodes_own_bots_are_not_held_to_the_socket_limit_per_address(
+    start_server: StartServer,
+) -> None:
+    # Every bot of the node connects from the node's own address: with the per-address
+    # socket limit on, the bots past it could not connect and forfeited at once.
+    from server.app import HUB
+
+    server = await start_server(limits=True, max_sockets_per_address=2)
+    humans = [await connect(server, await register(server, f"solo{i}"),
+                            address=f"198.51.100.{i + 1}")
+              for i in range(3)]
+    tables = []
+    for human in humans:
+        answer = await human.request({"type": "play_computer", "level": "random"})
+        assert answer["type"] == "computer_game", answer
+        tables.append(answer["table"])
+    hub = server.app[HUB]
+    for _ in range(250):
+        if hub.address_count("127.0.0.1") >= 3 or len(_computer(server).games) < 3:
+            break
+        await asyncio.sleep(0.02)
+    assert len(_computer(server).games) == 3 and hub.address_count("127.0.0.1") == 3
+    # An outside client from that address is still held to the limit.
+    status, _b = await post_json(http_base(server.ws_url) + "/api/bot", {})
+    assert status == 200
+    refused = False
+    try:
+        extra = await Client.connect(server.ws_url, _b["token"], auto_reconnect=False)
+        await extra.close()
+    except Exception:
+        refused = True
+    assert refused
+    for human, table in zip(humans, tables, strict=True):
+        await human.send({"type": "leave", "table": table})
+        over = await human.expect("game_over", table=table)
+        assert over["winner"].startswith("bot-")
+        await human.close()
+
+
 async def test_bot_accounts_are_marked_and_kept_out_of_pools_and_tournaments(
     start_server: StartServer,
 ) -> None:
