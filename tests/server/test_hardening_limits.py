@@ -123,6 +123,19 @@ async def _login(server: RunningServer, address: str, password: str) -> tuple[in
     return status, headers
 
 
+async def test_login_attempts_per_address(start_server: StartServer) -> None:
+    server = await start_server(limits=True, login_rate=0.01, login_burst=4)
+    await register(server, "alice", "correct horse")
+    statuses = []
+    for _ in range(10):  # right passwords, bounded: the per-address rate alone refuses
+        status, headers = await _login(server, FLOODER, "correct horse")
+        statuses.append(status)
+        if status == 429:
+            assert int(headers["Retry-After"]) >= 1
+    assert statuses == [200] * 4 + [429] * 6
+    assert (await _login(server, OTHER, "correct horse"))[0] == 200
+
+
 async def test_login_failures_delay_then_lock_one_address_not_the_owner(
     start_server: StartServer,
 ) -> None:
