@@ -24,7 +24,7 @@ import contextlib
 import logging
 import multiprocessing
 import time
-from collections import deque
+from collections import Counter, deque
 from collections.abc import Callable, Mapping
 from concurrent.futures import Executor, ProcessPoolExecutor
 from dataclasses import dataclass
@@ -40,6 +40,7 @@ from server.config import Settings
 from server.connection import Connection, Hub
 from server.http_api import error_response, json_body
 from server.lobby import Actor, Lobby, error_message
+from server.matchmaking.policy import network_key
 from server.protocol.codec import Outgoing
 from server.protocol.errors import ErrorCode, ProtocolError
 from server.protocol.messages import MAX_VERSION, PlayComputer
@@ -58,6 +59,7 @@ class BotGame:
     bot: str
     level: Level
     task: asyncio.Task[None] | None = None
+    address: str = ""  # the human's network (network_key), for bot_games_per_address
 
 
 def node_url(conn: Connection) -> str:
@@ -87,6 +89,7 @@ class ComputerOpponents:
         self._searching = 0  # strong searches in the pool now
         self._starting = 0  # games past the limit checks, not yet in ``games``
         self._tokens: set[str] = set()  # tokens of this node's bots now playing
+        self._by_address: Counter[str] = Counter()  # games (and starts) per human network
         self.fallbacks = 0  # strong decisions made at the basic level (the pool was busy)
         self._closing = False
 
@@ -109,11 +112,17 @@ class ComputerOpponents:
             self.hub.push(conn, Outgoing(reply))
         await self.hub.flush()
 
-    def _check_limits(self, identity: Identity, now: float) -> None:
+    def _check_limits(self, identity: Identity, now: float, address: str) -> None:
         settings = self.settings
         if identity.is_bot:
             raise ProtocolError(ErrorCode.BOT_NOT_ALLOWED,
                                 "a computer player cannot ask for a computer opponent")
+        most = settings.bot_games_per_address
+        if settings.limits and most and self._by_address[address] >= most:
+            self.lobby.metrics.refused("bot_games_per_address")
+            raise ProtocolError(ErrorCode.TOO_MANY_BOT_GAMES,
+                                f"at most {most} games against the computer from one address "
+                                "at once; retry later")
         if len(self.games) + self._starting >= settings.bot_games_per_node:
             raise ProtocolError(ErrorCode.TOO_MANY_BOT_GAMES,
                                 f"this server hosts at most {settings.bot_games_per_node} "
@@ -135,7 +144,8 @@ class ComputerOpponents:
         if self._closing or self.lobby.closing:
             raise ProtocolError(ErrorCode.UNAVAILABLE, "the server is shutting down")
         now = time.monotonic()
-        self._check_limits(identity, now)
+        address = network_key(conn.address)
+        self._check_limits(identity, now, address)
         if not 0 <= msg.match_length <= self.settings.max_match_length:
             raise ProtocolError(
                 ErrorCode.BAD_FIELD,
@@ -147,6 +157,7 @@ class ComputerOpponents:
         started = self._started.setdefault(identity.player, deque())
         started.append(now)
         self._starting += 1
+        self._by_address[address] += 1  # given back when the game ends (_run_bot)
         reserved = True
 
         def release() -> None:
@@ -156,15 +167,21 @@ class ComputerOpponents:
                 self._starting -= 1
 
         try:
-            return await self._seat(conn, msg, identity, release)
+            return await self._seat(conn, msg, identity, address, release)
         except BaseException:
             started.remove(now)
+            self._give_back(address)
             raise
         finally:
             release()
 
+    def _give_back(self, address: str) -> None:
+        self._by_address[address] -= 1
+        if self._by_address[address] <= 0:
+            del self._by_address[address]
+
     async def _seat(self, conn: Connection, msg: PlayComputer, identity: Identity,
-                    release: Callable[[], None]) -> dict[str, object] | None:
+                    address: str, release: Callable[[], None]) -> dict[str, object] | None:
         level = Level(str(msg.level))
         issued = await self.accounts.bot(str(level))
         self._tokens.add(issued.token)
@@ -175,7 +192,8 @@ class ComputerOpponents:
         async def announce(table: str) -> None:
             # Before anyone is seated, so the answer comes before ``seated``/``game_start``.
             release()
-            self.games[table] = BotGame(table, identity.player, bot.player, level)
+            self.games[table] = BotGame(table, identity.player, bot.player, level,
+                                        address=address)
             self.hub.push(conn, Outgoing({**reply, "table": table}))
             await self.hub.flush()
 
@@ -256,6 +274,7 @@ class ComputerOpponents:
         finally:
             self.games.pop(game.table, None)
             self._tokens.discard(token)
+            self._give_back(game.address)
             if client is not None:
                 await client.close()
             with contextlib.suppress(Exception):

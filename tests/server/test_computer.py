@@ -161,6 +161,40 @@ async def test_the_nodes_own_bots_are_not_held_to_the_socket_limit_per_address(
         await human.close()
 
 
+async def test_bot_games_are_limited_per_address(start_server: StartServer) -> None:
+    server = await start_server(limits=True, bot_games_per_address=2)
+    crowd = [await connect(server, await register(server, f"crowd{i}"), address="198.51.100.9")
+             for i in range(3)]
+    other = await connect(server, await register(server, "elsewhere"), address="203.0.113.4")
+    replies = await asyncio.gather(*(c.request({"type": "play_computer", "level": "random"})
+                                     for c in crowd))
+    kinds = sorted(r["type"] if r["type"] != "error" else r["code"] for r in replies)
+    assert kinds == ["computer_game"] * 2 + ["too_many_bot_games"], replies
+    elsewhere = await other.request({"type": "play_computer", "level": "random"})
+    assert elsewhere["type"] == "computer_game", elsewhere
+    # A game that ends gives its place back.
+    first = next(i for i, r in enumerate(replies) if r["type"] == "computer_game")
+    table = replies[first]["table"]
+    await crowd[first].send({"type": "leave", "table": table})
+    await crowd[first].expect("game_over", table=table)
+    late = next(i for i, r in enumerate(replies) if r["type"] == "error")
+    again = None
+    for _ in range(100):  # the bot's task ends just after the game
+        again = await crowd[late].request({"type": "play_computer", "level": "random"})
+        if again["type"] == "computer_game":
+            break
+        await asyncio.sleep(0.05)
+    assert again is not None and again["type"] == "computer_game", again
+    playing = [(crowd[late], again["table"]), (other, elsewhere["table"])] + [
+        (crowd[i], r["table"]) for i, r in enumerate(replies)
+        if r["type"] == "computer_game" and i != first]
+    for client, table in playing:
+        await client.send({"type": "leave", "table": table})
+        await client.expect("game_over", table=table)
+    for client in [*crowd, other]:
+        await client.close()
+
+
 async def test_bot_accounts_are_marked_and_kept_out_of_pools_and_tournaments(
     start_server: StartServer,
 ) -> None:
