@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from aiohttp import web
+from redis.exceptions import RedisError
 
 from server.accounts import Accounts, Identity
 from server.bot.player import BotPlayer, BotStalled, Choice, Think, think_here, think_in
@@ -105,6 +106,9 @@ class ComputerOpponents:
             reply = await self._start(conn, msg)
         except ProtocolError as exc:
             reply = error_message(exc, msg.ref)
+        except RedisError:
+            reply = error_message(ProtocolError(ErrorCode.UNAVAILABLE,
+                                                "storage unavailable, retry"), msg.ref)
         except Exception:
             log.exception("play_computer failed for %s", conn.player)
             reply = error_message(ProtocolError(ErrorCode.INTERNAL, "internal error"), msg.ref)
@@ -143,6 +147,8 @@ class ComputerOpponents:
         assert identity is not None
         if self._closing or self.lobby.closing:
             raise ProtocolError(ErrorCode.UNAVAILABLE, "the server is shutting down")
+        if not self.lobby.persistence.redis_up:  # as the lobby does while Redis is away
+            raise ProtocolError(ErrorCode.UNAVAILABLE, "storage unavailable, retry")
         now = time.monotonic()
         address = network_key(conn.address)
         self._check_limits(identity, now, address)
