@@ -113,6 +113,8 @@ class ComputerOpponents:
             log.exception("play_computer failed for %s", conn.player)
             reply = error_message(ProtocolError(ErrorCode.INTERNAL, "internal error"), msg.ref)
         if reply is not None:
+            if reply.get("type") == "error":
+                self.lobby.metrics.error(str(reply.get("code")))
             self.hub.push(conn, Outgoing(reply))
         await self.hub.flush()
 

@@ -170,6 +170,13 @@ async def test_bot_games_are_limited_per_address(start_server: StartServer) -> N
                                      for c in crowd))
     kinds = sorted(r["type"] if r["type"] != "error" else r["code"] for r in replies)
     assert kinds == ["computer_game"] * 2 + ["too_many_bot_games"], replies
+    from server.app import LOBBY
+
+    registry = server.app[LOBBY].metrics.registry
+    assert registry.get_sample_value("table42_refusals_total",
+                                     {"limit": "bot_games_per_address"}) == 1
+    assert registry.get_sample_value("table42_errors_total",
+                                     {"code": "too_many_bot_games"}) == 1
     elsewhere = await other.request({"type": "play_computer", "level": "random"})
     assert elsewhere["type"] == "computer_game", elsewhere
     # A game that ends gives its place back.
