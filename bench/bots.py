@@ -235,8 +235,11 @@ async def node(args: argparse.Namespace) -> dict[str, Any]:
                 print(f"a client failed: {failed!r}", file=sys.stderr)
     finally:
         proc.terminate()
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            proc.wait(10)
+        try:
+            proc.wait(30)
+        except subprocess.TimeoutExpired:
+            proc.kill()  # the keys are deleted once nothing writes them any more
+            proc.wait()
         await delete_keys(args.redis_url, prefix)
     return {"bot_games": args.bot_games, "level": args.level, "think": args.think,
             "human_moves": len(round_trips), "bot_side_human_moves": bot_moves,
