@@ -373,8 +373,7 @@ class Accounts:
         if raw is None:
             return None
         data = json.loads(raw)
-        identity = Identity(str(data["player"]), str(data["name"]), bool(data["guest"]),
-                            bool(data.get("bot", False)))
+        identity = Identity(str(data["player"]), str(data["name"]), bool(data["guest"]))
         left = None if not isinstance(pttl, int) or pttl < 0 else pttl / 1000
         return identity, digest, left
 
