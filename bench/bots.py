@@ -143,7 +143,10 @@ async def node(args: argparse.Namespace) -> dict[str, Any]:
     cmd = [sys.executable, "-m", "server", "--port", str(port), "--redis-url", args.redis_url,
            "--key-prefix", prefix, "--scrypt-n", "2", "--rate-limit", "1000",
            "--rate-burst", "1000", "--decision-time", "600", "--bot-games-per-node",
-           str(args.bot_games + 10), "--bot-games-per-player", "1000"]
+           str(args.bot_games + 10), "--bot-games-per-player", "1000",
+           # the node's load is measured, not its per-address limits (the human games
+           # create a table per game, faster than table_create_rate allows)
+           "--limits", "0", "--trusted-proxies", "127.0.0.1"]
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     url = f"ws://127.0.0.1:{port}/ws"
     round_trips: list[float] = []
@@ -227,11 +230,16 @@ async def node(args: argparse.Namespace) -> dict[str, Any]:
         await asyncio.sleep(args.warmup)
         round_trips.clear()
         humans = [asyncio.create_task(human_game()) for _ in range(args.human_games)]
-        await asyncio.gather(*humans, *bots, return_exceptions=True)
+        for failed in await asyncio.gather(*humans, *bots, return_exceptions=True):
+            if isinstance(failed, Exception):
+                print(f"a client failed: {failed!r}", file=sys.stderr)
     finally:
         proc.terminate()
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            proc.wait(10)
+        try:
+            proc.wait(30)
+        except subprocess.TimeoutExpired:
+            proc.kill()  # the keys are deleted once nothing writes them any more
+            proc.wait()
         await delete_keys(args.redis_url, prefix)
     return {"bot_games": args.bot_games, "level": args.level, "think": args.think,
             "human_moves": len(round_trips), "bot_side_human_moves": bot_moves,

@@ -56,8 +56,19 @@ BOT_PREFIX = "bot-"
 contain ``-``, so no account or guest id starts like this)."""
 
 
+BOT_ID = re.compile(r"bot-(random|basic|strong)-[0-9a-f]{10}")
+"""The shape of every bot id the server issues (``bot-<level>-<10 hex digits>``)."""
+
+
 def is_bot_id(player: str) -> bool:
     return player.startswith(BOT_PREFIX)
+
+
+def bot_name(player: str) -> str | None:
+    """The display name of a bot id the server could have issued ("Computer (basic)"), or
+    None when ``player`` is not shaped like one."""
+    match = BOT_ID.fullmatch(player)
+    return None if match is None else f"Computer ({match.group(1)})"
 
 
 class AccountError(ProtocolError):

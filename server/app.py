@@ -133,7 +133,7 @@ async def _services(app: web.Application) -> AsyncIterator[None]:
     app[BRACKETS] = brackets
     computer = ComputerOpponents(settings, accounts, lobby, hub)
     app[COMPUTER] = computer
-    app.router.add_post("/api/bot", computer.issue_token)
+    app.router.add_post("/api/bot", account_routes.limited_by("guest", computer.issue_token))
     app.router.add_get("/ws", SocketHandler(settings, accounts, lobby, hub, matchmaker,
                                             computer).handle)
     persistence.start()

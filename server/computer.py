@@ -24,13 +24,14 @@ import contextlib
 import logging
 import multiprocessing
 import time
-from collections import deque
-from collections.abc import Mapping
+from collections import Counter, deque
+from collections.abc import Callable, Mapping
 from concurrent.futures import Executor, ProcessPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
 from aiohttp import web
+from redis.exceptions import RedisError
 
 from server.accounts import Accounts, Identity
 from server.bot.player import BotPlayer, BotStalled, Choice, Think, think_here, think_in
@@ -40,6 +41,7 @@ from server.config import Settings
 from server.connection import Connection, Hub
 from server.http_api import error_response, json_body
 from server.lobby import Actor, Lobby, error_message
+from server.matchmaking.policy import network_key
 from server.protocol.codec import Outgoing
 from server.protocol.errors import ErrorCode, ProtocolError
 from server.protocol.messages import MAX_VERSION, PlayComputer
@@ -58,6 +60,7 @@ class BotGame:
     bot: str
     level: Level
     task: asyncio.Task[None] | None = None
+    address: str = ""  # the human's network (network_key), for bot_games_per_address
 
 
 def node_url(conn: Connection) -> str:
@@ -85,8 +88,16 @@ class ComputerOpponents:
         self._started: dict[str, deque[float]] = {}  # player -> start times in the window
         self._executor: Executor | None = None
         self._searching = 0  # strong searches in the pool now
+        self._starting = 0  # games past the limit checks, not yet in ``games``
+        self._tokens: set[str] = set()  # tokens of this node's bots now playing
+        self._by_address: Counter[str] = Counter()  # games (and starts) per human network
         self.fallbacks = 0  # strong decisions made at the basic level (the pool was busy)
         self._closing = False
+
+    def owns_token(self, token: str | None) -> bool:
+        """Whether ``token`` is one of this node's own bots (they connect from the node's
+        address, and are not held to its per-address socket limit)."""
+        return token is not None and token in self._tokens
 
     # --- the request -------------------------------------------------------------------------
 
@@ -95,19 +106,30 @@ class ComputerOpponents:
             reply = await self._start(conn, msg)
         except ProtocolError as exc:
             reply = error_message(exc, msg.ref)
+        except RedisError:
+            reply = error_message(ProtocolError(ErrorCode.UNAVAILABLE,
+                                                "storage unavailable, retry"), msg.ref)
         except Exception:
             log.exception("play_computer failed for %s", conn.player)
             reply = error_message(ProtocolError(ErrorCode.INTERNAL, "internal error"), msg.ref)
         if reply is not None:
+            if reply.get("type") == "error":
+                self.lobby.metrics.error(str(reply.get("code")))
             self.hub.push(conn, Outgoing(reply))
         await self.hub.flush()
 
-    def _check_limits(self, identity: Identity, now: float) -> None:
+    def _check_limits(self, identity: Identity, now: float, address: str) -> None:
         settings = self.settings
         if identity.is_bot:
             raise ProtocolError(ErrorCode.BOT_NOT_ALLOWED,
                                 "a computer player cannot ask for a computer opponent")
-        if len(self.games) >= settings.bot_games_per_node:
+        most = settings.bot_games_per_address
+        if settings.limits and most and self._by_address[address] >= most:
+            self.lobby.metrics.refused("bot_games_per_address")
+            raise ProtocolError(ErrorCode.TOO_MANY_BOT_GAMES,
+                                f"at most {most} games against the computer from one address "
+                                "at once; retry later")
+        if len(self.games) + self._starting >= settings.bot_games_per_node:
             raise ProtocolError(ErrorCode.TOO_MANY_BOT_GAMES,
                                 f"this server hosts at most {settings.bot_games_per_node} "
                                 "games against the computer at once; retry later")
@@ -127,23 +149,59 @@ class ComputerOpponents:
         assert identity is not None
         if self._closing or self.lobby.closing:
             raise ProtocolError(ErrorCode.UNAVAILABLE, "the server is shutting down")
+        if not self.lobby.persistence.redis_up:  # as the lobby does while Redis is away
+            raise ProtocolError(ErrorCode.UNAVAILABLE, "storage unavailable, retry")
         now = time.monotonic()
-        self._check_limits(identity, now)
+        address = network_key(conn.address)
+        self._check_limits(identity, now, address)
         if not 0 <= msg.match_length <= self.settings.max_match_length:
             raise ProtocolError(
                 ErrorCode.BAD_FIELD,
                 f"field 'match_length' must be in 0..{self.settings.max_match_length}",
                 field="match_length",
             )
+        # The checks and the starts below are apart by awaits: hold a place in both limits
+        # at once, so that concurrent requests cannot all pass them.
+        started = self._started.setdefault(identity.player, deque())
+        started.append(now)
+        self._starting += 1
+        self._by_address[address] += 1  # given back when the game ends (_run_bot)
+        reserved = True
+
+        def release() -> None:
+            nonlocal reserved
+            if reserved:
+                reserved = False
+                self._starting -= 1
+
+        try:
+            return await self._seat(conn, msg, identity, address, release)
+        except BaseException:
+            started.remove(now)
+            self._give_back(address)
+            raise
+        finally:
+            release()
+
+    def _give_back(self, address: str) -> None:
+        self._by_address[address] -= 1
+        if self._by_address[address] <= 0:
+            del self._by_address[address]
+
+    async def _seat(self, conn: Connection, msg: PlayComputer, identity: Identity,
+                    address: str, release: Callable[[], None]) -> dict[str, object] | None:
         level = Level(str(msg.level))
         issued = await self.accounts.bot(str(level))
+        self._tokens.add(issued.token)
         bot = issued.identity
         reply: dict[str, object] = {"type": "computer_game", "ref": msg.ref, "level": str(level),
                                     "bot": bot.player, "name": bot.name}
 
         async def announce(table: str) -> None:
             # Before anyone is seated, so the answer comes before ``seated``/``game_start``.
-            self.games[table] = BotGame(table, identity.player, bot.player, level)
+            release()
+            self.games[table] = BotGame(table, identity.player, bot.player, level,
+                                        address=address)
             self.hub.push(conn, Outgoing({**reply, "table": table}))
             await self.hub.flush()
 
@@ -156,12 +214,12 @@ class ComputerOpponents:
                 announce=announce,
             )
         except BaseException:
+            self._tokens.discard(issued.token)
             await self.accounts.revoke(issued.token)
             for table_id, game in list(self.games.items()):
                 if game.bot == bot.player:
                     del self.games[table_id]
             raise
-        self._started.setdefault(identity.player, deque()).append(now)
         game = self.games[table]
         game.task = asyncio.ensure_future(
             self._run_bot(game, node_url(conn), issued.token, identity.player)
@@ -223,6 +281,8 @@ class ComputerOpponents:
             await self._forfeit(game, client)
         finally:
             self.games.pop(game.table, None)
+            self._tokens.discard(token)
+            self._give_back(game.address)
             if client is not None:
                 await client.close()
             with contextlib.suppress(Exception):

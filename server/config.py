@@ -140,6 +140,7 @@ class Settings:
     # Playing the computer
     bot_games_per_node: int = 100  # bot games this node hosts at once (0 = none)
     bot_games_per_player: int = 30  # bot games one player may start per bot_games_window
+    bot_games_per_address: int = 10  # bot games from one address at once (0 = no limit)
     bot_games_window: float = 3600.0
     bot_decision_timeout: float = 15.0  # a bot slower than this forfeits
     bot_workers: int = 1  # processes for the strong bot's search (0 = a thread)
@@ -236,9 +237,10 @@ def _check(s: Settings) -> None:
                  "max_open_tables_per_address", "http_header_timeout", "http_body_timeout",
                  "redis_check_interval"):
         positive(name)
-    if s.bot_games_per_node < 0 or s.bot_games_per_player < 0 or s.bot_workers < 0:
-        raise SettingsError("bot_games_per_node, bot_games_per_player and bot_workers "
-                            "must be >= 0")
+    if s.bot_games_per_node < 0 or s.bot_games_per_player < 0 or s.bot_workers < 0 \
+            or s.bot_games_per_address < 0:
+        raise SettingsError("bot_games_per_node, bot_games_per_player, "
+                            "bot_games_per_address and bot_workers must be >= 0")
     for name in ("bot_games_window", "bot_decision_timeout"):
         positive(name)
     if s.matchmaking_max_tickets < 0:
@@ -385,6 +387,8 @@ OPTIONS: tuple[Option, ...] = (
     Option("bot_games_per_player", int,
            "games against the computer one player may start per bot_games_window"),
     Option("bot_games_window", float, "the window of bot_games_per_player, seconds"),
+    Option("bot_games_per_address", int, "games against the computer played from one "
+           "address at once (0 = no limit; off with limits 0)"),
     Option("bot_decision_timeout", float,
            "seconds a computer player may think; slower, it forfeits"),
     Option("bot_workers", int, "processes running the strong computer player's search "

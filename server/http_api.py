@@ -23,6 +23,7 @@ import asyncio
 import json
 import math
 import time
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from aiohttp import web
@@ -129,6 +130,20 @@ class AccountRoutes:
             return None
         self.metrics.refused(f"{kind}_per_address")
         return limited(f"too many {kind} requests from this address; retry later", wait)
+
+    def limited_by(
+        self, kind: str, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
+    ) -> Callable[[web.Request], Awaitable[web.StreamResponse]]:
+        """``handler`` behind this address's ``kind`` limit (``POST /api/bot`` issues a token
+        like ``POST /api/guest`` does, and shares its per-address bucket)."""
+
+        async def guarded(request: web.Request) -> web.StreamResponse:
+            refused = self._take(kind, self.address(request))
+            if refused is not None:
+                return refused
+            return await handler(request)
+
+        return guarded
 
     def _error(self, exc: ProtocolError) -> web.Response:
         if exc.code == ErrorCode.RATE_LIMITED:

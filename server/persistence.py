@@ -543,7 +543,13 @@ class Persistence:
             await pipe.execute()
 
     async def presence_leave(self, player: str, node: str) -> None:
-        await _aw(self.redis.hincrby(self.keys.presence(player), node, -1))
+        # The key may be gone (expired, or deleted under a closing node): HINCRBY makes it
+        # again, so it gets the TTL too, and never stays for good.
+        key = self.keys.presence(player)
+        async with self.redis.pipeline(transaction=False) as pipe:
+            pipe.hincrby(key, node, -1)
+            pipe.pexpire(key, int(self._settings.presence_ttl * 1000))
+            await pipe.execute()
 
     async def presence(self, player: str) -> tuple[list[str], str | None]:
         """Nodes where ``player`` has sockets, and the address of the latest one."""

@@ -40,7 +40,7 @@ from rating_plugin.store import (
     Queued,
     RatingStore,
 )
-from server.accounts import GUEST_PREFIX, Accounts, Identity
+from server.accounts import GUEST_PREFIX, Accounts, Identity, bot_name, is_bot_id
 from server.http_api import error_response
 from server.protocol.errors import ErrorCode, ProtocolError
 from server.public_params import (
@@ -113,11 +113,12 @@ def _ladder_body(rating: PlayerRating, rank: int | None) -> dict[str, Any]:
 
 
 def profile_body(profile: PlayerProfile, account: Identity | None) -> dict[str, Any]:
+    name = bot_name(profile.player) if account is None else account.name
     return {
         "player": profile.player,
-        "name": account.name if account is not None else profile.player,
+        "name": name if name is not None else profile.player,
         "guest": profile.player.startswith(GUEST_PREFIX),
-        "bot": False,
+        "bot": is_bot_id(profile.player),
         "ladders": {
             "table42": _ladder_body(profile.table42, profile.table42_rank),
             "fibs": _ladder_body(profile.fibs, profile.fibs_rank),
@@ -255,7 +256,7 @@ class PublicRoutes:
         except ProtocolError as exc:
             return error_response(exc)
         [(profile, account)] = await self._profiles((player,))
-        if account is None and not profile.is_known:
+        if account is None and not profile.is_known and bot_name(player) is None:
             return self._unknown("player", player)
         return web.json_response(profile_body(profile, account))
 

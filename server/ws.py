@@ -102,7 +102,9 @@ class SocketHandler:
             request.remote, request.headers.get("X-Forwarded-For"), self._trusted
         )
         if settings.limits and \
-                self.hub.address_count(address) >= settings.max_sockets_per_address:
+                self.hub.address_count(address) >= settings.max_sockets_per_address and \
+                not (self.computer is not None and self.computer.owns_token(
+                    bearer_token(request.headers.get("Authorization")))):
             self.lobby.metrics.refused("sockets_per_address")
             return web.json_response(
                 {"error": {"code": str(ErrorCode.RATE_LIMITED),

@@ -69,6 +69,14 @@ class GameLog:
     final: dict[str, Any] | None = None
 
 
+def _decision_point(state: Mapping[str, Any]) -> tuple[Any, ...]:
+    """What identifies the decision awaited in ``state``: the position and the match (GNU
+    ids: cube, turn, dice, phase), with the phase and the side to act."""
+    game = state.get("game") or {}
+    return (state.get("status"), game.get("position_id"), game.get("match_id"),
+            game.get("phase"), game.get("to_act"), str(game.get("dice")))
+
+
 class BotPlayer:
     def __init__(self, client: Client, level: Level | str, *, seed: int | None = None,
                  think: Think = think_here, decision_timeout: float = 15.0) -> None:
@@ -85,11 +93,13 @@ class BotPlayer:
         client = self.client
         record = GameLog(table)
         acted = -1
+        last: tuple[Any, ...] | None = None  # the game as of the last event with a state
         state = client.state(table)
         if state is not None and state.get("status") in ("finished", "closed"):
             record.final = state
             return record  # over before this bot came (its opponent left, say)
         if state is not None:  # the resume or game_start may have arrived already
+            last = _decision_point(state)
             acted = await self._maybe_act(table, state, client.tables[table].v, acted, record)
         while True:
             event = await client.next_event(idle_timeout)
@@ -112,8 +122,17 @@ class BotPlayer:
                     state.get("status") in ("finished", "closed"):
                 record.final = event.raw
                 return record
-            if isinstance(state, dict):
-                acted = await self._maybe_act(table, state, event.v, acted, record)
+            if not isinstance(state, dict):
+                continue
+            # An event that leaves the game as it was (a player disconnected, reconnected,
+            # a watcher came) is no new decision: deciding again would send a second answer
+            # to a decision already answered, arriving at a later one. After a reconnect
+            # (resume, sync) the bot decides again: its answer may have been lost.
+            now = _decision_point(state)
+            if now == last and kind not in ("resume", "sync"):
+                continue
+            last = now
+            acted = await self._maybe_act(table, state, event.v, acted, record)
 
     @staticmethod
     def _is_last(raw: Mapping[str, Any]) -> bool:

@@ -17,6 +17,7 @@ from typing import Any
 from aiohttp import web
 from redis.exceptions import RedisError
 
+from server.accounts import is_bot_id
 from server.http_api import error_response, json_body
 from server.protocol.errors import ErrorCode, ProtocolError
 from server.tournaments import spec
@@ -138,6 +139,10 @@ class TournamentRoutes:
         t = await self._owned(request)
         body = await json_body(request)
         player = spec.parse_player(body.get("player"))
+        if is_bot_id(player):
+            raise ProtocolError(ErrorCode.BOT_NOT_ALLOWED,
+                                f"{player!r} is a computer player; bots may not enter "
+                                "tournaments", field="player")
         if not await self.store.account_exists(player):
             raise ProtocolError(ErrorCode.BAD_FIELD, f"no account {player!r}", field="player")
         outcome = await self.store.register(t["id"], player, spec.MAX_PLAYERS)

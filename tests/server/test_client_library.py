@@ -159,3 +159,40 @@ async def test_a_reconnect_in_the_middle_of_a_game_syncs_what_was_missed(
     assert over["type"] == "game_over"
     await alice.close()
     await bob.close()
+
+
+async def test_a_request_nobody_answers_times_out() -> None:
+    # A server that welcomes and then never answers (a stuck node): the request raises
+    # RequestTimeout after ``request_timeout``, and its pending entry is gone.
+    from aiohttp import WSMsgType, web
+
+    from server.client import RequestTimeout
+
+    async def silent(request: web.Request) -> web.WebSocketResponse:
+        ws = web.WebSocketResponse()
+        await ws.prepare(request)
+        await ws.send_json({"type": "welcome", "player": "quiet", "name": "quiet",
+                            "guest": True, "bot": False, "limits": {}})
+        async for message in ws:
+            if message.type is not WSMsgType.TEXT:
+                break
+        return ws
+
+    app = web.Application()
+    app.router.add_get("/ws", silent)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = runner.addresses[0][1]
+    try:
+        client = await Client.connect(f"ws://127.0.0.1:{port}/ws", "any-token",
+                                      request_timeout=0.2, auto_reconnect=False)
+        with pytest.raises(RequestTimeout):
+            await client.request({"type": "ping"})
+        with pytest.raises(RequestTimeout):
+            await client.request({"type": "ping"}, timeout=0.05)
+        assert client._pending == {}
+        await client.close()
+    finally:
+        await runner.cleanup()

@@ -5,14 +5,17 @@ bot against bot at each level (legal plays only, the cube offered and answered).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 from server_helpers import StartServer, connect, default_decision, register, scripted
+from tournament_helpers import call, new_runner_key, new_tournament
 
 from server.bot import player as bot_player
-from server.bot.player import BotPlayer, GameLog
+from server.bot.player import BotPlayer, Choice, GameLog, think_here
 from server.bot.strategy import Level
 from server.client import Client, Format, http_base
 from server.client.connection import post_json
@@ -102,6 +105,103 @@ async def test_bot_games_are_limited_per_player_and_per_node(start_server: Start
     await two.close()
 
 
+async def test_concurrent_requests_cannot_pass_the_node_limit_together(
+    start_server: StartServer,
+) -> None:
+    server = await start_server(bot_games_per_node=2)
+    clients = [await connect(server, await register(server, f"rush{i}")) for i in range(6)]
+    replies = await asyncio.gather(*(c.request({"type": "play_computer", "level": "random"})
+                                     for c in clients))
+    kinds = sorted(r["type"] if r["type"] != "error" else r["code"] for r in replies)
+    assert kinds == ["computer_game"] * 2 + ["too_many_bot_games"] * 4, replies
+    assert len(_computer(server).games) == 2
+    for client, reply in zip(clients, replies, strict=True):
+        if reply["type"] == "computer_game":
+            await client.send({"type": "leave", "table": reply["table"]})
+            await client.expect("game_over", table=reply["table"])
+        await client.close()
+
+
+async def test_the_nodes_own_bots_are_not_held_to_the_socket_limit_per_address(
+    start_server: StartServer,
+) -> None:
+    # Every bot of the node connects from the node's own address: with the per-address
+    # socket limit on, the bots past it could not connect and forfeited at once.
+    from server.app import HUB
+
+    server = await start_server(limits=True, max_sockets_per_address=2)
+    humans = [await connect(server, await register(server, f"solo{i}"),
+                            address=f"198.51.100.{i + 1}")
+              for i in range(3)]
+    tables = []
+    for human in humans:
+        answer = await human.request({"type": "play_computer", "level": "random"})
+        assert answer["type"] == "computer_game", answer
+        tables.append(answer["table"])
+    hub = server.app[HUB]
+    for _ in range(250):
+        if hub.address_count("127.0.0.1") >= 3 or len(_computer(server).games) < 3:
+            break
+        await asyncio.sleep(0.02)
+    assert len(_computer(server).games) == 3 and hub.address_count("127.0.0.1") == 3
+    # An outside client from that address is still held to the limit.
+    status, _b = await post_json(http_base(server.ws_url) + "/api/bot", {})
+    assert status == 200
+    refused = False
+    try:
+        extra = await Client.connect(server.ws_url, _b["token"], auto_reconnect=False)
+        await extra.close()
+    except Exception:
+        refused = True
+    assert refused
+    for human, table in zip(humans, tables, strict=True):
+        await human.send({"type": "leave", "table": table})
+        over = await human.expect("game_over", table=table)
+        assert over["winner"].startswith("bot-")
+        await human.close()
+
+
+async def test_bot_games_are_limited_per_address(start_server: StartServer) -> None:
+    server = await start_server(limits=True, bot_games_per_address=2)
+    crowd = [await connect(server, await register(server, f"crowd{i}"), address="198.51.100.9")
+             for i in range(3)]
+    other = await connect(server, await register(server, "elsewhere"), address="203.0.113.4")
+    replies = await asyncio.gather(*(c.request({"type": "play_computer", "level": "random"})
+                                     for c in crowd))
+    kinds = sorted(r["type"] if r["type"] != "error" else r["code"] for r in replies)
+    assert kinds == ["computer_game"] * 2 + ["too_many_bot_games"], replies
+    from server.app import LOBBY
+
+    registry = server.app[LOBBY].metrics.registry
+    assert registry.get_sample_value("table42_refusals_total",
+                                     {"limit": "bot_games_per_address"}) == 1
+    assert registry.get_sample_value("table42_errors_total",
+                                     {"code": "too_many_bot_games"}) == 1
+    elsewhere = await other.request({"type": "play_computer", "level": "random"})
+    assert elsewhere["type"] == "computer_game", elsewhere
+    # A game that ends gives its place back.
+    first = next(i for i, r in enumerate(replies) if r["type"] == "computer_game")
+    table = replies[first]["table"]
+    await crowd[first].send({"type": "leave", "table": table})
+    await crowd[first].expect("game_over", table=table)
+    late = next(i for i, r in enumerate(replies) if r["type"] == "error")
+    again = None
+    for _ in range(100):  # the bot's task ends just after the game
+        again = await crowd[late].request({"type": "play_computer", "level": "random"})
+        if again["type"] == "computer_game":
+            break
+        await asyncio.sleep(0.05)
+    assert again is not None and again["type"] == "computer_game", again
+    playing = [(crowd[late], again["table"]), (other, elsewhere["table"])] + [
+        (crowd[i], r["table"]) for i, r in enumerate(replies)
+        if r["type"] == "computer_game" and i != first]
+    for client, table in playing:
+        await client.send({"type": "leave", "table": table})
+        await client.expect("game_over", table=table)
+    for client in [*crowd, other]:
+        await client.close()
+
+
 async def test_bot_accounts_are_marked_and_kept_out_of_pools_and_tournaments(
     start_server: StartServer,
 ) -> None:
@@ -119,6 +219,34 @@ async def test_bot_accounts_are_marked_and_kept_out_of_pools_and_tournaments(
     bad_status, bad = await post_json(http_base(server.ws_url) + "/api/bot", {"level": "god"})
     assert bad_status == 400 and bad["error"]["field"] == "level"
     await bot.close()
+
+
+async def test_a_bot_has_a_public_profile_and_a_runner_cannot_register_it(
+    start_server: StartServer, redis_url: str, key_prefix: str
+) -> None:
+    server = await start_server()
+    status, issued = await post_json(http_base(server.ws_url) + "/api/bot", {"level": "basic"})
+    assert status == 200
+    bot_id = issued["player"]
+    status, profile = await call(server, "GET", f"/api/players/{bot_id}")
+    assert status == 200, profile
+    assert (profile["player"], profile["name"], profile["guest"], profile["bot"]) == (
+        bot_id, "Computer (basic)", False, True)
+    assert profile["ladders"]["table42"]["games"] == 0
+    status, reply = await call(server, "GET", "/api/players/bot-basic-nothex")
+    assert status == 404 and reply["error"]["code"] == "not_found"
+    await register(server, "alice")
+    status, profile = await call(server, "GET", "/api/players/alice")
+    assert status == 200 and profile["bot"] is False
+
+    key = await new_runner_key(redis_url, key_prefix, "acme")
+    tid = await new_tournament(server, key, ["alice"])
+    status, reply = await call(server, "POST", f"/api/tournaments/{tid}/players", key=key,
+                               body={"player": bot_id})
+    assert status == 400 and reply["error"]["code"] == "bot_not_allowed", reply
+    assert reply["error"]["field"] == "player"
+    status, detail = await call(server, "GET", f"/api/tournaments/{tid}")
+    assert detail["tournament"]["players"] == ["alice"]
 
 
 async def _refused(client: Client, message: dict[str, Any]) -> str:
@@ -160,6 +288,64 @@ async def test_a_stalled_bot_forfeits_and_the_node_goes_on(
     pong = await human.request({"type": "ping"})
     assert pong["type"] == "pong"
     await human.close()
+
+
+async def test_a_bot_decides_once_when_other_events_arrive_while_it_thinks(
+    start_server: StartServer,
+) -> None:
+    # A disconnect and a reconnect of the opponent while the bot is to act add two events
+    # carrying the same game state; the bot used to decide (and send) again for each, with
+    # its play arriving at a later roll: "does not fit the dice".
+    server = await start_server()
+    human = await Client.connect(server.ws_url, await register(server, "fidget"))
+    bot_client = await Client.connect(server.ws_url, guest=True)
+    table = await human.create_table("private")
+    await bot_client.join(table)
+    gate, thinking = asyncio.Event(), asyncio.Event()
+    seen: list[tuple[str, str, str]] = []
+
+    async def think(level: Level, game: Any, side: int, seed: int) -> Choice:
+        seen.append((game["position_id"], game["match_id"], game["phase"]))
+        thinking.set()
+        await gate.wait()
+        return await think_here(level, game, side, seed)
+
+    bot = BotPlayer(bot_client, Level.RANDOM, seed=5, think=think)
+    task = asyncio.ensure_future(bot.play_table(table, idle_timeout=30))
+    acted = -1
+
+    async def human_turns(until: Callable[[], bool]) -> None:
+        nonlocal acted
+        for _ in range(400):
+            if until():
+                return
+            view = human.tables[table]
+            if view.v > acted and human.my_turn(table):
+                acted = view.v
+                state = human.state(table)
+                assert state is not None
+                await human.act(table, default_decision(state["game"]))
+            else:
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(human.next_event(), 0.2)
+
+    await human_turns(thinking.is_set)
+    assert thinking.is_set()
+    v = bot_client.tables[table].v
+    await human.reconnect()
+    for _ in range(250):
+        if bot_client.tables[table].v >= v + 2:
+            break
+        await asyncio.sleep(0.02)
+    assert bot_client.tables[table].v >= v + 2  # disconnected, reconnected
+    gate.set()
+    await human_turns(lambda: len(seen) >= 4)
+    await human.leave(table)
+    log = await asyncio.wait_for(task, 30)
+    assert log.errors == []
+    assert len(seen) == len(set(seen)), seen
+    await human.close()
+    await bot_client.close()
 
 
 # --- bot against bot ---------------------------------------------------------------------

@@ -50,6 +50,23 @@ async def test_guest_sessions_and_registrations_per_address(start_server: StartS
     assert status == 201
 
 
+async def test_bot_tokens_share_the_guest_limit_per_address(start_server: StartServer) -> None:
+    # POST /api/bot issues a token kept as long as a guest's: the same bucket bounds both.
+    server = await start_server(limits=True, guest_rate=0.01, guest_burst=5)
+    statuses = []
+    for i in range(12):
+        path = "/api/bot" if i % 2 else "/api/guest"
+        status, headers, body = await http_json("POST", server.http + path,
+                                                headers=_from(FLOODER), json_body={})
+        statuses.append(status)
+        if status == 429:
+            assert body["error"]["code"] == "rate_limited" and int(headers["Retry-After"]) >= 1
+    assert statuses.count(200) == 5 and statuses.count(429) == 7
+    status, _h, body = await http_json("POST", server.http + "/api/bot", headers=_from(OTHER),
+                                       json_body={"level": "random"})
+    assert status == 200 and body["bot"] is True
+
+
 async def test_sockets_per_address(start_server: StartServer) -> None:
     server = await start_server(limits=True, max_sockets_per_address=5)
     token = await guest(server)
@@ -104,6 +121,19 @@ async def _login(server: RunningServer, address: str, password: str) -> tuple[in
         "POST", server.http + "/api/login", headers=_from(address),
         json_body={"name": "alice", "password": password})
     return status, headers
+
+
+async def test_login_attempts_per_address(start_server: StartServer) -> None:
+    server = await start_server(limits=True, login_rate=0.01, login_burst=4)
+    await register(server, "alice", "correct horse")
+    statuses = []
+    for _ in range(10):  # right passwords, bounded: the per-address rate alone refuses
+        status, headers = await _login(server, FLOODER, "correct horse")
+        statuses.append(status)
+        if status == 429:
+            assert int(headers["Retry-After"]) >= 1
+    assert statuses == [200] * 4 + [429] * 6
+    assert (await _login(server, OTHER, "correct horse"))[0] == 200
 
 
 async def test_login_failures_delay_then_lock_one_address_not_the_owner(

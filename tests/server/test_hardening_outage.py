@@ -53,6 +53,8 @@ async def test_a_game_ending_during_a_redis_outage_is_stored_then_announced(
     await _poll(server.http + "/readyz", 503)
     refused = await a.request({"type": "create_table", "mode": "competitive"})
     assert refused["type"] == "error" and refused["code"] == "unavailable", refused
+    refused = await a.request({"type": "play_computer", "level": "random"})
+    assert refused["type"] == "error" and refused["code"] == "unavailable", refused
 
     # The clock runs out during the outage (1.5 s): the game is over inside the server, but
     # nothing may be announced before the result is stored.

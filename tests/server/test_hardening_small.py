@@ -6,6 +6,7 @@ import asyncio
 
 import aiohttp
 import pytest
+import redis.asyncio as aioredis
 from hardening_helpers import http_json
 from server_helpers import StartServer, connect, guest, play_out, register, scripted, seat_two
 
@@ -102,3 +103,17 @@ async def test_the_owner_cache_does_not_grow_with_abandoned_tables(
     assert len(lobby._owners) == 0
     async with aiohttp.ClientSession() as http, http.get(server.http + "/api/tables") as r:
         assert (await r.json())["total"] == 0
+
+
+async def test_a_presence_left_after_its_key_is_gone_does_not_stay_for_good(
+    start_server: StartServer, redis_client: aioredis.Redis, key_prefix: str
+) -> None:
+    from server.app import PERSISTENCE
+
+    server = await start_server()
+    persistence = server.app[PERSISTENCE]
+    await persistence.presence_join("ghost", "n1", "10.0.0.1")
+    key = persistence.keys.presence("ghost")
+    await redis_client.delete(key)  # expired, or deleted while the node was closing
+    await persistence.presence_leave("ghost", "n1")
+    assert await redis_client.pttl(key) > 0
