@@ -67,6 +67,7 @@ class Actor:
     address: str
     node: str
     conn: str
+    lean: bool = False  # the socket reads change-only table events (protocol 2)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -77,6 +78,7 @@ class Actor:
             player=str(data["player"]), name=str(data["name"]),
             is_guest=bool(data["is_guest"]), address=str(data["address"]),
             node=str(data["node"]), conn=str(data["conn"]),
+            lean=bool(data.get("lean", False)),
         )
 
 
@@ -173,7 +175,8 @@ class Lobby:
             if node == self.node_id:
                 self.hub.push_player(player, out)
             else:
-                self.bus.send(node, {"op": "deliver", "player": player, "frame": out.obj})
+                self.bus.send(node, {"op": "deliver", "player": player, "frame": out.obj,
+                                     "lean": out.lean})
 
     def deliver_conns(self, conns: Iterable[tuple[str, str]], out: Outgoing) -> None:
         """Send ``out`` to the sockets ``(node, conn id)``; one bus message per other node."""
@@ -184,7 +187,8 @@ class Lobby:
             else:
                 remote.setdefault(node, []).append(conn)
         for node, ids in remote.items():
-            self.bus.send(node, {"op": "deliver", "conns": ids, "frame": out.obj})
+            self.bus.send(node, {"op": "deliver", "conns": ids, "frame": out.obj,
+                                 "lean": out.lean})
 
     def reply(self, actor: Actor, message: dict[str, Any]) -> None:
         """Answer the socket a command came from."""
@@ -319,7 +323,8 @@ class Lobby:
             identity = conn.identity
             assert identity is not None
             actor = conn.actor = Actor(identity.player, identity.name, identity.is_guest,
-                                       conn.address, self.node_id, conn.id)
+                                       conn.address, self.node_id, conn.id,
+                                       conn.session.lean)
         return actor
 
     async def on_connect(self, conn: Connection, identity: Identity) -> None:
@@ -551,7 +556,8 @@ class Lobby:
             frame = payload.get("frame")
             if not isinstance(frame, dict):
                 return
-            out = Outgoing(frame)
+            lean = payload.get("lean")
+            out = Outgoing(frame, lean if isinstance(lean, dict) else None)
             player = payload.get("player")
             if isinstance(player, str):
                 self.hub.push_player(player, out)

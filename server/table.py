@@ -49,6 +49,7 @@ from redis.exceptions import RedisError
 
 from server.protocol.codec import Outgoing, WireFormat
 from server.protocol.errors import ErrorCode, ProtocolError
+from server.protocol.lean import apply_event, full_form, state_changes
 from server.protocol.messages import (
     GAME_ACTIONS,
     AcceptResign,
@@ -181,7 +182,13 @@ class Table:
         self._next_game: asyncio.TimerHandle | None = None
         self._clock_token: tuple[int, int, Phase] | None = None
         self._clock_due: float | None = None  # loop time the current decision's clock runs out
-        self._last_state: dict[str, Any] | None = None
+        self._last_state: dict[str, Any] | None = None  # the state of the latest event
+        # The state after the event just before ``recent[0]`` (None: no state yet): the full
+        # form of the recent events is rebuilt from it for a sync.
+        self._base_state: dict[str, Any] | None = None
+        # Top-level state keys the next lean event sends whole: a full state handed out
+        # between two events (sync, resume, watch) may differ from the latest event's there.
+        self._forced: set[str] = set()
         self._snapshot_status: TableStatus | None = None
         self._seats_state: list[dict[str, Any] | None] | None = None  # see _seats_dicts
         self._plan_state: dict[str, Any] | None = None
@@ -288,14 +295,35 @@ class Table:
         broadcast: bool = True,
     ) -> Outgoing:
         self.version += 1
-        obj: dict[str, Any] = {"type": kind, "table": self.id, "v": self.version}
-        obj.update(fields)
+        head: dict[str, Any] = {"type": kind, "table": self.id, "v": self.version}
+        head.update(fields)
         if with_state:
+            # Both forms (PROTOCOL.md §5.1): the full one carries the whole state, the lean
+            # one what changed since the previous state-carrying event (a game's start: all).
             self._sync_clock()
-            obj["state"] = self._last_state = self.state()
-        out = Outgoing(obj)
-        packed = out.frame(WireFormat.MSGPACK)
-        self.recent.append((self.version, packed))
+            state = self.state()
+            before = self._last_state
+            obj = dict(head)
+            obj["state"] = state
+            if before is None or kind == "game_start":
+                lean = obj
+            else:
+                lean = head
+                head["changes"] = state_changes(before, state, self._forced)
+            if self._forced:
+                self._forced = set()
+            self._last_state = state
+        else:
+            obj = lean = head
+        out = Outgoing(obj, None if lean is obj else lean)
+        # The log (in memory and in Redis) keeps the lean form; the full form is rebuilt from
+        # it for a sync (see _events_in_form).
+        packed = out.frame(WireFormat.MSGPACK, True)
+        recent = self.recent
+        if len(recent) == recent.maxlen:
+            _, oldest = recent.popleft()
+            self._base_state = apply_event(self._base_state, msgpack.unpackb(oldest))
+        recent.append((self.version, packed))
         persistence = self.lobby.persistence
         persistence.append_event(self.id, packed)
         # A new status (open, playing, finished) must reach the snapshot at once: other
@@ -519,7 +547,7 @@ class Table:
         self.watchers[key] = actor.player
         self.lobby.reply(actor, {
             "type": "watching", "table": self.id, "v": self.version, "ref": msg.ref,
-            "summary": self.summary(), "state": self.state(),
+            "summary": self.summary(), "state": self._handout(),
         })
 
     def unwatch(self, node: str, conn: str) -> None:
@@ -542,16 +570,47 @@ class Table:
         complete = not events or events[0]["v"] == since + 1 or since == self.version
         self.lobby.reply(actor, {
             "type": "sync", "table": self.id, "ref": msg.ref, "since": msg.since,
-            "v": self.version, "complete": complete, "events": events,
-            "summary": self.summary(), "state": self.state(),
+            "v": self.version, "complete": complete,
+            "events": events if actor.lean else self._full_events(events, since),
+            "summary": self.summary(), "state": self._handout(),
         })
+
+    def _handout(self) -> dict[str, Any]:
+        """The full state for a ``sync``, ``resume`` or ``watching`` answer. Where it differs
+        from the latest event's state, the next lean event sends that part whole, so that
+        clients holding either state end up with the same one."""
+        state = self.state()
+        last = self._last_state
+        if last is not None:
+            self._forced.update(k for k, v in state.items() if last.get(k) != v)
+        return state
+
+    def _full_events(self, events: list[dict[str, Any]], since: int) -> list[dict[str, Any]]:
+        """``events`` (lean, in order, all after ``since``) in the full form. From the memory
+        log they are rebuilt from the state before it; from the Redis log, from the first
+        event that carries a whole state (those before it keep no state)."""
+        state: dict[str, Any] | None = None
+        if events and self.recent and events[0]["v"] >= self.recent[0][0]:
+            state = self._base_state
+            for v, packed in self.recent:
+                if v >= events[0]["v"]:
+                    break
+                state = apply_event(state, msgpack.unpackb(packed))
+        out: list[dict[str, Any]] = []
+        for event in events:
+            try:
+                state = apply_event(state, event)
+            except ValueError:
+                state = None
+            out.append(full_form(event, state))
+        return out
 
     def _resume_message(self, player: str) -> dict[str, Any]:
         side = self.side_of(player)
         return {
             "type": "resume", "table": self.id, "v": self.version,
             "side": None if side is None else int(side),
-            "summary": self.summary(), "state": self.state(),
+            "summary": self.summary(), "state": self._handout(),
         }
 
     # --- presence -------------------------------------------------------------------------
@@ -765,6 +824,7 @@ class Table:
             # Every event is in the table's Redis log now; a finished table lingers for a
             # while, and sync reads the log instead of holding the events in memory.
             self.recent.clear()
+            self._base_state = self._last_state
         pushes: list[tuple[str, dict[str, Any]]] = []
         note: dict[str, Any] | None = None
         try:

@@ -136,38 +136,42 @@ def wire_frame(payload: bytes, fmt: WireFormat) -> bytes:
 
 
 class Outgoing:
-    """One server message, encoded lazily and at most once per wire format.
+    """One server message, encoded lazily and at most once per wire format and event form.
 
     A broadcast builds one ``Outgoing`` and every recipient asks for the bytes in its own
-    format, so an event to 2 players and 50 watchers is encoded at most twice, and framed
-    (:meth:`wire`) at most twice.
+    format, so an event to 2 players and 50 watchers is encoded at most twice per form, and
+    framed (:meth:`wire`) at most twice per form. ``obj`` is the message (for a table event:
+    the full form, protocol 1); ``lean`` is the same event in the change-only form (protocol
+    2), or None when the message has one form only.
     """
 
-    __slots__ = ("_json", "_msgpack", "_wire_json", "_wire_msgpack", "obj")
+    __slots__ = ("_frames", "_wires", "lean", "obj")
 
-    def __init__(self, obj: dict[str, Any]) -> None:
+    def __init__(self, obj: dict[str, Any], lean: dict[str, Any] | None = None) -> None:
         self.obj = obj
-        self._json: bytes | None = None
-        self._msgpack: bytes | None = None
-        self._wire_json: bytes | None = None
-        self._wire_msgpack: bytes | None = None
+        self.lean = lean
+        self._frames: list[bytes | None] = [None, None, None, None]
+        self._wires: list[bytes | None] = [None, None, None, None]
 
-    def frame(self, fmt: WireFormat) -> bytes:
-        """The encoded message (a frame's payload) in ``fmt``."""
-        if fmt is WireFormat.JSON:
-            if self._json is None:
-                self._json = encode(self.obj, WireFormat.JSON)
-            return self._json
-        if self._msgpack is None:
-            self._msgpack = encode(self.obj, WireFormat.MSGPACK)
-        return self._msgpack
+    def _slot(self, fmt: WireFormat, lean: bool) -> int:
+        slot = 1 if fmt is WireFormat.MSGPACK else 0
+        return slot + 2 if lean and self.lean is not None else slot
 
-    def wire(self, fmt: WireFormat) -> bytes:
+    def frame(self, fmt: WireFormat, lean: bool = False) -> bytes:
+        """The encoded message (a frame's payload) in ``fmt``; the lean form if asked for and
+        there is one."""
+        slot = self._slot(fmt, lean)
+        data = self._frames[slot]
+        if data is None:
+            obj = self.lean if slot >= 2 else self.obj
+            assert obj is not None
+            data = self._frames[slot] = encode(obj, fmt)
+        return data
+
+    def wire(self, fmt: WireFormat, lean: bool = False) -> bytes:
         """The whole WebSocket frame (header and payload) to write to a socket in ``fmt``."""
-        if fmt is WireFormat.MSGPACK:
-            if self._wire_msgpack is None:
-                self._wire_msgpack = wire_frame(self.frame(fmt), fmt)
-            return self._wire_msgpack
-        if self._wire_json is None:
-            self._wire_json = wire_frame(self.frame(fmt), fmt)
-        return self._wire_json
+        slot = self._slot(fmt, lean)
+        data = self._wires[slot]
+        if data is None:
+            data = self._wires[slot] = wire_frame(self.frame(fmt, lean), fmt)
+        return data

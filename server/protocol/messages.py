@@ -60,6 +60,8 @@ class Hello(Message):
 
     TYPE: ClassVar[str] = "hello"
     token: str
+    #: The table-event form this socket wants: 1 full state, 2 change-only (PROTOCOL.md §5.1).
+    protocol: int | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -283,6 +285,7 @@ FIELDS: dict[str, Validator] = {
     "match_length": _integer(0, 255),
     "tournament_id": _string(MAX_TOURNAMENT_ID, TABLE_ID),
     "pool": _string(MAX_POOL),
+    "protocol": _integer(1, 2),
 }
 
 

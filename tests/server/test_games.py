@@ -23,6 +23,7 @@ from server_helpers import (
 )
 
 from rating_plugin.store import RatingStore
+from server.protocol.lean import apply_event
 from server.rules import Play, Position, Side, Step, format_play
 
 
@@ -65,7 +66,14 @@ async def test_whole_competitive_game_json_and_msgpack_clients(
         "Awaitable[list[bytes]]", redis_client.lrange(f"{key_prefix}{{t:{table}}}:events", 0, -1)
     )
     assert [msgpack.unpackb(e)["v"] for e in events] == list(range(1, over_a["v"] + 1))
-    assert msgpack.unpackb(events[-1]) == over_b  # the log holds what clients received
+    # The log holds the lean form (PROTOCOL.md §5.1): the full form's state is the previous
+    # state with the changes applied.
+    last = msgpack.unpackb(events[-1])
+    assert {k: v for k, v in last.items() if k != "changes"} == {
+        k: v for k, v in over_b.items() if k != "state"}
+    before = next(m["state"] for m in reversed(b.messages)
+                  if m.get("table") == table and m.get("v", 0) < over_b["v"] and "state" in m)
+    assert apply_event(before, last) == over_b["state"]
     # Versions are gapless: the creator saw every event, the joiner all from its seat on.
     for client, first in ((a, 1), (b, 2)):
         versions = [m["v"] for m in client.messages if m.get("table") == table and "v" in m]
