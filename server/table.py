@@ -189,6 +189,7 @@ class Table:
         # Top-level state keys the next lean event sends whole: a full state handed out
         # between two events (sync, resume, watch) may differ from the latest event's there.
         self._forced: set[str] = set()
+        self._game_starts: list[int] = []  # versions of the game_start events
         self._snapshot_status: TableStatus | None = None
         self._seats_state: list[dict[str, Any] | None] | None = None  # see _seats_dicts
         self._plan_state: dict[str, Any] | None = None
@@ -305,13 +306,17 @@ class Table:
             before = self._last_state
             obj = dict(head)
             obj["state"] = state
-            if before is None or kind == "game_start":
+            changes = None if kind == "game_start" else state_changes(before, state,
+                                                                       self._forced)
+            if changes is None:
                 lean = obj
             else:
                 lean = head
-                head["changes"] = state_changes(before, state, self._forced)
+                head["changes"] = changes
             if self._forced:
                 self._forced = set()
+            if kind == "game_start":
+                self._game_starts.append(self.version)
             self._last_state = state
         else:
             obj = lean = head
@@ -561,17 +566,25 @@ class Table:
             events = []
         elif recent and recent[0][0] <= since + 1:
             events = [msgpack.unpackb(packed) for v, packed in recent if v > since]
+            if not actor.lean:
+                events = self._full_events(events)
         else:
+            # From the Redis log; the full form is rebuilt from the start of the game.
+            start = since
+            if not actor.lean:
+                start = max((v - 1 for v in self._game_starts if v <= since + 1), default=since)
             try:
-                events = await self.lobby.persistence.events_since(self.id, since)
+                events = await self.lobby.persistence.events_since(self.id, start)
             except (RedisError, OSError) as exc:
                 raise ProtocolError(ErrorCode.UNAVAILABLE, "Redis is unavailable") from exc
             events = [e for e in events if e["v"] <= self.version]
+            if not actor.lean:
+                events = [e for e in self._full_events(events) if e["v"] > since]
         complete = not events or events[0]["v"] == since + 1 or since == self.version
         self.lobby.reply(actor, {
             "type": "sync", "table": self.id, "ref": msg.ref, "since": msg.since,
             "v": self.version, "complete": complete,
-            "events": events if actor.lean else self._full_events(events, since),
+            "events": events,
             "summary": self.summary(), "state": self._handout(),
         })
 
@@ -585,10 +598,10 @@ class Table:
             self._forced.update(k for k, v in state.items() if last.get(k) != v)
         return state
 
-    def _full_events(self, events: list[dict[str, Any]], since: int) -> list[dict[str, Any]]:
-        """``events`` (lean, in order, all after ``since``) in the full form. From the memory
-        log they are rebuilt from the state before it; from the Redis log, from the first
-        event that carries a whole state (those before it keep no state)."""
+    def _full_events(self, events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """``events`` (lean, in order) in the full form. From the memory log they are rebuilt
+        from the state before it; from the Redis log, from the first event that carries a
+        whole state (a game's start; change-only events before it keep no state)."""
         state: dict[str, Any] | None = None
         if events and self.recent and events[0]["v"] >= self.recent[0][0]:
             state = self._base_state

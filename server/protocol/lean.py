@@ -30,30 +30,36 @@ State = dict[str, Any]
 
 
 def state_changes(before: Mapping[str, Any] | None, after: Mapping[str, Any],
-                  force: frozenset[str] | set[str] = frozenset()) -> dict[str, Any]:
-    """The ``changes`` that turn ``before`` into ``after`` (see the module docstring).
+                  force: frozenset[str] | set[str] = frozenset()) -> dict[str, Any] | None:
+    """The ``changes`` that turn ``before`` into ``after`` (see the module docstring), or None
+    when they cannot say it (no state before, a key of ``game``/``clock`` came or went):
+    then the event carries the whole state.
 
     ``force`` names top-level keys sent whole even when they look unchanged (a client may hold
     another value for them, e.g. from a ``sync`` answered between two events).
     """
-    if before is None:
-        return dict(after)
+    if before is None or before.keys() != after.keys():
+        return None
     changes: dict[str, Any] = {}
     for key, value in after.items():
+        old = before[key]
         if key in force:
+            if (key in MERGED and type(value) is dict and type(old) is dict
+                    and value.keys() != old.keys()):
+                return None
             changes[key] = value
             continue
-        old = before.get(key, _ABSENT)
         if old is value:
             continue
         if key in MERGED and type(value) is dict and type(old) is dict:
             part = {k: v for k, v in value.items()
-                    if (o := old.get(k, _ABSENT)) is not v and o != v}
-            if len(value) != len(old):  # a key went away: send the section whole
-                changes[key] = value
-            elif part:
+                    if (o := old.get(k, _ABSENT)) is not v
+                    and (o != v or type(o) is not type(v))}
+            if value.keys() != old.keys():
+                return None
+            if part:
                 changes[key] = part
-        elif old != value:
+        elif old != value or type(old) is not type(value):
             changes[key] = value
     return changes
 
