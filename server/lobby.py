@@ -85,7 +85,7 @@ class Actor:
 def message_to_dict(msg: Message) -> dict[str, Any]:
     """A parsed message back in wire form (for forwarding to the owner node)."""
     out: dict[str, Any] = {"type": msg.TYPE}
-    for name in msg.__dataclass_fields__:
+    for name in msg.__struct_fields__:
         value = getattr(msg, name)
         if value is None:
             continue

@@ -37,7 +37,14 @@ from enum import StrEnum
 from server.protocol.codec import WireFormat, decode
 from server.protocol.errors import ErrorCode, ProtocolError
 from server.protocol.lean import PROTOCOL_FULL, PROTOCOL_LEAN
-from server.protocol.messages import Hello, Message, Ping, parse_message, ref_of
+from server.protocol.messages import (
+    Hello,
+    Message,
+    Ping,
+    decode_typed,
+    parse_message,
+    ref_of,
+)
 
 CLOSE_POLICY_VIOLATION = 1008
 
@@ -149,12 +156,14 @@ class Session:
                 )
             )
         self._refused_in_row = 0
-        obj = None
-        try:
-            obj = decode(payload, self.format)
-            message = parse_message(obj)
-        except ProtocolError as exc:
-            return Refused(exc, ref_of(obj))
+        message = decode_typed(payload, binary=binary)
+        if message is None:  # not the usual frame: judged field by field, for the error
+            obj = None
+            try:
+                obj = decode(payload, self.format)
+                message = parse_message(obj)
+            except ProtocolError as exc:
+                return Refused(exc, ref_of(obj))
         if self.state is SessionState.AWAITING_AUTH:
             if not isinstance(message, Hello | Ping):
                 return Refused(

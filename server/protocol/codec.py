@@ -13,6 +13,7 @@ from enum import StrEnum
 from typing import Any
 
 import msgpack
+import msgspec
 
 from server.protocol.errors import FrameError
 
@@ -34,8 +35,10 @@ def _reject_constant(name: str) -> Any:
 
 
 _json_decoder = json.JSONDecoder(parse_constant=_reject_constant)
-_json_encoder = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, allow_nan=False)
-_packer = msgpack.Packer(use_bin_type=True)  # one event loop thread; reused, not rebuilt
+# msgspec's encoders write the same msgpack bytes as msgpack.Packer(use_bin_type=True) and
+# compact UTF-8 JSON (docs/wire.md), at a fraction of the cost.
+_json_out = msgspec.json.Encoder()
+_msgpack_out = msgspec.msgpack.Encoder()
 
 
 def _ext_hook(code: int, data: bytes) -> Any:
@@ -97,10 +100,9 @@ def encode(obj: Any, fmt: WireFormat) -> bytes:
     """
     try:
         if fmt is WireFormat.JSON:
-            return _json_encoder.encode(obj).encode("utf-8")
-        packed: bytes = _packer.pack(obj)
-        return packed
-    except UnicodeEncodeError:
+            return _json_out.encode(obj)
+        return _msgpack_out.encode(obj)
+    except (UnicodeEncodeError, msgspec.EncodeError):
         # A lone surrogate (from a client's JSON "\ud800" escape) echoed back in a message:
         # not encodable as UTF-8, so it is replaced rather than crash the reply.
         return encode(_replace_surrogates(obj), fmt)
