@@ -126,11 +126,9 @@ def percentile(values: list[float], q: float) -> float | None:
 
 
 def decode(raw: bytes | str) -> dict[str, Any]:
-    import msgpack
+    from server.client import decode as client_decode
 
-    if isinstance(raw, bytes):
-        return dict(msgpack.unpackb(raw))
-    return dict(json.loads(raw))
+    return client_decode(raw)
 
 
 @dataclass
@@ -141,9 +139,10 @@ class Bot:
     name: str
     token: str
     address: str
-    ws: Any = None
+    ws: Any = None  # a server.client.Client
     pending: float | None = None  # send time of the command awaiting its event
     state: dict[str, Any] | None = None  # the table state, kept from either event form
+    inbox: asyncio.Queue[dict[str, Any]] = field(default_factory=asyncio.Queue)
 
 
 @dataclass
@@ -190,6 +189,7 @@ class Worker:
         self._background: set[asyncio.Task[Any]] = set()
         self.think = 0.0
         self.think_max = 0.0
+        self.protocol = 1
         self.window = (0.0, 0.0)
 
     async def run(self) -> None:
@@ -214,12 +214,22 @@ class Worker:
         return f"10.{self.index + 1}.{n // 250}.{n % 250 + 1}"
 
     def encode(self, message: dict[str, Any]) -> bytes | str:
-        import msgpack
+        from server.client import Format, encode
 
-        if self.fmt == "msgpack":
-            packed: bytes = msgpack.packb(message)
-            return packed
-        return json.dumps(message, separators=(",", ":"))
+        return encode(message, Format(self.fmt))
+
+    async def _client(self, url: str, token: str, address: str,
+                      on_message: Callable[[dict[str, Any]], None] | None = None) -> Any:
+        """A protocol socket through the client library (``server.client``), welcomed; the
+        library's event queue and table views are off: the bots react in ``on_message``."""
+        from server.client import Client
+
+        return await Client.connect(
+            url, token, fmt=self.fmt, headers={"X-Forwarded-For": address},
+            auto_reconnect=False, queue_events=False, track_tables=False,
+            on_message=on_message, request_timeout=30.0, ping_interval=None,
+            protocol=self.protocol,
+        )
 
     async def _connect(self, url: str, token: str | None, address: str) -> Any:
         from websockets.asyncio.client import connect
@@ -253,46 +263,41 @@ class Worker:
 
     async def op_register(self, http: str, names: list[tuple[str, str]],
                           guests: int) -> dict[str, Any]:
-        """Register two accounts per slot (``names``: pairs) and fetch ``guests`` tokens."""
-        import aiohttp
+        """Register two accounts per slot (``names``: pairs) and fetch ``guests`` tokens
+        (the client library's HTTP helper)."""
+        from server.client.connection import post_json
 
-        async with aiohttp.ClientSession() as session:
+        async def post(path: str, body: dict[str, Any] | None) -> str:
+            for attempt in range(50):
+                status, answer = await post_json(http + path, body)
+                if status in (200, 201):
+                    return str(answer["token"])
+                if status != 503:
+                    raise RuntimeError(f"{path}: {status} {answer}")
+                await asyncio.sleep(0.05 * (attempt + 1))
+            raise RuntimeError(f"{path}: busy")
 
-            async def post(path: str, body: dict[str, Any] | None) -> str:
-                for attempt in range(50):
-                    async with session.post(http + path, json=body) as resp:
-                        if resp.status in (200, 201):
-                            return str((await resp.json())["token"])
-                        if resp.status != 503:
-                            raise RuntimeError(f"{path}: {resp.status} {await resp.text()}")
-                    await asyncio.sleep(0.05 * (attempt + 1))
-                raise RuntimeError(f"{path}: busy")
-
-            jobs: list[Callable[[], Awaitable[Any]]] = []
-            for a, b in names:
-                for name in (a, b):
-                    jobs.append(partial(post, "/api/register",
-                                        {"name": name, "password": PASSWORD}))
-            tokens = await self._gather_limited(jobs, 8)
-            self.slots = [
-                Slot([Bot(0, a, tokens[2 * i], self._address()),
-                      Bot(1, b, tokens[2 * i + 1], self._address())])
-                for i, (a, b) in enumerate(names)
-            ]
-            self.guests = await self._gather_limited(
-                [lambda: post("/api/guest", None) for _ in range(guests)], 16
-            )
+        jobs: list[Callable[[], Awaitable[Any]]] = []
+        for a, b in names:
+            for name in (a, b):
+                jobs.append(partial(post, "/api/register",
+                                    {"name": name, "password": PASSWORD}))
+        tokens = await self._gather_limited(jobs, 8)
+        self.slots = [
+            Slot([Bot(0, a, tokens[2 * i], self._address()),
+                  Bot(1, b, tokens[2 * i + 1], self._address())])
+            for i, (a, b) in enumerate(names)
+        ]
+        self.guests = await self._gather_limited(
+            [lambda: post("/api/guest", None) for _ in range(guests)], 16
+        )
         return {"accounts": len(tokens), "guests": len(self.guests)}
 
     # --- idle sockets ----------------------------------------------------------------
 
     async def op_idle_open(self, url: str) -> dict[str, Any]:
         async def open_one(token: str) -> Any:
-            ws = await self._connect(url, token, self._address())
-            welcome = decode(await asyncio.wait_for(ws.recv(), 30))
-            if welcome.get("type") != "welcome":
-                raise RuntimeError(f"expected welcome, got {welcome.get('type')}")
-            return ws
+            return await self._client(url, token, self._address())
 
         self.idle = await self._gather_limited(
             [partial(open_one, t) for t in self.guests], 50
@@ -339,18 +344,13 @@ class Worker:
 
     async def op_games_connect(self, url: str, fmt: str, protocol: int = 1) -> dict[str, Any]:
         self.fmt = fmt
-        query = "?format=msgpack" if fmt == "msgpack" else "?format=json"
-        if protocol != 1:  # the change-only events (PROTOCOL.md §5.1)
-            query += f"&protocol={protocol}"
+        self.protocol = protocol  # 2: the change-only events (PROTOCOL.md §5.1)
 
-        async def open_bot(bot: Bot) -> None:
-            bot.ws = await self._connect(url + query, bot.token, bot.address)
-            welcome = decode(await asyncio.wait_for(bot.ws.recv(), 30))
-            if welcome.get("type") != "welcome":
-                raise RuntimeError(f"expected welcome, got {welcome}")
+        async def open_bot(slot: Slot, bot: Bot) -> None:
+            bot.ws = await self._client(url, bot.token, bot.address, bot.inbox.put_nowait)
 
-        bots = [bot for slot in self.slots for bot in slot.bots]
-        await self._gather_limited([partial(open_bot, b) for b in bots], 50)
+        bots = [(slot, bot) for slot in self.slots for bot in slot.bots]
+        await self._gather_limited([partial(open_bot, s, b) for s, b in bots], 50)
         return {"open": len(bots)}
 
     async def op_games_run(self, start: float, measure_from: float, measure_to: float,
@@ -403,12 +403,14 @@ class Worker:
 
     async def _send(self, bot: Bot, message: dict[str, Any]) -> None:
         with contextlib.suppress(Exception):
-            await bot.ws.send(self.encode(message))
+            await bot.ws.send(message)
 
     async def _read(self, slot: Slot, bot: Bot) -> None:
+        """React to what the library's reader handed over (``Bot.inbox``), in order."""
         with contextlib.suppress(Exception):
-            async for raw in bot.ws:
-                for target, message in self._on_message(slot, bot, decode(raw)):
+            while True:
+                received = await bot.inbox.get()
+                for target, message in self._on_message(slot, bot, received):
                     if self.think and message["type"] in ("roll", "play"):
                         await asyncio.sleep(self.rng.uniform(self.think, self.think_max)
                                             if self.think_max > self.think else self.think)
@@ -568,6 +570,19 @@ def measure_window(pids: dict[str, list[int]], measure_from: float,
     return spent
 
 
+def hardening_args(mode: str) -> list[str]:
+    """``--hardening off``: the per-address limits and the metrics of issue 12 are off.
+    ``on`` (the default): both on, every check on the path (the limiters, the counters and
+    histograms) running, with bounds the bench's own setup (hundreds of accounts and tables
+    from a few addresses) cannot reach, so the two modes play the same games."""
+    if mode == "off":
+        return ["--limits", "0", "--metrics", "0"]
+    return ["--limits", "1", "--metrics", "1", "--register-burst", "1000000",
+            "--guest-burst", "1000000", "--login-burst", "1000000",
+            "--table-create-burst", "1000000", "--max-open-tables-per-address", "1000000",
+            "--max-sockets-per-address", "1000000", "--hashes-per-address", "1000000"]
+
+
 def run(args: argparse.Namespace) -> dict[str, Any]:
     sys.path.insert(0, str(ROOT))
     from server.embedded_redis import EmbeddedRedis
@@ -580,6 +595,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     embedded: EmbeddedRedis | None = None
     pool: Pool | None = None
     result: dict[str, Any] = {"games": games, "clients": clients, "format": args.format,
+                              "hardening": args.hardening,
                               "duration": args.duration, "warmup": args.warmup,
                               "think_ms": args.think * 1000,
                               "think_max_ms": max(args.think, args.think_max) * 1000,
@@ -605,6 +621,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             "--decision-time", str(args.decision_time), "--grace-period",
             str(args.decision_time), "--rate-limit", "100000", "--rate-burst", "100000",
             "--max-open-tables", str(max(10_000, 4 * games)), "--http-rate-limit", "0",
+            *hardening_args(args.hardening),
         ]
         server = subprocess.Popen(server_cmd, cwd=ROOT, env=env, stdout=server_log,
                                   stderr=subprocess.STDOUT)
@@ -920,6 +937,8 @@ def main(argv: list[str] | None = None) -> int:
                              "default: an embedded redis-server")
     parser.add_argument("--timeout", type=float, default=900.0,
                         help="hard limit for the whole run, seconds")
+    parser.add_argument("--hardening", choices=("on", "off"), default="on",
+                        help="the server's per-address limits and metrics (issue 12)")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--log-level", default="WARNING", help="the server's log level")
     parser.add_argument("--profile", default=None, metavar="FILE",

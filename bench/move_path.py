@@ -29,8 +29,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import msgpack
-
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -76,6 +74,7 @@ async def run(args: argparse.Namespace) -> dict[str, float]:
     from rating_plugin.store import RatingStore
     from server.accounts import Identity
     from server.bus import NodeBus
+    from server.client import Format, decode, encode
     from server.config import Settings
     from server.connection import Connection, Hub
     from server.embedded_redis import EmbeddedRedis
@@ -116,7 +115,7 @@ async def run(args: argparse.Namespace) -> dict[str, float]:
 
     async def send(player: Player, message: dict[str, Any], *, timed: bool) -> None:
         nonlocal spent
-        data = msgpack.packb(message)
+        data = encode(message, Format.MSGPACK)
         started = time.process_time()
         outcome = player.conn.session.receive(data, binary=True, now=loop.time())
         assert isinstance(outcome, Accepted), outcome
@@ -150,7 +149,7 @@ async def run(args: argparse.Namespace) -> dict[str, float]:
             replies: list[dict[str, Any]] = []
             while not replies:
                 await asyncio.sleep(0.001)
-                replies = [m for m in map(msgpack.unpackb, first.inbox)
+                replies = [m for m in map(decode, first.inbox)
                            if m.get("type") in ("table_created", "error")]
             first.inbox.clear()
             created = [m for m in replies if m["type"] == "table_created"]
@@ -171,7 +170,7 @@ async def run(args: argparse.Namespace) -> dict[str, float]:
                 for player in pair:
                     if not player.inbox:
                         continue
-                    received = [msgpack.unpackb(raw) for raw in player.inbox]
+                    received = [decode(raw) for raw in player.inbox]
                     player.inbox.clear()
                     for message in received:
                         if message.get("type") == "rating" and player.side == 0:

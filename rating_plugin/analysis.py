@@ -291,16 +291,23 @@ def _calibrate(args: argparse.Namespace) -> int:
         from rating_plugin.plot import calibration_plot
 
         calibration_plot(result, args.plot)
+    elif args.plot is not None:
+        print(f"no plot written to {args.plot}: no games", file=sys.stderr)
     if args.json:
         print(json.dumps(result.to_dict(), indent=2))
-        return 0
+        return 0 if result.games else 1
     unit = "scale (difference x sqrt(n))" if args.ladder == "fibs" else "divisor"
     name = "FIBS" if args.ladder == "fibs" else "Table42"
     fit = result.fit
     left_out = f", {result.left_out} left out (--min-games)" if result.left_out else ""
+    heading = (f"{name} calibration: {result.games} games{left_out}; current {unit} "
+               f"{_divisor(result.current.divisor)}")
+    if not result.games:
+        # Nothing was fitted: no table of empty bins and undefined scores.
+        print(heading)
+        return 1
     lines = [
-        f"{name} calibration: {result.games} games{left_out}; current {unit} "
-        f"{_divisor(result.current.divisor)}",
+        heading,
         f"fitted {unit}: {_divisor(fit.divisor)} (95% interval {_divisor(fit.low)} to "
         f"{_divisor(fit.high)})",
         "",

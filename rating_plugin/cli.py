@@ -725,7 +725,7 @@ def _add_analysis(systems: Any, formatter: type[argparse.HelpFormatter]) -> None
         "calibrate",
         help="fit the curve's divisor to the settled games",
         description="Fit the divisor of the win-chance curve to the settled games by maximum\n"
-        "likelihood, with a 95%% interval (FIBS: the scale on difference x sqrt(n)); print\n"
+        "likelihood, with a 95% interval (FIBS: the scale on difference x sqrt(n)); print\n"
         "expected and actual win rates by rating difference, and log-loss and Brier score\n"
         "under the current and the fitted divisor. Warns when the data cannot support the\n"
         "answer.",

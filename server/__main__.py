@@ -9,6 +9,8 @@ in-flight settlements and the write-behind buffer are flushed, then Redis (if em
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import gc
 import logging
 import os
@@ -17,9 +19,11 @@ from collections.abc import Sequence
 
 from aiohttp import web
 
-from server.app import create_app
+from server.app import METRICS, create_app
 from server.config import SettingsError, settings_from
 from server.embedded_redis import EmbeddedRedis, EmbeddedRedisError
+from server.http_server import raise_fd_limit, serve
+from server.logs import setup_logging
 from server.tournaments.cli import main as runner_key_main
 
 log = logging.getLogger("server")
@@ -47,15 +51,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args[:1] == ["runner-key"]:
         # python -m server runner-key create NAME | list | revoke NAME
         return runner_key_main(args[1:], os.environ)
-    logging.basicConfig(
-        level=os.environ.get("TABLE42_LOG_LEVEL", "INFO").upper(),
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-    )
     try:
         settings = settings_from(argv, os.environ)
     except SettingsError as exc:
         print(f"python -m server: {exc}", file=sys.stderr)
         return 2
+    setup_logging(os.environ.get("TABLE42_LOG_LEVEL", "INFO"), json_lines=settings.json_logs)
+    raise_fd_limit()
     embedded: EmbeddedRedis | None = None
     if not settings.redis_url:
         try:
@@ -68,15 +70,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         app = create_app(settings)
         app.on_startup.append(_settle_heap)
-        web.run_app(
-            app,
-            host=settings.host,
-            port=settings.port,
-            shutdown_timeout=settings.shutdown_timeout,
-            handle_signals=True,
-            print=lambda text: log.info("%s", text.strip()),
-            access_log=None,
-        )
+        # Like web.run_app, with the connection guard (server/http_server.py) installed;
+        # SIGTERM and SIGINT end serve() normally, so everything closes in order.
+        with contextlib.suppress(KeyboardInterrupt):
+            asyncio.run(serve(app, settings, app[METRICS]))
     finally:
         if embedded is not None:
             embedded.stop()

@@ -23,20 +23,25 @@ Exception tree::
 from __future__ import annotations
 
 import asyncio
+import functools
 import hashlib
 import hmac
+import importlib.resources
 import json
 import re
 import secrets
 import time
+import unicodedata
 from dataclasses import dataclass
 from typing import Any
 
+import msgpack
 import redis.asyncio as aioredis
 from redis.asyncio.client import Pipeline
 
 from rating_plugin.store import Queued
 from server.config import Settings
+from server.fairgate import FairGate, GateFull
 from server.keys import Keys
 from server.protocol.errors import ErrorCode, ProtocolError
 
@@ -46,10 +51,26 @@ MAX_PASSWORD = 128
 SALT_BYTES = 16
 KEY_BYTES = 32
 GUEST_PREFIX = "guest-"
+BOT_PREFIX = "bot-"
+"""A bot account's id: ``bot-<level>-<hex>``; only the server issues them (names cannot
+contain ``-``, so no account or guest id starts like this)."""
+
+
+def is_bot_id(player: str) -> bool:
+    return player.startswith(BOT_PREFIX)
 
 
 class AccountError(ProtocolError):
-    """A register/login/token request is refused; ``code`` says why."""
+    """A register/login/token request is refused; ``code`` says why. ``retry_after`` (seconds)
+    is set on ``rate_limited``."""
+
+    retry_after: float | None = None
+
+
+def throttled(message: str, wait: float) -> AccountError:
+    err = AccountError(ErrorCode.RATE_LIMITED, message)
+    err.retry_after = wait
+    return err
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,9 +80,11 @@ class Identity:
     player: str
     name: str
     is_guest: bool
+    is_bot: bool = False
 
     def to_dict(self) -> dict[str, Any]:
-        return {"player": self.player, "name": self.name, "guest": self.is_guest}
+        return {"player": self.player, "name": self.name, "guest": self.is_guest,
+                "bot": self.is_bot}
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,6 +123,36 @@ def validate_name(value: Any) -> str:
     return value
 
 
+@functools.cache
+def common_passwords() -> frozenset[str]:
+    """The shipped list of the most common passwords of 8+ characters (lower case;
+    ``tools/make_common_passwords.py`` makes it)."""
+    text = importlib.resources.files("server").joinpath("common_passwords.txt").read_text(
+        "utf-8")
+    return frozenset(line.strip() for line in text.splitlines() if line.strip())
+
+
+def _is_blank(ch: str) -> bool:
+    return ch.isspace() or unicodedata.category(ch) in ("Cc", "Cf", "Zs", "Zl", "Zp")
+
+
+def validate_new_password(value: Any, name: str | None = None) -> str:
+    """A password chosen now (register, change), in the spirit of NIST SP 800-63B: 8..128
+    characters, not only whitespace or control characters, not one of the most common
+    passwords (case-insensitive), not the account's name. No other composition rules."""
+    password = validate_password(value)
+    if all(_is_blank(ch) for ch in password):
+        raise AccountError(ErrorCode.BAD_FIELD,
+                           "field 'password' must not be only spaces or control characters",
+                           field="password")
+    folded = password.strip().lower()
+    if folded in common_passwords() or (name is not None and folded == name.lower()):
+        raise AccountError(ErrorCode.BAD_FIELD,
+                           "field 'password' is too common; choose another",
+                           field="password")
+    return password
+
+
 def validate_password(value: Any) -> str:
     if value is None:
         raise AccountError(
@@ -130,6 +183,10 @@ def player_id_for(name: str) -> str:
     return name.lower()
 
 
+def _load_script(name: str) -> str:
+    return importlib.resources.files("server").joinpath("lua", name).read_text("utf-8")
+
+
 # --- the store ---------------------------------------------------------------------------
 
 class Accounts:
@@ -140,27 +197,33 @@ class Accounts:
         self._keys = keys
         self._settings = settings
         self._cost = ScryptCost(settings.scrypt_n, settings.scrypt_r, settings.scrypt_p)
-        self._hashing = asyncio.Semaphore(settings.max_concurrent_hashes)
-        self._waiting = 0
+        # Hashing is shared fairly between addresses (round-robin), each holding at most
+        # ``hashes_per_address`` places; the total queue stays bounded.
+        per_address = settings.hashes_per_address if settings.limits else 1 << 30
+        self._hashing = FairGate(settings.max_concurrent_hashes, per_address,
+                                 16 * settings.max_concurrent_hashes)
         self._dummy_salt = secrets.token_bytes(SALT_BYTES)
+        self._throttle = redis.register_script(_load_script("login_throttle.lua"))
 
-    async def _hash(self, password: str, salt: bytes, cost: ScryptCost) -> bytes:
+    async def _hash(self, password: str, salt: bytes, cost: ScryptCost,
+                    address: str = "") -> bytes:
         # Bound the queue: scrypt is the expensive thing an anonymous client can ask for.
-        if self._waiting >= 16 * self._settings.max_concurrent_hashes:
-            raise AccountError(ErrorCode.BUSY, "too many logins in progress; retry shortly")
-        self._waiting += 1
         try:
-            async with self._hashing:
+            async with self._hashing.slot(address):
                 return await asyncio.to_thread(hash_password, password, salt, cost)
-        finally:
-            self._waiting -= 1
+        except GateFull as exc:
+            if exc.per_client:
+                raise throttled("this address has password checks in progress; retry", 1.0)\
+                    from None
+            raise AccountError(ErrorCode.BUSY, "too many logins in progress; retry shortly")\
+                from None
 
-    async def register(self, name: Any, password: Any) -> IssuedToken:
+    async def register(self, name: Any, password: Any, address: str = "") -> IssuedToken:
         """Create an account and log it in. Raises ``name_taken`` if the name is in use."""
         name = validate_name(name)
-        password = validate_password(password)
+        password = validate_new_password(password, name)
         salt = secrets.token_bytes(SALT_BYTES)
-        digest = await self._hash(password, salt, self._cost)
+        digest = await self._hash(password, salt, self._cost, address)
         record = {
             "name": name, "salt": salt.hex(), "hash": digest.hex(),
             "n": self._cost.n, "r": self._cost.r, "p": self._cost.p,
@@ -172,30 +235,106 @@ class Accounts:
             raise AccountError(ErrorCode.NAME_TAKEN, f"name {name!r} is taken", field="name")
         return await self._issue(Identity(player, name, False), self._settings.token_ttl)
 
-    async def login(self, name: Any, password: Any) -> IssuedToken:
-        """A fresh token for a name and password. Raises ``invalid_credentials`` otherwise."""
+    async def _login_step(self, player: str, mode: str, address: str) -> float:
+        s = self._settings
+        if not s.limits:
+            return 0.0
+        reply = await self._throttle(
+            keys=[self._keys.login_failures(player), self._keys.login_known(player)],
+            args=[mode, address or "-", repr(time.time()), s.login_free_failures,
+                  s.login_delay_base, s.login_lock_after, s.login_lock_time,
+                  s.login_account_lock_after, s.login_fail_window],
+        )
+        return float(reply)
+
+    async def login(self, name: Any, password: Any, address: str = "") -> IssuedToken:
+        """A fresh token for a name and password. Raises ``invalid_credentials`` otherwise,
+        ``rate_limited`` (with ``retry_after``) while this address must wait for this account
+        (failures per account and address: a growing delay, then a lock; see
+        ``lua/login_throttle.lua``)."""
         if not isinstance(name, str):
             validate_name(name)  # raises missing_field / bad_field
             raise AssertionError("unreachable")
         password = validate_password(password)
         raw = None
-        if NAME.fullmatch(name):
-            raw = await self._redis.get(self._keys.account(player_id_for(name)))
+        player = player_id_for(name) if NAME.fullmatch(name) else ""
+        if player:
+            wait = await self._login_step(player, "check", address)
+            if wait > 0:
+                raise throttled("too many failed logins for this account from this address; "
+                                "retry later", wait)
+            raw = await self._redis.get(self._keys.account(player))
         if raw is None:
-            await self._hash(password, self._dummy_salt, self._cost)
+            await self._hash(password, self._dummy_salt, self._cost, address)
+            if player:
+                await self._login_step(player, "fail", address)
             raise AccountError(ErrorCode.INVALID_CREDENTIALS, "unknown name or wrong password")
         record = json.loads(raw)
         cost = ScryptCost(int(record["n"]), int(record["r"]), int(record["p"]))
-        digest = await self._hash(password, bytes.fromhex(record["salt"]), cost)
+        digest = await self._hash(password, bytes.fromhex(record["salt"]), cost, address)
         if not hmac.compare_digest(digest, bytes.fromhex(record["hash"])):
+            await self._login_step(player, "fail", address)
             raise AccountError(ErrorCode.INVALID_CREDENTIALS, "unknown name or wrong password")
+        await self._login_step(player, "ok", address)
         identity = Identity(player_id_for(record["name"]), record["name"], False)
         return await self._issue(identity, self._settings.token_ttl)
+
+    async def change_password(self, token: str, password: Any, new_password: Any,
+                              address: str = "") -> IssuedToken:
+        """Check the current password, store the new one, end every token of the account
+        (their sockets close on every node) and issue a fresh one."""
+        identity = await self.resolve(token)
+        if identity is None or identity.is_guest:
+            raise AccountError(ErrorCode.UNAUTHORIZED, "no valid bearer token of an account")
+        password = validate_password(password)
+        raw = await self._redis.get(self._keys.account(identity.player))
+        if raw is None:
+            raise AccountError(ErrorCode.UNAUTHORIZED, "no such account")
+        record = json.loads(raw)
+        new = validate_new_password(new_password, str(record["name"]))
+        cost = ScryptCost(int(record["n"]), int(record["r"]), int(record["p"]))
+        digest = await self._hash(password, bytes.fromhex(record["salt"]), cost, address)
+        if not hmac.compare_digest(digest, bytes.fromhex(record["hash"])):
+            raise AccountError(ErrorCode.INVALID_CREDENTIALS, "wrong password")
+        salt = secrets.token_bytes(SALT_BYTES)
+        new_digest = await self._hash(new, salt, self._cost, address)
+        record.update({"salt": salt.hex(), "hash": new_digest.hex(), "n": self._cost.n,
+                       "r": self._cost.r, "p": self._cost.p})
+        await self._redis.set(self._keys.account(identity.player), json.dumps(record))
+        await self.revoke_player(identity.player, "password changed")
+        return await self._issue(identity, self._settings.token_ttl)
+
+    async def revoke_player(self, player: str, reason: str = "revoked") -> int:
+        """End every token of ``player`` (operator revoke, password change): deleted, and
+        every node closes the sockets opened with them. The number of tokens ended."""
+        key = self._keys.account_tokens(player)
+        digests = [d.decode() if isinstance(d, bytes) else str(d)
+                   for d in await self._redis.smembers(key)]  # type: ignore[misc]
+        if digests:
+            async with self._redis.pipeline(transaction=False) as pipe:
+                for digest in digests:
+                    pipe.delete(self._keys.token(digest))
+                pipe.delete(key)
+                await pipe.execute()
+            await self.announce_revoked(digests, reason)
+        return len(digests)
+
+    async def announce_revoked(self, digests: list[str], reason: str) -> None:
+        """Tell every node (and this one) to close the sockets of these tokens."""
+        await self._redis.publish(self._keys.broadcast_channel, msgpack.packb(
+            {"op": "revoke", "tokens": digests, "reason": reason}))
 
     async def guest(self) -> IssuedToken:
         """A token for a new guest. Guests play, but are never rated."""
         suffix = secrets.token_hex(5)
         identity = Identity(GUEST_PREFIX + suffix, f"Guest {suffix[:4]}", True)
+        return await self._issue(identity, self._settings.guest_token_ttl)
+
+    async def bot(self, level: str) -> IssuedToken:
+        """A token for a new computer player at ``level`` (marked ``bot: true`` wherever
+        its identity shows). Lives ``guest_token_ttl``; revoke it when the game is over."""
+        suffix = secrets.token_hex(5)
+        identity = Identity(f"{BOT_PREFIX}{level}-{suffix}", f"Computer ({level})", False, True)
         return await self._issue(identity, self._settings.guest_token_ttl)
 
     async def resolve(self, token: str) -> Identity | None:
@@ -206,7 +345,26 @@ class Accounts:
         if raw is None:
             return None
         data = json.loads(raw)
-        return Identity(str(data["player"]), str(data["name"]), bool(data["guest"]))
+        return Identity(str(data["player"]), str(data["name"]), bool(data["guest"]),
+                        bool(data.get("bot", False)))
+
+    async def resolve_live(self, token: str) -> tuple[Identity, str, float | None] | None:
+        """Like :meth:`resolve`, with the token's digest and the seconds it has left (one
+        round trip), for a socket that must close when the token ends."""
+        if not token or len(token) > 256:
+            return None
+        digest = token_digest(token)
+        key = self._keys.token(digest)
+        async with self._redis.pipeline(transaction=False) as pipe:
+            pipe.get(key)
+            pipe.pttl(key)
+            raw, pttl = await pipe.execute()
+        if raw is None:
+            return None
+        data = json.loads(raw)
+        identity = Identity(str(data["player"]), str(data["name"]), bool(data["guest"]))
+        left = None if not isinstance(pttl, int) or pttl < 0 else pttl / 1000
+        return identity, digest, left
 
     def queue_account(self, pipe: Pipeline, player: str) -> Queued[Identity | None]:
         """Queue the read of the account whose player id is ``player`` on ``pipe`` (one GET);
@@ -224,17 +382,26 @@ class Accounts:
         return Queued(1, parse)
 
     async def revoke(self, token: str) -> bool:
-        """Forget a token (log out). True when it existed."""
+        """Forget a token (log out); its sockets close on every node. True when it existed."""
         if not token or len(token) > 256:
             return False
-        return bool(await self._redis.delete(self._keys.token(token_digest(token))))
+        digest = token_digest(token)
+        existed = bool(await self._redis.delete(self._keys.token(digest)))
+        if existed:
+            await self.announce_revoked([digest], "logged out")
+        return existed
 
     async def _issue(self, identity: Identity, ttl: float) -> IssuedToken:
         token = secrets.token_urlsafe(32)
         expires_at = time.time() + ttl
-        await self._redis.set(
-            self._keys.token(token_digest(token)),
-            json.dumps(identity.to_dict()),
-            px=max(1, int(ttl * 1000)),
-        )
+        digest = token_digest(token)
+        ttl_ms = max(1, int(ttl * 1000))
+        async with self._redis.pipeline(transaction=False) as pipe:
+            pipe.set(self._keys.token(digest), json.dumps(identity.to_dict()), px=ttl_ms)
+            # Every token of a player, so that a password change or an operator's revoke
+            # can end them all (a guest's too).
+            tokens = self._keys.account_tokens(identity.player)
+            pipe.sadd(tokens, digest)
+            pipe.pexpire(tokens, ttl_ms)
+            await pipe.execute()
         return IssuedToken(token, identity, expires_at)

@@ -24,6 +24,7 @@ from aiohttp import web
 from rating_plugin.store import RatingStore
 from server.accounts import Accounts
 from server.bus import NodeBus
+from server.computer import ComputerOpponents
 from server.config import Settings, SettingsError
 from server.connection import CLOSE_GOING_AWAY, Hub
 from server.http_api import AccountRoutes
@@ -31,9 +32,11 @@ from server.http_middleware import http_middleware
 from server.keys import Keys
 from server.lobby import Lobby
 from server.matchmaker import Matchmaker
+from server.metrics import Metrics
 from server.persistence import Persistence
 from server.public_api import PublicRoutes
 from server.rules import DiceSource, SecretDice
+from server.static_files import add_static_routes
 from server.tournaments.api import TournamentRoutes
 from server.tournaments.driver import BracketDriver
 from server.tournaments.keys import TournamentKeys
@@ -61,6 +64,9 @@ HUB = web.AppKey("hub", Hub)
 LOBBY = web.AppKey("lobby", Lobby)
 MATCHMAKER = web.AppKey("matchmaker", Matchmaker)
 BRACKETS = web.AppKey("brackets", BracketDriver)
+METRICS = web.AppKey("metrics", Metrics)
+ACCOUNT_ROUTES = web.AppKey("account_routes", AccountRoutes)
+COMPUTER = web.AppKey("computer", ComputerOpponents)
 
 
 def create_app(settings: Settings, *, dice_factory: DiceFactory | None = None) -> web.Application:
@@ -69,14 +75,18 @@ def create_app(settings: Settings, *, dice_factory: DiceFactory | None = None) -
     (default: ``SecretDice``); tests pass scripted dice."""
     if not settings.redis_url:
         raise SettingsError("redis_url is required (python -m server starts one if unset)")
+    metrics = Metrics(enabled=settings.metrics)
     app = web.Application(
-        client_max_size=settings.http_max_body, middlewares=[http_middleware(settings)]
+        client_max_size=settings.http_max_body,
+        middlewares=[http_middleware(settings, metrics=metrics)],
     )
     app[SETTINGS] = settings
+    app[METRICS] = metrics
     app[DICE_FACTORY] = dice_factory if dice_factory is not None else SecretDice
     app.cleanup_ctx.append(_services)
     app.on_shutdown.append(_stop_brackets)
     app.on_shutdown.append(_close_sockets)
+    add_static_routes(app)
     return app
 
 
@@ -90,12 +100,14 @@ async def _services(app: web.Application) -> AsyncIterator[None]:
         socket_connect_timeout=5.0, health_check_interval=30,
     ))
     keys = Keys(settings.key_prefix)
-    persistence = Persistence(redis, keys, settings)
+    metrics = app[METRICS]
+    persistence = Persistence(redis, keys, settings, metrics)
     accounts = Accounts(redis, keys, settings)
     ratings = RatingStore(redis, settings.key_prefix)
     bus = NodeBus(redis, keys, settings.node_id)
     hub = Hub(settings.max_send_buffer)
-    lobby = Lobby(settings, persistence, bus, hub, ratings, app[DICE_FACTORY])
+    hub.on_token_end = lambda reason: metrics.tokens_ended.labels(reason).inc()
+    lobby = Lobby(settings, persistence, bus, hub, ratings, app[DICE_FACTORY], metrics)
     app[REDIS] = redis
     app[PERSISTENCE] = persistence
     app[ACCOUNTS] = accounts
@@ -105,10 +117,12 @@ async def _services(app: web.Application) -> AsyncIterator[None]:
     app[LOBBY] = lobby
     matchmaker = Matchmaker(settings, redis, lobby, hub, ratings, persistence)
     app[MATCHMAKER] = matchmaker
-    AccountRoutes(accounts, persistence, settings.node_id, settings.list_limit).add_to(app)
+    account_routes = AccountRoutes(accounts, persistence, settings.node_id,
+                                   settings.list_limit, settings=settings, metrics=metrics)
+    account_routes.add_to(app)
+    app[ACCOUNT_ROUTES] = account_routes
     app.router.add_get("/api/matchmaking", matchmaker.overview)
     PublicRoutes(ratings, accounts).add_to(app)
-    app.router.add_get("/ws", SocketHandler(settings, accounts, lobby, hub, matchmaker).handle)
     tournament_keys = TournamentKeys(settings.key_prefix)
     tournaments = Tournaments(TournamentStore(redis, tournament_keys, keys), lobby, persistence,
                               ratings)
@@ -117,6 +131,11 @@ async def _services(app: web.Application) -> AsyncIterator[None]:
     brackets = BracketDriver(tournaments, bus, settings.node_id, tick=settings.tournament_tick,
                              lease=settings.tournament_lease)
     app[BRACKETS] = brackets
+    computer = ComputerOpponents(settings, accounts, lobby, hub)
+    app[COMPUTER] = computer
+    app.router.add_post("/api/bot", computer.issue_token)
+    app.router.add_get("/ws", SocketHandler(settings, accounts, lobby, hub, matchmaker,
+                                            computer).handle)
     persistence.start()
     await bus.start(lobby.on_node_message)
     await matchmaker.start()
@@ -127,6 +146,7 @@ async def _services(app: web.Application) -> AsyncIterator[None]:
     finally:
         await brackets.stop()
         await matchmaker.stop()
+        await computer.stop()
         await lobby.drain(settings.shutdown_timeout)
         await persistence.stop()
         await bus.stop()
@@ -143,11 +163,17 @@ async def _stop_brackets(app: web.Application) -> None:
 
 
 async def _close_sockets(app: web.Application) -> None:
+    routes = app.get(ACCOUNT_ROUTES)
+    if routes is not None:
+        routes.draining = True  # /readyz: 503 from now on
     lobby = app.get(LOBBY)
     hub = app.get(HUB)
     if lobby is None or hub is None:
         return
     lobby.closing = True
+    computer = app.get(COMPUTER)
+    if computer is not None:
+        await computer.stop()
     for table in lobby.tables.values():
         table.shutdown()
     await hub.flush()

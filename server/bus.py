@@ -54,7 +54,9 @@ class NodeBus:
     async def start(self, handler: Handler) -> None:
         self._handler = handler
         self._pubsub = self._redis.pubsub(ignore_subscribe_messages=True)
-        await self._pubsub.subscribe(self._keys.node_channel(self.node_id))
+        # Its own channel, and the one every node hears (ended tokens).
+        await self._pubsub.subscribe(self._keys.node_channel(self.node_id),
+                                     self._keys.broadcast_channel)
         await self._redis.set(self._keys.node_alive(self.node_id), "1", px=int(ALIVE_TTL * 1000))
         self._tasks = [
             asyncio.create_task(self._listen(), name="bus-listen"),

@@ -108,6 +108,42 @@ class Settings:
     tournament_tick: float = 1.0
     tournament_lease: float = 10.0
 
+    # Hardening (issue 12; docs/operations.md): per-address and per-account limits, HTTP
+    # connection guards, metrics and logs. ``limits`` turns every limit of this block off at
+    # once (benchmarks); a rate of 0 turns one off.
+    limits: bool = True
+    guest_rate: float = 0.2  # guest tokens per second per address
+    guest_burst: int = 20
+    register_rate: float = 0.05  # registrations per second per address
+    register_burst: int = 10
+    login_rate: float = 1.0  # login attempts per second per address
+    login_burst: int = 20
+    login_free_failures: int = 5  # failures per (account, address) before any delay
+    login_delay_base: float = 1.0  # first delay; doubles with each further failure
+    login_lock_after: int = 10  # failures per (account, address) that lock that pair
+    login_lock_time: float = 900.0
+    login_account_lock_after: int = 50  # failures from all addresses: unknown addresses wait
+    login_fail_window: float = 3600.0  # failures are forgotten this long after the last
+    hashes_per_address: int = 2  # password hashes one address may have queued or running
+    max_sockets_per_address: int = 64
+    table_create_rate: float = 1.0  # tables one player (and one address) may create per second
+    table_create_burst: int = 10
+    max_open_tables_per_address: int = 20
+    http_header_timeout: float = 10.0  # a connection idle this long without a request closes
+    http_body_timeout: float = 10.0
+    http_max_connections: int = 0  # 0: the file-descriptor limit minus a reserve
+    redis_check_interval: float = 0.5  # how often Redis is pinged for /readyz and refusals
+    list_cache_ttl: float = 0.5  # seconds one page of the table list is served from memory
+    metrics: bool = True
+    json_logs: bool = False
+
+    # Playing the computer
+    bot_games_per_node: int = 100  # bot games this node hosts at once (0 = none)
+    bot_games_per_player: int = 30  # bot games one player may start per bot_games_window
+    bot_games_window: float = 3600.0
+    bot_decision_timeout: float = 15.0  # a bot slower than this forfeits
+    bot_workers: int = 1  # processes for the strong bot's search (0 = a thread)
+
     def __post_init__(self) -> None:
         _check(self)
 
@@ -189,6 +225,22 @@ def _check(s: Settings) -> None:
         raise SettingsError(f"matchmaking_hold must be in 0..5 s, got {s.matchmaking_hold!r}")
     if not s.matchmaking_ticket_ttl >= 0:
         raise SettingsError("matchmaking_ticket_ttl must be >= 0 seconds (0 = never)")
+    for name in ("guest_rate", "register_rate", "login_rate", "table_create_rate",
+                 "login_delay_base", "login_lock_time", "http_max_connections",
+                 "list_cache_ttl"):
+        if not getattr(s, name) >= 0:
+            raise SettingsError(f"{name} must be >= 0, got {getattr(s, name)!r}")
+    for name in ("guest_burst", "register_burst", "login_burst", "login_free_failures",
+                 "login_lock_after", "login_account_lock_after", "login_fail_window",
+                 "hashes_per_address", "max_sockets_per_address", "table_create_burst",
+                 "max_open_tables_per_address", "http_header_timeout", "http_body_timeout",
+                 "redis_check_interval"):
+        positive(name)
+    if s.bot_games_per_node < 0 or s.bot_games_per_player < 0 or s.bot_workers < 0:
+        raise SettingsError("bot_games_per_node, bot_games_per_player and bot_workers "
+                            "must be >= 0")
+    for name in ("bot_games_window", "bot_decision_timeout"):
+        positive(name)
     if s.matchmaking_max_tickets < 0:
         raise SettingsError("matchmaking_max_tickets must be >= 0 (0 = no limit)")
     positive("tournament_tick")
@@ -297,6 +349,46 @@ OPTIONS: tuple[Option, ...] = (
     Option("tournament_tick", float, "tournaments: seconds between two steps of a bracket"),
     Option("tournament_lease", float,
            "tournaments: seconds a node's lease on a bracket lasts unless renewed"),
+    Option("limits", _flag, "1/0: every per-address and per-account limit below (off: "
+           "benchmarks only)"),
+    Option("guest_rate", float, "guest tokens one address may get per second (0 = any)"),
+    Option("guest_burst", int, "guest tokens one address may get in a burst"),
+    Option("register_rate", float, "registrations one address may make per second (0 = any)"),
+    Option("register_burst", int, "registrations one address may make in a burst"),
+    Option("login_rate", float, "login attempts one address may make per second (0 = any)"),
+    Option("login_burst", int, "login attempts one address may make in a burst"),
+    Option("login_free_failures", int, "failed logins per account and address before a delay"),
+    Option("login_delay_base", float, "first delay after the free failures, seconds (doubles)"),
+    Option("login_lock_after", int, "failed logins per account and address that lock that "
+           "address out of that account for login_lock_time"),
+    Option("login_lock_time", float, "seconds an account stays locked for one address"),
+    Option("login_account_lock_after", int, "failed logins of one account from all addresses "
+           "after which only addresses that logged in before may try"),
+    Option("login_fail_window", float, "seconds failed logins are remembered"),
+    Option("hashes_per_address", int, "password hashes one address may have queued or running"),
+    Option("max_sockets_per_address", int, "WebSockets one address may hold at once"),
+    Option("table_create_rate", float, "tables one player, and one address, may create per "
+           "second (0 = any)"),
+    Option("table_create_burst", int, "tables one player or address may create in a burst"),
+    Option("max_open_tables_per_address", int, "open tables created from one address at once"),
+    Option("http_header_timeout", float, "seconds a connection may wait without a complete "
+           "request (slow headers, idle keep-alive) before it is closed"),
+    Option("http_body_timeout", float, "seconds to receive a request body"),
+    Option("http_max_connections", int, "open HTTP/WebSocket connections at most (0 = the "
+           "file-descriptor limit minus a reserve)"),
+    Option("redis_check_interval", float, "seconds between two Redis health checks"),
+    Option("list_cache_ttl", float, "seconds a page of the table list is reused (0 = never; "
+           "identical requests meanwhile share one Redis read)"),
+    Option("metrics", _flag, "1/0: Prometheus metrics at /metrics"),
+    Option("json_logs", _flag, "1/0: log one JSON object per line (with request/game ids)"),
+    Option("bot_games_per_node", int, "games against the computer this node hosts at once"),
+    Option("bot_games_per_player", int,
+           "games against the computer one player may start per bot_games_window"),
+    Option("bot_games_window", float, "the window of bot_games_per_player, seconds"),
+    Option("bot_decision_timeout", float,
+           "seconds a computer player may think; slower, it forfeits"),
+    Option("bot_workers", int, "processes running the strong computer player's search "
+           "(0 = a thread of the server)"),
 )
 
 assert {o.name for o in OPTIONS} == {f.name for f in fields(Settings)}, "OPTIONS out of sync"

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 from aiohttp import web
 
 from server.accounts import Identity
+from server.matchmaking.policy import network_key
 from server.protocol.codec import Outgoing, WireFormat, wire_frame
 from server.session import Session
 
@@ -31,6 +32,9 @@ log = logging.getLogger(__name__)
 
 CLOSE_GOING_AWAY = 1001
 CLOSE_SLOW_CONSUMER = 1008
+CLOSE_TOKEN_ENDED = 4001
+"""The socket's bearer token ended (logout, expiry, password change, operator revoke); the
+close reason says which. Get a new token before reconnecting."""
 
 _ids = itertools.count(1)
 
@@ -38,8 +42,8 @@ _ids = itertools.count(1)
 class Connection:
     """One authenticated (or authenticating) WebSocket on this node."""
 
-    __slots__ = ("actor", "address", "closed", "id", "identity", "session", "transport",
-                 "watching", "ws")
+    __slots__ = ("actor", "address", "closed", "delivered", "expiry", "id", "identity",
+                 "session", "token_digest", "transport", "watching", "ws")
 
     def __init__(
         self,
@@ -57,6 +61,9 @@ class Connection:
         self.actor: Actor | None = None  # who sends on this socket (made once, by the lobby)
         self.watching: set[str] = set()
         self.closed = False
+        self.delivered: set[str] = set()  # rating event ids written to this socket
+        self.token_digest: str | None = None  # the digest of the token it authenticated with
+        self.expiry: asyncio.TimerHandle | None = None  # closes it when the token expires
 
     @property
     def player(self) -> str | None:
@@ -110,12 +117,52 @@ class Hub:
     def __init__(self, max_send_buffer: int) -> None:
         self.by_id: dict[str, Connection] = {}
         self.by_player: dict[str, set[Connection]] = {}
+        self.by_token: dict[str, set[Connection]] = {}
+        self.by_address: dict[str, int] = {}
         self._max_send_buffer = max_send_buffer
+        # Called with (reason) for every socket closed because its token ended (metrics).
+        self.on_token_end: Any = None
+        self._closing: set[asyncio.Future[None]] = set()
 
     # registry -----------------------------------------------------------------------------
 
     def add(self, conn: Connection) -> None:
         self.by_id[conn.id] = conn
+        key = network_key(conn.address)
+        self.by_address[key] = self.by_address.get(key, 0) + 1
+
+    def address_count(self, address: str) -> int:
+        """Sockets open from ``address``'s network (an IPv6 address counts as its /64)."""
+        return self.by_address.get(network_key(address), 0)
+
+    def bind_token(self, conn: Connection, digest: str, expires_in: float | None) -> None:
+        """Remember which token ``conn`` came with; close it when the token expires."""
+        conn.token_digest = digest
+        self.by_token.setdefault(digest, set()).add(conn)
+        if expires_in is not None:
+            conn.expiry = asyncio.get_running_loop().call_later(
+                max(0.0, expires_in), self._expired, conn)
+
+    def _expired(self, conn: Connection) -> None:
+        conn.expiry = None
+        if conn.token_digest is not None:
+            self.end_token(conn.token_digest, "token expired")
+
+    def end_token(self, digest: str, reason: str) -> int:
+        """Close every socket here that authenticated with the token ``digest``."""
+        conns = self.by_token.pop(digest, None)
+        if not conns:
+            return 0
+        for conn in conns:
+            if conn.expiry is not None:
+                conn.expiry.cancel()
+                conn.expiry = None
+            if self.on_token_end is not None:
+                self.on_token_end(reason)
+            task = asyncio.ensure_future(conn.close(CLOSE_TOKEN_ENDED, reason))
+            self._closing.add(task)
+            task.add_done_callback(self._closing.discard)
+        return len(conns)
 
     def bind(self, conn: Connection) -> int:
         """Record ``conn`` under its player; the player's number of sockets on this node."""
@@ -126,7 +173,22 @@ class Hub:
 
     def remove(self, conn: Connection) -> int:
         """Forget ``conn``; the number of sockets its player still has on this node."""
-        self.by_id.pop(conn.id, None)
+        if self.by_id.pop(conn.id, None) is not None:
+            key = network_key(conn.address)
+            left = self.by_address.get(key, 0) - 1
+            if left > 0:
+                self.by_address[key] = left
+            else:
+                self.by_address.pop(key, None)
+        if conn.expiry is not None:
+            conn.expiry.cancel()
+            conn.expiry = None
+        if conn.token_digest is not None:
+            same = self.by_token.get(conn.token_digest)
+            if same is not None:
+                same.discard(conn)
+                if not same:
+                    del self.by_token[conn.token_digest]
         player = conn.player
         if player is None:
             return 0

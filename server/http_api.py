@@ -19,15 +19,26 @@ too_big                 413     the body is over the limit (server/http_middlewa
 
 from __future__ import annotations
 
+import asyncio
 import json
+import math
+import time
 from typing import Any
 
 from aiohttp import web
 
 from server.accounts import AccountError, Accounts
+from server.addresses import client_address
+from server.config import Settings
+from server.matchmaking.policy import network_key
+from server.metrics import CONTENT_TYPE_LATEST, Metrics
 from server.persistence import Persistence
 from server.protocol.errors import ErrorCode, ProtocolError
+from server.ratelimit import RateLimiter
+from server.ratings import SAME_NETWORK_IPV6_PREFIX
 from server.ws import bearer_token
+
+MAX_LIST_OFFSET = 1_000_000
 
 STATUS = {
     ErrorCode.BAD_REQUEST: 400,
@@ -54,14 +65,31 @@ def error_response(exc: ProtocolError) -> web.Response:
     body: dict[str, Any] = {"code": exc.code, "message": exc.message}
     if exc.field is not None:
         body["field"] = exc.field
-    return web.json_response({"error": body}, status=STATUS.get(ErrorCode(exc.code), 400))
+    response = web.json_response({"error": body},
+                                 status=STATUS.get(ErrorCode(exc.code), 400))
+    retry_after = getattr(exc, "retry_after", None)
+    if retry_after is not None:
+        response.headers["Retry-After"] = str(max(1, math.ceil(retry_after)))
+    return response
 
 
-async def json_body(request: web.Request) -> dict[str, Any]:
+def limited(message: str, wait: float) -> web.Response:
+    """429 ``rate_limited`` with ``Retry-After`` (whole seconds, at least 1)."""
+    err = AccountError(ErrorCode.RATE_LIMITED, message)
+    err.retry_after = wait
+    return error_response(err)
+
+
+async def json_body(request: web.Request, timeout: float = 10.0) -> dict[str, Any]:
     try:
-        raw = await request.read()
+        raw = await asyncio.wait_for(request.read(), timeout)
+    except TimeoutError:
+        raise ProtocolError(ErrorCode.BAD_REQUEST,
+                            f"the body did not arrive within {timeout:g} s") from None
+    try:
         data = json.loads(raw) if raw else {}
-    except (ValueError, UnicodeDecodeError):
+    except (ValueError, UnicodeDecodeError, RecursionError):
+        # RecursionError: a deeply nested document (a few KiB of "[[[[...") is not a bug.
         raise ProtocolError(ErrorCode.BAD_REQUEST, "the body must be a JSON object") from None
     if not isinstance(data, dict):
         raise ProtocolError(ErrorCode.BAD_REQUEST, "the body must be a JSON object")
@@ -70,12 +98,44 @@ async def json_body(request: web.Request) -> dict[str, Any]:
 
 class AccountRoutes:
     def __init__(
-        self, accounts: Accounts, persistence: Persistence, node_id: str, list_limit: int
+        self, accounts: Accounts, persistence: Persistence, node_id: str, list_limit: int,
+        *, settings: Settings | None = None, metrics: Metrics | None = None,
     ) -> None:
         self.accounts = accounts
         self.persistence = persistence
         self.node_id = node_id
         self.list_limit = list_limit
+        self.settings = settings if settings is not None else Settings(node_id=node_id)
+        self.metrics = metrics if metrics is not None else Metrics(enabled=False)
+        self.draining = False  # set on shutdown: /readyz answers 503
+        s = self.settings
+        on = s.limits
+        self._trusted = s.trusted_networks
+        # Per client address (the forwarded one behind a trusted proxy; an IPv6 /64).
+        self._limits = {
+            "guest": RateLimiter(s.guest_rate if on else 0.0, s.guest_burst),
+            "register": RateLimiter(s.register_rate if on else 0.0, s.register_burst),
+            "login": RateLimiter(s.login_rate if on else 0.0, s.login_burst),
+        }
+
+    def address(self, request: web.Request) -> str:
+        address = client_address(request.remote, request.headers.get("X-Forwarded-For"),
+                                 self._trusted)
+        return network_key(address, ipv6_prefix=SAME_NETWORK_IPV6_PREFIX)
+
+    def _take(self, kind: str, address: str) -> web.Response | None:
+        wait = self._limits[kind].take(address, time.monotonic())
+        if wait <= 0:
+            return None
+        self.metrics.refused(f"{kind}_per_address")
+        return limited(f"too many {kind} requests from this address; retry later", wait)
+
+    def _error(self, exc: ProtocolError) -> web.Response:
+        if exc.code == ErrorCode.RATE_LIMITED:
+            self.metrics.refused("login_failures" if exc.message.startswith("too many failed")
+                                 else "hashes_per_address")
+        self.metrics.error(exc.code)
+        return error_response(exc)
 
     def add_to(self, app: web.Application) -> None:
         app.router.add_post("/api/register", self.register)
@@ -85,55 +145,117 @@ class AccountRoutes:
         app.router.add_get("/api/me", self.me)
         app.router.add_get("/api/tables", self.tables)
         app.router.add_get("/healthz", self.healthz)
+        app.router.add_post("/api/password", self.password)
+        app.router.add_get("/readyz", self.readyz)
+        app.router.add_get("/metrics", self.metrics_page)
 
     async def register(self, request: web.Request) -> web.Response:
+        address = self.address(request)
+        refused = self._take("register", address)
+        if refused is not None:
+            return refused
         try:
-            body = await json_body(request)
-            issued = await self.accounts.register(body.get("name"), body.get("password"))
+            body = await json_body(request, self.settings.http_body_timeout)
+            issued = await self.accounts.register(body.get("name"), body.get("password"),
+                                                  address)
         except ProtocolError as exc:
-            return error_response(exc)
+            return self._error(exc)
         return web.json_response(issued.to_dict(), status=201)
 
     async def login(self, request: web.Request) -> web.Response:
+        address = self.address(request)
+        refused = self._take("login", address)
+        if refused is not None:
+            return refused
         try:
-            body = await json_body(request)
-            issued = await self.accounts.login(body.get("name"), body.get("password"))
+            body = await json_body(request, self.settings.http_body_timeout)
+            issued = await self.accounts.login(body.get("name"), body.get("password"), address)
         except ProtocolError as exc:
-            return error_response(exc)
+            return self._error(exc)
         return web.json_response(issued.to_dict())
 
     async def guest(self, request: web.Request) -> web.Response:
+        refused = self._take("guest", self.address(request))
+        if refused is not None:
+            return refused
         try:
             issued = await self.accounts.guest()
         except ProtocolError as exc:
-            return error_response(exc)
+            return self._error(exc)
+        return web.json_response(issued.to_dict())
+
+    async def password(self, request: web.Request) -> web.Response:
+        """Change an account's password: every token of the account ends (its sockets close
+        with 4001 on every node) and a fresh token is returned."""
+        token = bearer_token(request.headers.get("Authorization"))
+        if token is None:
+            return self._error(AccountError(ErrorCode.UNAUTHORIZED, "no valid bearer token"))
+        address = self.address(request)
+        refused = self._take("login", address)
+        if refused is not None:
+            return refused
+        try:
+            body = await json_body(request, self.settings.http_body_timeout)
+            issued = await self.accounts.change_password(
+                token, body.get("password"), body.get("new_password"), address)
+        except ProtocolError as exc:
+            return self._error(exc)
         return web.json_response(issued.to_dict())
 
     async def logout(self, request: web.Request) -> web.Response:
         token = bearer_token(request.headers.get("Authorization"))
         if token is None or not await self.accounts.revoke(token):
-            return error_response(AccountError(ErrorCode.UNAUTHORIZED, "no valid bearer token"))
+            return self._error(AccountError(ErrorCode.UNAUTHORIZED, "no valid bearer token"))
         return web.Response(status=204)
 
     async def me(self, request: web.Request) -> web.Response:
         token = bearer_token(request.headers.get("Authorization"))
         identity = None if token is None else await self.accounts.resolve(token)
         if identity is None:
-            return error_response(AccountError(ErrorCode.UNAUTHORIZED, "no valid bearer token"))
+            return self._error(AccountError(ErrorCode.UNAUTHORIZED, "no valid bearer token"))
         seat = await self.persistence.seat_of(identity.player)
         return web.json_response({**identity.to_dict(), "seat": seat})
 
     async def tables(self, request: web.Request) -> web.Response:
-        listed = await self.persistence.listed_tables()
-        mode = request.query.get("mode")
-        if mode:
-            listed = [t for t in listed if t.get("mode") == mode]
-        listed.sort(key=lambda t: (t.get("status") != "open", -float(t.get("created_at", 0))))
-        return web.json_response({"tables": listed[: self.list_limit], "total": len(listed)})
+        """A page of the lobby index: one Redis round trip, whatever the number of tables."""
+        mode = request.query.get("mode") or None
+        if mode is not None and mode not in ("competitive", "boosted", "private",
+                                             "tournament"):
+            return error_response(ProtocolError(ErrorCode.BAD_FIELD, "unknown mode",
+                                                field="mode"))
+        try:
+            offset = int(request.query.get("offset", "0"))
+            limit = int(request.query.get("limit", str(self.list_limit)))
+        except ValueError:
+            return error_response(ProtocolError(ErrorCode.BAD_FIELD,
+                                                "offset and limit are integers", field="offset"))
+        if not 0 <= offset <= MAX_LIST_OFFSET or not 1 <= limit <= self.list_limit:
+            return error_response(ProtocolError(
+                ErrorCode.BAD_FIELD,
+                f"offset 0..{MAX_LIST_OFFSET}, limit 1..{self.list_limit}", field="offset"))
+        total, rows = await self.persistence.table_page_raw(mode, offset, limit)
+        # The summaries are stored as JSON: spliced in as they are, not parsed again.
+        body = b'{"tables":[' + b",".join(rows) + b'],"total":%d,"offset":%d}' % (total, offset)
+        return web.Response(body=body, content_type="application/json")
 
     async def healthz(self, request: web.Request) -> web.Response:
-        ok = await self.persistence.ping()
+        """Alive, and whether Redis answers (a liveness probe: never limited)."""
+        ok = self.persistence.redis_up and await self.persistence.ping(timeout=1.0)
         return web.json_response(
             {"status": "ok" if ok else "unavailable", "redis": ok, "node": self.node_id},
             status=200 if ok else 503,
         )
+
+    async def readyz(self, request: web.Request) -> web.Response:
+        """Ready for new traffic: not draining, and Redis answered its last check."""
+        redis_ok = self.persistence.redis_up
+        ready = redis_ok and not self.draining
+        status = "ready" if ready else "draining" if self.draining else "unavailable"
+        return web.json_response({"status": status, "redis": redis_ok, "node": self.node_id},
+                                 status=200 if ready else 503)
+
+    async def metrics_page(self, request: web.Request) -> web.Response:
+        if not self.metrics.enabled:
+            return error_response(ProtocolError(ErrorCode.NOT_FOUND, "metrics are off"))
+        return web.Response(body=self.metrics.render(),
+                            headers={"Content-Type": CONTENT_TYPE_LATEST})

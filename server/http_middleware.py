@@ -28,6 +28,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import math
+import os
 import time
 from collections.abc import Awaitable, Callable
 
@@ -38,7 +39,9 @@ from redis.exceptions import RedisError
 from server.addresses import client_address
 from server.config import Settings
 from server.http_api import error_response
+from server.logs import request_id
 from server.matchmaking.policy import network_key
+from server.metrics import Metrics
 from server.protocol.errors import ErrorCode, ProtocolError
 from server.ratelimit import RateLimiter
 from server.ratings import SAME_NETWORK_IPV6_PREFIX
@@ -47,8 +50,8 @@ log = logging.getLogger(__name__)
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
-UNLIMITED_PATHS = frozenset({"/healthz"})
-"""Paths the rate limit leaves alone (load balancers poll the health check)."""
+UNLIMITED_PATHS = frozenset({"/healthz", "/readyz", "/metrics"})
+"""Paths the rate limit leaves alone (load balancers and Prometheus poll them)."""
 BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
 
 _CODES = {
@@ -72,6 +75,10 @@ def is_json_type(content_type: str | None) -> bool:
 def credential_key(authorization: str) -> str:
     """The rate-limit key of an ``Authorization`` value: its digest, never the value."""
     return "c:" + hashlib.sha256(authorization.encode("utf-8", "replace")).hexdigest()[:32]
+
+
+def _new_request_id() -> str:
+    return os.urandom(6).hex()
 
 
 def retry_after(seconds: float) -> str:
@@ -105,9 +112,10 @@ def _from_http_exception(exc: web.HTTPException) -> web.Response:
     return response
 
 
-def http_middleware(settings: Settings, *, clock: Callable[[], float] = time.monotonic
-                    ) -> Middleware:
+def http_middleware(settings: Settings, *, clock: Callable[[], float] = time.monotonic,
+                    metrics: Metrics | None = None) -> Middleware:
     """The middleware for ``create_app`` (see the module docstring)."""
+    counters = metrics if metrics is not None else Metrics(enabled=False)
     limiter = RateLimiter(settings.http_rate_limit, settings.http_rate_burst,
                           max_keys=settings.http_rate_max_clients)
     trusted = settings.trusted_networks
@@ -128,8 +136,11 @@ def http_middleware(settings: Settings, *, clock: Callable[[], float] = time.mon
 
     @web.middleware
     async def middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
+        request_id.set(request.headers.get("X-Request-Id", "")[:64] or _new_request_id())
         wait = throttled(request)
         if wait > 0:
+            counters.refused("http_per_address")
+            counters.error(ErrorCode.RATE_LIMITED)
             return _error(ErrorCode.RATE_LIMITED, "too many requests; retry later",
                           **{"Retry-After": retry_after(wait)})
         # A path or method that does not exist is told so (404/405) before its body is judged.

@@ -57,7 +57,27 @@ class Keys:
     @property
     def lobby(self) -> str:
         """Hash table id -> JSON summary of every listed (public, not finished) table."""
-        return f"{self.prefix}lobby:tables"
+        return f"{self.prefix}{{lobby}}:tables"
+
+    def lobby_index(self, mode: str | None = None) -> str:
+        """Sorted set of the listed tables (of one mode), in list order (same hash tag as
+        :attr:`lobby`, so one script keeps them together)."""
+        suffix = "" if mode is None else f":{mode}"
+        return f"{self.prefix}{{lobby}}:index{suffix}"
+
+    # Login throttle (all under the account's tag, so one script updates them)
+    def login_failures(self, player: str) -> str:
+        """Hash: ``*`` -> failures of the account from anywhere; ``<address>`` -> failures
+        from that address; ``lock:<address>`` -> unlock time."""
+        return f"{self.prefix}{{a:{player}}}:login_failures"
+
+    def login_known(self, player: str) -> str:
+        """Set of the addresses (networks) this account logged in from successfully."""
+        return f"{self.prefix}{{a:{player}}}:login_known"
+
+    def account_tokens(self, player: str) -> str:
+        """Set of the digests of the player's live tokens (ended on a password change or revoke)."""
+        return f"{self.prefix}{{a:{player}}}:tokens"
 
     # Nodes
     def node_alive(self, node: str) -> str:
@@ -65,3 +85,8 @@ class Keys:
 
     def node_channel(self, node: str) -> str:
         return f"{self.prefix}node:{node}"
+
+    @property
+    def broadcast_channel(self) -> str:
+        """Every node listens here too (ended tokens)."""
+        return f"{self.prefix}nodes"

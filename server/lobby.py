@@ -20,6 +20,7 @@ For matchmaking: :meth:`Lobby.start_rated_game` seats two players at a new Compe
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import secrets
 from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping
@@ -29,14 +30,17 @@ from typing import Any
 from redis.exceptions import RedisError
 
 from rating_plugin.store import RatingStore
-from server.accounts import GUEST_PREFIX, Identity
+from server.accounts import GUEST_PREFIX, Identity, is_bot_id
 from server.bus import NodeBus
 from server.config import Settings
 from server.connection import Connection, Hub
+from server.matchmaking.policy import network_key
+from server.metrics import Metrics
 from server.persistence import Persistence
 from server.protocol.codec import Outgoing
 from server.protocol.errors import ErrorCode, ProtocolError
 from server.protocol.messages import (
+    AckEvents,
     CreateTable,
     Hello,
     ListTables,
@@ -49,12 +53,21 @@ from server.protocol.messages import (
     Watch,
     parse_message,
 )
+from server.ratelimit import RateLimiter
 from server.rules import DiceSource
 from server.table import Table, TableStatus
 
 log = logging.getLogger(__name__)
 
 OWNER_CACHE_MAX = 10_000
+RATING_EVENTS = frozenset({"rating", "boosted"})
+"""Events kept in a player's inbox until delivered once (they carry an ``event_id``)."""
+
+
+def retry_message(exc: ProtocolError, retry_after: float) -> ProtocolError:
+    """``exc`` with the seconds to wait (``rate_limited``: the reply's ``retry_after``)."""
+    exc.retry_after = max(1, int(retry_after + 0.999))  # type: ignore[attr-defined]
+    return exc
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,6 +116,9 @@ def error_message(
         message["ref"] = ref
     if table is not None:
         message["table"] = table
+    retry_after = getattr(exc, "retry_after", None)
+    if retry_after is not None:
+        message["retry_after"] = retry_after
     return message
 
 
@@ -115,8 +131,16 @@ class Lobby:
         hub: Hub,
         ratings: RatingStore,
         dice_factory: Callable[[], DiceSource],
+        metrics: Metrics | None = None,
     ) -> None:
         self.settings = settings
+        self.metrics = metrics if metrics is not None else Metrics(enabled=False)
+        # Table creation limits (issue 12): a rate per player and per address, and open
+        # tables per address on this node.
+        on = settings.limits
+        self._create_limit = RateLimiter(settings.table_create_rate if on else 0.0,
+                                         settings.table_create_burst)
+        self._open_by_address: dict[str, int] = {}
         self.persistence = persistence
         self.bus = bus
         self.hub = hub
@@ -125,6 +149,9 @@ class Lobby:
         self.tables: dict[str, Table] = {}
         self._dice_factory = dice_factory
         self._owners: dict[str, str] = {}
+        # Tables that start_rated_game has announced but not yet seated: commands for them
+        # wait for the seating instead of finding no table.
+        self._starting: dict[str, asyncio.Event] = {}
         self._tasks: set[asyncio.Task[Any]] = set()
         self._timers: dict[str, asyncio.TimerHandle] = {}  # table id -> its forget timer
         self.closing = False
@@ -199,12 +226,50 @@ class Lobby:
                                        "frame": message})
 
     def deliver_rating(self, player: str, nodes: set[str], event: dict[str, Any]) -> None:
-        """Push a rating event (already in the player's inbox) where the player is."""
+        """Push a rating event (already in the player's inbox) where the player is; the node
+        that writes it to a socket removes it from the inbox (delivered once)."""
         if nodes:
-            self.deliver_player(player, nodes, Outgoing(event))
+            for node in nodes:
+                if node == self.node_id:
+                    self.push_rating_here(player, event)
+                else:
+                    self.bus.send(node, {"op": "deliver", "player": player, "frame": event})
         else:
             # Not seated-and-connected as far as the table knows: try presence.
             self.spawn(self.push_to_player(player, event))
+
+    def push_rating_here(self, player: str, event: dict[str, Any]) -> bool:
+        """Write a rating event to the player's sockets on this node that do not have it
+        yet; when one took it, remove it from the inbox (in the background)."""
+        event_id = event.get("event_id")
+        conns = self.hub.by_player.get(player)
+        if not conns:
+            return False
+        out = Outgoing(event)
+        written = False
+        for conn in list(conns):
+            if not isinstance(event_id, str):
+                self.hub.push(conn, out)
+                continue
+            if event_id in conn.delivered or not conn.is_writable():
+                continue
+            conn.delivered.add(event_id)
+            self.hub.push(conn, out)
+            written = True
+        if written and isinstance(event_id, str):
+            self.metrics.rating_events.labels("live").inc()
+            self.spawn(self._remove_from_inbox(player, [event_id]))
+        return written
+
+    async def _remove_from_inbox(self, player: str, ids: list[str]) -> None:
+        delay = 0.05
+        for _ in range(60):  # Redis away: tried again for about a minute, then left there
+            try:
+                await self.persistence.inbox_remove(player, ids)
+                return
+            except (RedisError, OSError):
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, 1.0)
 
     # --- matchmaking API ---------------------------------------------------------------------
 
@@ -212,7 +277,10 @@ class Lobby:
         """Send ``message`` (a dict with a ``type``) to every socket of ``player``, on any
         node. Returns False when the player has no socket anywhere (nothing is kept)."""
         frame = dict(message)
-        delivered = self.hub.push_player(player, Outgoing(frame))
+        if frame.get("type") in RATING_EVENTS:
+            delivered = self.push_rating_here(player, frame)
+        else:
+            delivered = self.hub.push_player(player, Outgoing(frame))
         try:
             nodes, _ = await self.persistence.presence(player)
         except (RedisError, OSError):
@@ -290,11 +358,29 @@ class Lobby:
             actor = Actor(player, name, is_guest, address or f"unknown-{player}", self.node_id,
                           "")
             seats.append((actor, set(nodes)))
-        if announce is not None:
-            await announce(table_id)
-        table = self._new_table(table_id, mode, length, tournament_id)
-        await self.persistence.set_owner(table_id, self.node_id)
-        table.seat_pair(seats)
+        # The table is known here and in Redis before anyone hears of it: a player who syncs
+        # the moment ``announce`` reaches them waits for the seating (see _started) instead of
+        # being told there is no such table.
+        ready = self._starting[table_id] = asyncio.Event()
+        try:
+            try:
+                await self.persistence.set_owner(table_id, self.node_id)
+                self._owners[table_id] = self.node_id
+                if announce is not None:
+                    await announce(table_id)
+            except BaseException:
+                # Nobody will sit at this table: free both seats, so that neither player is
+                # held "already seated" at a table that does not exist.
+                self._owners.pop(table_id, None)
+                for player in (first, second):
+                    with contextlib.suppress(RedisError, OSError):
+                        await self.persistence.release_seat(player, table_id)
+                raise
+            table = self._new_table(table_id, mode, length, tournament_id)
+            table.seat_pair(seats)
+        finally:
+            del self._starting[table_id]
+            ready.set()
         await self._publish_listing(table)
         await self.flush()
         return table_id
@@ -338,12 +424,23 @@ class Lobby:
             if seat is not None:
                 await self._send_attach(self.actor_of(conn), seat)
             inbox = await self.persistence.inbox(player)
+            ids: list[str] = []
             for event in inbox:
+                event_id = event.get("event_id")
+                if isinstance(event_id, str):
+                    if event_id in conn.delivered:
+                        continue
+                    conn.delivered.add(event_id)
+                    ids.append(event_id)
                 self.hub.push(conn, Outgoing(event))
             if inbox:
                 await self.flush()
                 if not conn.closed:
-                    await self.persistence.ack_inbox(player, len(inbox))
+                    self.metrics.rating_events.labels("inbox").inc(len(ids))
+                    if len(ids) == len(inbox):
+                        await self.persistence.inbox_remove(player, ids)
+                    else:  # entries written before events had ids
+                        await self.persistence.ack_inbox(player, len(inbox))
         except (RedisError, OSError) as exc:
             log.warning("on_connect for %s: %s", player, exc)
         await self.flush()
@@ -377,7 +474,7 @@ class Lobby:
         await self.flush()
 
     async def _send_attach(self, actor: Actor, table_id: str) -> None:
-        table = self.tables.get(table_id)
+        table = await self._started(table_id)
         if table is not None:
             if not table.attach(actor):
                 await self.persistence.release_seat(actor.player, table_id)
@@ -407,6 +504,9 @@ class Lobby:
         try:
             if isinstance(msg, Ping):
                 self.hub.push(conn, Outgoing({"type": "pong", "ref": msg.ref}))
+            elif not self.persistence.redis_up:
+                # Nothing a game needs could be stored now: refuse instead of losing it.
+                raise ProtocolError(ErrorCode.UNAVAILABLE, "storage unavailable, retry")
             elif isinstance(msg, TableMessage):
                 actor = self.actor_of(conn)
                 if isinstance(msg, Watch):
@@ -418,22 +518,37 @@ class Lobby:
                 await self._list_tables(conn, msg)
             elif isinstance(msg, CreateTable):
                 await self._create_table(self.actor_of(conn), msg)
+            elif isinstance(msg, AckEvents):
+                assert conn.player is not None
+                await self.persistence.inbox_remove(conn.player, list(msg.events))
+                conn.delivered.update(msg.events)
+                self.hub.push(conn, Outgoing({"type": "ack", "ref": msg.ref}))
             elif isinstance(msg, Hello):  # pragma: no cover - the socket handler takes it
                 pass
         except ProtocolError as exc:
+            self.metrics.error(exc.code)
             self.hub.push(conn, Outgoing(error_message(exc, msg.ref, table_id)))
         except (RedisError, OSError) as exc:
             log.warning("Redis error handling %s: %s", msg.TYPE, exc)
+            self.metrics.error(ErrorCode.UNAVAILABLE)
             err = ProtocolError(ErrorCode.UNAVAILABLE, "storage unavailable, retry")
             self.hub.push(conn, Outgoing(error_message(err, msg.ref, table_id)))
         except Exception:
             log.exception("internal error handling %s from %s", msg.TYPE, conn.player)
+            self.metrics.error(ErrorCode.INTERNAL)
             err = ProtocolError(ErrorCode.INTERNAL, "internal error; the game is unchanged")
             self.hub.push(conn, Outgoing(error_message(err, msg.ref, table_id)))
         await self.hub.flush()
 
+    async def _started(self, table_id: str) -> Table | None:
+        """The table ``table_id`` of this node, once seated if it is being started now."""
+        ready = self._starting.get(table_id)
+        if ready is not None:
+            await ready.wait()
+        return self.tables.get(table_id)
+
     async def _route(self, actor: Actor, msg: TableMessage) -> None:
-        table = self.tables.get(msg.table)
+        table = await self._started(msg.table)
         if table is not None:
             await table.handle(actor, msg)
             return
@@ -449,20 +564,24 @@ class Lobby:
             return owner
         owner = await self.persistence.owner_of(table_id)
         if owner is not None:
-            if len(self._owners) >= OWNER_CACHE_MAX:
-                self._owners.clear()
-            self._owners[table_id] = owner
+            self._remember_owner(table_id, owner)
         return owner
 
+    def _remember_owner(self, table_id: str, owner: str) -> None:
+        """Bounded: past OWNER_CACHE_MAX entries the oldest goes (it is read again)."""
+        owners = self._owners
+        owners.pop(table_id, None)
+        owners[table_id] = owner
+        while len(owners) > OWNER_CACHE_MAX:
+            del owners[next(iter(owners))]
+
     async def _list_tables(self, conn: Connection, msg: ListTables) -> None:
-        listed = await self.persistence.listed_tables()
-        if msg.mode is not None:
-            listed = [t for t in listed if t.get("mode") == msg.mode]
-        listed.sort(key=lambda t: (t.get("status") != "open", -float(t.get("created_at", 0))))
+        mode = None if msg.mode is None else str(msg.mode)
         limit = self.settings.list_limit
+        total, page = await self.persistence.table_page(mode, msg.offset, limit)
         self.hub.push(conn, Outgoing({
-            "type": "tables", "ref": msg.ref, "tables": listed[:limit],
-            "total": len(listed),
+            "type": "tables", "ref": msg.ref, "tables": page, "total": total,
+            "offset": msg.offset,
         }))
 
     def _new_table_id(self) -> str:
@@ -476,7 +595,8 @@ class Lobby:
             tournament_id=tournament_id, dice_factory=self._dice_factory,
         )
         self.tables[table_id] = table
-        self._owners[table_id] = self.node_id
+        self._remember_owner(table_id, self.node_id)
+        self.metrics.tables.set(len(self.tables))
         return table
 
     async def _create_table(self, actor: Actor, msg: CreateTable) -> None:
@@ -487,6 +607,9 @@ class Lobby:
                 f"field 'match_length' must be in 0..{settings.max_match_length}",
                 field="match_length",
             )
+        if msg.mode is TableMode.TOURNAMENT and is_bot_id(actor.player):
+            raise ProtocolError(ErrorCode.BOT_NOT_ALLOWED,
+                                "computer players do not play in tournaments", field="mode")
         if msg.mode is TableMode.TOURNAMENT and msg.tournament_id is None:
             raise ProtocolError(ErrorCode.MISSING_FIELD,
                                 "field 'tournament_id' is required for a tournament table",
@@ -494,6 +617,7 @@ class Lobby:
         open_here = sum(1 for t in self.tables.values() if t.status is TableStatus.OPEN)
         if open_here >= settings.max_open_tables:
             raise ProtocolError(ErrorCode.TOO_MANY_TABLES, "too many open tables; join one")
+        self._check_create_limits(actor)
         table_id = self._new_table_id()
         held = await self.persistence.take_seat(actor.player, table_id)
         if held is not None:
@@ -501,6 +625,8 @@ class Lobby:
                                 f"you already hold a seat at table {held}", field="table")
         tournament = msg.tournament_id if msg.mode is TableMode.TOURNAMENT else None
         table = self._new_table(table_id, msg.mode, msg.match_length, tournament)
+        address = table.creator_address = network_key(actor.address)
+        self._open_by_address[address] = self._open_by_address.get(address, 0) + 1
         await self.persistence.set_owner(table_id, self.node_id)
         self.reply(actor, {"type": "table_created", "ref": msg.ref, "table": table_id,
                            "summary": table.summary()})
@@ -508,6 +634,39 @@ class Lobby:
         if self.on_seated is not None:
             self.spawn(self.on_seated([actor.player]))
         await self._publish_listing(table)
+
+    def _check_create_limits(self, actor: Actor) -> None:
+        """Tables one player and one address may create (a rate), and keep open at once."""
+        if not self.settings.limits:
+            return
+        address = network_key(actor.address)
+        if self._open_by_address.get(address, 0) >= \
+                self.settings.max_open_tables_per_address:
+            self.metrics.refused("open_tables_per_address")
+            raise retry_message(ProtocolError(
+                ErrorCode.RATE_LIMITED,
+                f"at most {self.settings.max_open_tables_per_address} open tables per address"),
+                self.settings.decision_time)
+        now = asyncio.get_running_loop().time()
+        for key, limit in (("p:" + actor.player, "table_create_per_player"),
+                           ("a:" + address, "table_create_per_address")):
+            wait = self._create_limit.take(key, now)
+            if wait > 0:
+                self.metrics.refused(limit)
+                raise retry_message(ProtocolError(
+                    ErrorCode.RATE_LIMITED, "creating tables too fast; retry later"), wait)
+
+    def table_opened_elsewhere(self, table: Table) -> None:
+        """An open table started play or closed: it no longer counts for its address."""
+        address = table.creator_address
+        if address is None:
+            return
+        table.creator_address = None
+        left = self._open_by_address.get(address, 0) - 1
+        if left > 0:
+            self._open_by_address[address] = left
+        else:
+            self._open_by_address.pop(address, None)
 
     # --- listing -----------------------------------------------------------------------------
 
@@ -517,11 +676,13 @@ class Lobby:
         if table.status in (TableStatus.OPEN, TableStatus.PLAYING):
             await self.persistence.list_table(table.id, table.summary())
         else:
-            await self.persistence.unlist_table(table.id)
+            await self.persistence.unlist_table(table.id, str(table.mode))
 
     def table_changed(self, table: Table) -> None:
         """The table's status changed: update the lobby index (in the background); when play
         starts, tell :attr:`on_seated` who sat down."""
+        if table.status is not TableStatus.OPEN:
+            self.table_opened_elsewhere(table)
         if table.is_listed:
             self.spawn(self._publish_listing(table))
         if table.status is TableStatus.PLAYING and self.on_seated is not None:
@@ -545,8 +706,11 @@ class Lobby:
 
     def _forget(self, table: Table) -> None:
         self._timers.pop(table.id, None)
+        self.table_opened_elsewhere(table)
         if self.tables.get(table.id) is table:
             del self.tables[table.id]
+            self._owners.pop(table.id, None)
+            self.metrics.tables.set(len(self.tables))
 
     # --- messages from other nodes ---------------------------------------------------------
 
@@ -559,7 +723,9 @@ class Lobby:
             lean = payload.get("lean")
             out = Outgoing(frame, lean if isinstance(lean, dict) else None)
             player = payload.get("player")
-            if isinstance(player, str):
+            if isinstance(player, str) and frame.get("type") in RATING_EVENTS:
+                self.push_rating_here(player, frame)
+            elif isinstance(player, str):
                 self.hub.push_player(player, out)
             for conn_id in payload.get("conns") or ():
                 self.hub.push_conn_id(str(conn_id), out)
@@ -567,11 +733,20 @@ class Lobby:
             frame = payload.get("frame")
             player = payload.get("player")
             if isinstance(frame, dict) and isinstance(player, str):
-                self.hub.push_player(player, Outgoing(frame))
+                if frame.get("type") in RATING_EVENTS:
+                    self.push_rating_here(player, frame)
+                else:
+                    self.hub.push_player(player, Outgoing(frame))
+        elif op == "revoke":
+            digests = payload.get("tokens")
+            if isinstance(digests, list):
+                reason = str(payload.get("reason") or "revoked")
+                for digest in digests:
+                    self.hub.end_token(str(digest), reason)
         elif op == "cmd":
             await self._remote_command(payload)
         elif op == "attach":
-            table = self.tables.get(str(payload.get("table")))
+            table = await self._started(str(payload.get("table")))
             if table is not None:
                 table.attach(Actor.from_dict(payload["actor"]))
         elif op == "detach":
@@ -591,7 +766,7 @@ class Lobby:
             msg = parse_message(payload.get("msg"))
             if not isinstance(msg, TableMessage):
                 raise ProtocolError(ErrorCode.UNKNOWN_TYPE, "not a table command")
-            table = self.tables.get(msg.table)
+            table = await self._started(msg.table)
             if table is None:
                 raise ProtocolError(ErrorCode.NO_SUCH_TABLE, f"no table {msg.table}",
                                     field="table")

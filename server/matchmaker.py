@@ -199,6 +199,9 @@ class Matchmaker:
     async def _join(self, conn: Connection, msg: JoinQueue) -> dict[str, Any]:
         identity = conn.identity
         assert identity is not None
+        if identity.is_bot:
+            raise ProtocolError(ErrorCode.BOT_NOT_ALLOWED,
+                                "computer players do not enter matchmaking pools", field="pool")
         pool = pool_by_id(msg.pool)
         if pool.mode is GameMode.RATED_MATCH and pool.match_length > (
             self.settings.max_match_length

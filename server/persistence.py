@@ -28,6 +28,7 @@ import contextlib
 import importlib.resources
 import json
 import logging
+import time
 from collections.abc import Awaitable, Callable, Iterable
 from typing import Any, TypeVar, cast
 
@@ -37,6 +38,7 @@ from redis.exceptions import RedisError
 
 from server.config import Settings
 from server.keys import Keys
+from server.metrics import Metrics
 
 log = logging.getLogger(__name__)
 
@@ -53,6 +55,10 @@ FLUSH_BATCH = 64
 human pace one write carries many moves: a write costs about the same CPU for 1 event or 50."""
 SLOW_FLUSH_FACTOR = 10
 SLOW_FLUSH_MAX = 0.5
+LISTED_MODES = ("competitive", "boosted", "private", "tournament")
+"""Every table mode (server.protocol.messages.TableMode), for unlisting without a mode."""
+PAGE_CACHE_MAX = 1024
+"""Table-list pages kept at once (see :meth:`Persistence.table_page_raw`)."""
 EXPIRE_REFRESH = 60.0
 """Seconds between two ``PEXPIRE`` of one table's event log (capped at a tenth of its TTL)."""
 T = TypeVar("T")
@@ -101,13 +107,28 @@ def _aw(value: Awaitable[T] | T) -> Awaitable[T]:
     return cast(Awaitable[T], value)
 
 
+def listing_score(summary: dict[str, Any]) -> float:
+    """The lobby index's order: open tables first, then newest first."""
+    rank = 0 if summary.get("status") == "open" else 1
+    created_ms = int(float(summary.get("created_at") or 0) * 1000)
+    return rank * 1e13 + (1e13 - created_ms)
+
+
 def _load_script(name: str) -> str:
     return importlib.resources.files("server").joinpath("lua", name).read_text("utf-8")
 
 
 class Persistence:
-    def __init__(self, redis: aioredis.Redis, keys: Keys, settings: Settings) -> None:
+    def __init__(self, redis: aioredis.Redis, keys: Keys, settings: Settings,
+                 metrics: Metrics | None = None) -> None:
         self.redis = redis
+        self.metrics = metrics if metrics is not None else Metrics(enabled=False)
+        # False from a failed Redis check or write until a check answers again: new actions
+        # are refused with ``unavailable`` and /readyz, /healthz say so.
+        self.redis_up = True
+        self._monitor: asyncio.Task[None] | None = None
+        self._pages: dict[tuple[str | None, int, int],
+                          tuple[float, asyncio.Future[tuple[int, list[bytes]]]]] = {}
         self.keys = keys
         self._settings = settings
         self._events: dict[str, list[bytes]] = {}
@@ -124,6 +145,9 @@ class Persistence:
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self._release_seat = redis.register_script(_load_script("release_seat.lua"))
+        self._inbox_remove = redis.register_script(_load_script("inbox_remove.lua"))
+        self._lobby_list = redis.register_script(_load_script("lobby_list.lua"))
+        self._lobby_page = redis.register_script(_load_script("lobby_page.lua"))
         self._log_ttl_ms = int(settings.event_log_ttl * 1000)
         self._expire_refresh = min(EXPIRE_REFRESH, settings.event_log_ttl / 10)
         self._seat_ttl_ms = int(max(settings.event_log_ttl, 3600.0) * 1000)
@@ -162,13 +186,17 @@ class Persistence:
         async with self._lock:
             await self._flush_locked(everything=everything)
 
-    def _queue_buffered(self, batch: _Batch, *, everything: bool) -> list[str]:
+    def _queue_buffered(
+        self, batch: _Batch, *, everything: bool
+    ) -> tuple[list[str], dict[str, list[bytes]], dict[str, SnapshotFn]]:
         """Queue the buffered writes on ``batch``; the tables whose ``RPUSH`` come first, in
-        order. Snapshots not yet due stay buffered unless ``everything``."""
+        order, and what was taken from the buffers (put back if the batch fails). Snapshots
+        not yet due stay buffered unless ``everything``."""
         now = asyncio.get_running_loop().time()
         keys = self.keys
         events, self._events = self._events, {}
         self._count = 0
+        taken: dict[str, SnapshotFn] = {}
         expire_at = self._expire_at
         refresh = self._expire_refresh
         log_ttl = b"%d" % self._log_ttl_ms
@@ -194,6 +222,7 @@ class Persistence:
                     batch.add(b"SET", keys.table_snapshot(table).encode(),
                               _packer.pack(snapshot()), b"PX", log_ttl)
                     snapshot_at[table] = now
+                    taken[table] = snapshot
                 else:
                     waiting[table] = snapshot
             self._dirty = waiting
@@ -203,7 +232,21 @@ class Persistence:
                 )
         if now - self._pruned_at > refresh:
             self._prune(now)
-        return pushed
+        return pushed, events, taken
+
+    def _put_back(self, events: dict[str, list[bytes]], snapshots: dict[str, SnapshotFn]
+                  ) -> None:
+        """A write failed: its events go back in front of what was buffered since (so the
+        log keeps every version), its snapshots back unless a newer one is waiting."""
+        for table, items in events.items():
+            newer = self._events.get(table)
+            self._events[table] = items if newer is None else items + newer
+            self._count += len(items)
+            self._expire_at.pop(table, None)
+        for table, snapshot in snapshots.items():
+            self._dirty.setdefault(table, snapshot)
+            self._snapshot_at.pop(table, None)
+            self._urgent.add(table)
 
     def _wake_later(self) -> None:
         self._later = None
@@ -222,10 +265,17 @@ class Persistence:
         if not self._events and not self._dirty and not self._trim:
             return
         batch = _Batch()
-        pushed = self._queue_buffered(batch, everything=everything)
+        pushed, events, snapshots = self._queue_buffered(batch, everything=everything)
         if not batch.count:
             return
-        replies = await batch.execute(self.redis)
+        started = time.perf_counter()
+        try:
+            replies = await batch.execute(self.redis)
+        except BaseException:
+            self._put_back(events, snapshots)
+            self.redis_up = False
+            raise
+        self.metrics.redis_rtt.observe(time.perf_counter() - started)
         cap = self._settings.event_log_max
         for table, length in zip(pushed, replies, strict=False):
             if isinstance(length, int) and length > cap:
@@ -255,15 +305,39 @@ class Persistence:
             try:
                 await self.flush()
             except (RedisError, OSError) as exc:
-                # The buffer was swapped out before the failure; a lost batch only costs
-                # replay depth, because clients can always ask for the full state.
-                log.warning("write-behind flush failed: %s", exc)
+                # Everything the batch held is back in the buffer: tried again, in order,
+                # once Redis answers (the retry waits for the health check).
+                log.warning("write-behind flush failed (kept, retrying): %s", exc)
+                self._wake.set()
+                await asyncio.sleep(self._settings.redis_check_interval)
+
+    async def run_monitor(self) -> None:
+        """Ping Redis every ``redis_check_interval``: :attr:`redis_up` and the metrics."""
+        interval = self._settings.redis_check_interval
+        while True:
+            started = time.perf_counter()
+            # A generous timeout: a node under load answers late, not never (an unreachable
+            # Redis refuses the connection at once).
+            up = await self.ping(timeout=max(interval, 2.0))
+            if up:
+                self.metrics.redis_rtt.observe(time.perf_counter() - started)
+            if up != self.redis_up:
+                log.warning("Redis is %s", "back" if up else "unreachable")
+            self.redis_up = up
+            self.metrics.redis_up.set(1 if up else 0)
+            await asyncio.sleep(interval)
 
     def start(self) -> None:
         self._task = asyncio.create_task(self.run_flusher(), name="write-behind")
+        self._monitor = asyncio.create_task(self.run_monitor(), name="redis-monitor")
 
     async def stop(self) -> None:
         """Stop the flusher and write what is left (nothing buffered is lost on shutdown)."""
+        if self._monitor is not None:
+            self._monitor.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._monitor
+            self._monitor = None
         if self._task is not None:
             self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
@@ -291,12 +365,30 @@ class Persistence:
         entries = [(p, json.dumps(e, separators=(",", ":"))) for p, e in inbox]
         ttl_ms = int(self._settings.inbox_ttl * 1000)
         cap = self._settings.inbox_max
-        keys = self.keys
         events = self._events.pop(table, None)
         if events:
             self._count -= len(events)
         snapshot = self._dirty.pop(table, None)
         self._urgent.discard(table)
+        try:
+            replies = await self._write_result(table, events, snapshot, result_json, entries,
+                                               ttl_ms, cap)
+        except BaseException:
+            # Nothing of it is lost: the events and snapshot go back to the buffer, and the
+            # caller tries again (the result append is idempotent by game id, see below).
+            self._put_back({table: events} if events else {},
+                           {table: snapshot} if snapshot is not None else {})
+            self.redis_up = False
+            raise
+        if events and isinstance(replies[0], int) and replies[0] > self._settings.event_log_max:
+            self._trim.add(table)
+            self._wake.set()
+
+    async def _write_result(
+        self, table: str, events: list[bytes] | None, snapshot: SnapshotFn | None,
+        result_json: str, entries: list[tuple[str, str]], ttl_ms: int, cap: int,
+    ) -> list[Any]:
+        keys = self.keys
         async with self.redis.pipeline(transaction=False) as pipe:
             if events:
                 pipe.rpush(keys.table_events(table), *events)
@@ -312,10 +404,7 @@ class Persistence:
                 pipe.rpush(inbox_key, entry)
                 pipe.ltrim(inbox_key, -cap, -1)
                 pipe.pexpire(inbox_key, ttl_ms)
-            replies = await pipe.execute()
-        if events and isinstance(replies[0], int) and replies[0] > self._settings.event_log_max:
-            self._trim.add(table)
-            self._wake.set()
+            return list(await pipe.execute())
 
     async def write_inbox(
         self, inbox: Iterable[tuple[str, dict[str, Any]]], *, table: str | None = None,
@@ -342,6 +431,12 @@ class Persistence:
         raw = await _aw(self.redis.lrange(self.keys.inbox(player), 0, -1))
         return [json.loads(r) for r in raw]
 
+    async def inbox_remove(self, player: str, event_ids: list[str]) -> int:
+        """Remove the inbox entries whose ``event_id`` is one of ``event_ids`` (delivered)."""
+        if not event_ids:
+            return 0
+        return int(await self._inbox_remove(keys=[self.keys.inbox(player)], args=event_ids))
+
     async def ack_inbox(self, player: str, count: int) -> None:
         """Remove the ``count`` oldest inbox entries (they were delivered); newer ones stay."""
         if count > 0:
@@ -353,9 +448,10 @@ class Persistence:
         """Logged events of ``table`` with ``v > since``, in order (flushes the buffer first)."""
         await self.flush()
         raw = await _aw(self.redis.lrange(self.keys.table_events(table), 0, -1))
-        events = [e for e in map(msgpack.unpackb, raw) if int(e.get("v", 0)) > since]
-        events.sort(key=lambda e: int(e["v"]))  # see write_result: the list is nearly in order
-        return events
+        # See write_result: the list is nearly in order, and a write retried after Redis
+        # failed mid-way may have stored an event twice; each version is kept once.
+        by_version = {int(e.get("v", 0)): e for e in map(msgpack.unpackb, raw)}
+        return [by_version[v] for v in sorted(by_version) if v > since]
 
     async def snapshot(self, table: str) -> dict[str, Any] | None:
         raw = await self.redis.get(self.keys.table_snapshot(table))
@@ -374,15 +470,70 @@ class Persistence:
         await self.redis.delete(self.keys.table_owner(table))
 
     async def list_table(self, table: str, summary: dict[str, Any]) -> None:
+        """List (or update) ``table`` in the lobby index (one script, one round trip)."""
         data = json.dumps(summary, separators=(",", ":"))
-        await _aw(self.redis.hset(self.keys.lobby, table, data))
+        self._pages.clear()  # this node's own changes show at once (others' within the TTL)
+        await self._lobby_list(
+            keys=[self.keys.lobby, self.keys.lobby_index(),
+                  self.keys.lobby_index(str(summary.get("mode")))],
+            args=[table, data, listing_score(summary)],
+        )
 
-    async def unlist_table(self, table: str) -> None:
-        await _aw(self.redis.hdel(self.keys.lobby, table))
+    async def unlist_table(self, table: str, mode: str | None = None) -> None:
+        """Take ``table`` out of the lobby index (of every mode's index when ``mode`` is not
+        given)."""
+        self._pages.clear()
+        modes = [mode] if mode is not None else list(LISTED_MODES)
+        await self._lobby_list(
+            keys=[self.keys.lobby, self.keys.lobby_index(),
+                  *(self.keys.lobby_index(m) for m in modes)],
+            args=[table, "", 0],
+        )
 
     async def listed_tables(self) -> list[dict[str, Any]]:
+        """Every listed table (unordered; reads the whole index: tests and tools only)."""
         raw = await _aw(self.redis.hvals(self.keys.lobby))
         return [json.loads(r) for r in raw]
+
+    async def table_page(self, mode: str | None, offset: int, limit: int
+                         ) -> tuple[int, list[dict[str, Any]]]:
+        """One page of the lobby index in list order (open tables first, newest first) and
+        the number of tables listed (of ``mode``): one ``EVALSHA``, whatever that number."""
+        total, rows = await self.table_page_raw(mode, offset, limit)
+        return total, [json.loads(r) for r in rows]
+
+    async def table_page_raw(self, mode: str | None, offset: int, limit: int
+                             ) -> tuple[int, list[bytes]]:
+        """:meth:`table_page` with each summary as the JSON bytes stored. A page read in the
+        last ``list_cache_ttl`` seconds is reused, and identical requests arriving while it
+        is read share that one read (a flood of list requests costs Redis one read per page
+        and period, and the node no parsing)."""
+        ttl = self._settings.list_cache_ttl
+        if ttl <= 0:
+            return await self._read_page(mode, offset, limit)
+        key = (mode, offset, limit)
+        now = asyncio.get_running_loop().time()
+        cached = self._pages.get(key)
+        if cached is not None and cached[0] > now:
+            return await cached[1]
+        future = asyncio.ensure_future(self._read_page(mode, offset, limit))
+        if len(self._pages) >= PAGE_CACHE_MAX:
+            self._pages = {k: v for k, v in self._pages.items() if v[0] > now}
+            if len(self._pages) >= PAGE_CACHE_MAX:
+                self._pages.clear()
+        self._pages[key] = (now + ttl, future)
+        try:
+            return await asyncio.shield(future)
+        except BaseException:
+            if self._pages.get(key, (0.0, None))[1] is future:
+                del self._pages[key]  # a failed read is not kept
+            raise
+
+    async def _read_page(self, mode: str | None, offset: int, limit: int
+                         ) -> tuple[int, list[bytes]]:
+        reply = await self._lobby_page(keys=[self.keys.lobby, self.keys.lobby_index(mode)],
+                                       args=[offset, limit])
+        return int(reply[0]), [bytes(r) for r in reply[1:]]
 
     # --- seats (one live table per player) -----------------------------------------------
 

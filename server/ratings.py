@@ -7,6 +7,7 @@ carries the plan, so both players know before the first roll.
 
 Never rated, in this order of precedence (the ``unrated_reason`` codes):
 
+- ``bot``              a game against the computer (never rated, on no ladder)
 - ``private_room``     a private room with a friend
 - ``tournament_game``  a tournament game (tournaments award podium prizes instead)
 - ``guest_player``     either player is a guest
@@ -54,6 +55,7 @@ class RatedPlayer:
     player: str
     is_guest: bool
     address: str
+    is_bot: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,6 +84,8 @@ def plan_rating(
     mode: TableMode, match_length: int, players: tuple[RatedPlayer, RatedPlayer]
 ) -> RatingPlan:
     """Decide how a game between ``players`` at a table of ``mode`` is scored (pure)."""
+    if players[0].is_bot or players[1].is_bot:
+        return RatingPlan(None, False, "bot")
     if mode is TableMode.PRIVATE:
         return RatingPlan(None, False, "private_room")
     if mode is TableMode.TOURNAMENT:

@@ -36,7 +36,7 @@ from enum import StrEnum
 
 from server.protocol.codec import WireFormat, decode
 from server.protocol.errors import ErrorCode, ProtocolError
-from server.protocol.lean import PROTOCOL_FULL, PROTOCOL_LEAN
+from server.protocol.lean import PROTOCOL_LEAN
 from server.protocol.messages import (
     Hello,
     Message,
@@ -121,7 +121,7 @@ class Session:
         now: float,
         fmt: WireFormat = WireFormat.JSON,
         player: str | None = None,
-        protocol: int = PROTOCOL_FULL,
+        protocol: int = PROTOCOL_LEAN,
     ) -> None:
         self.limits = limits
         self.format = fmt

@@ -20,9 +20,14 @@ The end of a game, in this order (nothing is announced before it is stored):
    each is retried on Redis errors;
 2. once both are stored: broadcast ``game_over`` (and ``match_over``) to players and
    watchers, then push the rating events to the players wherever they are connected;
-3. put each player's ``rating``/``boosted`` event in that player's inbox, which delivers it
-   at the player's next connection (for a player connected nowhere just then; clients
-   dedupe by game id).
+3. put each player's ``rating``/``boosted`` event (with its ``event_id``) in that player's
+   inbox, then push it live; the node that writes it to one of the player's sockets removes
+   it from the inbox, and a player connected nowhere gets it at the next connection: each
+   event is delivered once.
+
+Every write a finished game needs (the result with the buffered events, the inbox, the seat
+release) is retried with back-off until Redis has stored it (issue 12: an outage delays the
+end of a game, it loses nothing); the settlement is retried the same way in the background.
 
 Clocks: each decision (roll or double, move, take or drop, answer a resignation) must come
 within ``decision_time``; its deadline is in every state. When it passes, the player gets a
@@ -35,7 +40,6 @@ match) is forfeited. Leaving a table during a game is the same kind of loss.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import time
 from collections import deque
@@ -47,6 +51,8 @@ from typing import TYPE_CHECKING, Any
 import msgpack
 from redis.exceptions import RedisError
 
+from server.accounts import is_bot_id
+from server.logs import game_id as log_game_id
 from server.protocol.codec import Outgoing, WireFormat
 from server.protocol.errors import ErrorCode, ProtocolError
 from server.protocol.lean import apply_event, full_form, state_changes
@@ -97,6 +103,8 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 SETTLE_ATTEMPTS = 3
+#: The longest wait between two tries of an end-of-game write while Redis is away.
+STORE_MAX_DELAY = 1.0
 #: The longest wait between two tries of a settlement Redis refused at a game's end.
 LATE_SETTLE_MAX_DELAY = 30.0
 _GAME_ACTIONS = frozenset(GAME_ACTIONS)
@@ -131,9 +139,18 @@ class Seat:
             "player": self.player,
             "name": self.name,
             "guest": self.is_guest,
+            "bot": is_bot_id(self.player),
             "connected": self.is_connected,
             "grace_deadline": self.grace_deadline,
         }
+
+
+def with_event_ids(pushes: list[tuple[str, dict[str, Any]]]
+                   ) -> list[tuple[str, dict[str, Any]]]:
+    """Each rating event with its ``event_id`` (``<game or match id>:<type>:<player>``): the
+    inbox removes a delivered event by it, and a client may acknowledge it."""
+    return [(player, {**event, "event_id": f"{event.get('game_id')}:{event.get('type')}:"
+                                           f"{player}"}) for player, event in pushes]
 
 
 def _rules_error(exc: RulesError) -> ProtocolError:
@@ -194,6 +211,8 @@ class Table:
         self._seats_state: list[dict[str, Any] | None] | None = None  # see _seats_dicts
         self._plan_state: dict[str, Any] | None = None
         self._loop = asyncio.get_running_loop()
+        self.creator_address: str | None = None  # counts against its address while open
+        self._ended_at = 0.0  # perf_counter of the last game's end (metrics)
 
     # --- reading ---------------------------------------------------------------------------
 
@@ -356,7 +375,11 @@ class Table:
             raise ProtocolError(ErrorCode.NO_SUCH_TABLE, f"table {self.id} is closed",
                                 field="table")
         if type(msg) in _GAME_ACTIONS:  # the common case first: a move
+            started = time.perf_counter()
             self._act(actor, msg)
+            metrics = self.lobby.metrics
+            metrics.moves.inc()
+            metrics.move_time.observe(time.perf_counter() - started)
         elif isinstance(msg, Watch):
             self.watch(actor, msg)
             return
@@ -383,6 +406,8 @@ class Table:
                 ErrorCode.NOT_SEATED, f"you are not playing at table {self.id}", field="table"
             )
         game = self.game
+        if self.status is TableStatus.FINISHED:  # the same answer during and after settling
+            raise ProtocolError(ErrorCode.GAME_OVER, "the game is over")
         if game is None or self.status is not TableStatus.PLAYING:
             raise ProtocolError(ErrorCode.NOT_PLAYING, f"no game in progress at table {self.id}")
         if self._finishing or game.is_over:
@@ -492,6 +517,9 @@ class Table:
         if self.side_of(actor.player) is not None:
             self.lobby.reply(actor, self._resume_message(actor.player))
             return
+        if self.mode is TableMode.TOURNAMENT and is_bot_id(actor.player):
+            raise ProtocolError(ErrorCode.BOT_NOT_ALLOWED,
+                                "computer players do not play in tournaments", field="table")
         if self.status is not TableStatus.OPEN or self._pending_seat is not None:
             raise ProtocolError(ErrorCode.TABLE_FULL, f"table {self.id} is not open",
                                 field="table")
@@ -699,8 +727,8 @@ class Table:
         self.plan = plan_rating(
             self.mode,
             self.match_length,
-            (RatedPlayer(s0.player, s0.is_guest, s0.address),
-             RatedPlayer(s1.player, s1.is_guest, s1.address)),
+            (RatedPlayer(s0.player, s0.is_guest, s0.address, is_bot_id(s0.player)),
+             RatedPlayer(s1.player, s1.is_guest, s1.address, is_bot_id(s1.player))),
         )
         self.status = TableStatus.PLAYING
         self._dice = self._dice_factory()
@@ -717,6 +745,7 @@ class Table:
             self.game = Game(dice=self._dice)
         self.strikes = [0, 0]
         game = self.game
+        self.lobby.metrics.games.inc()
         try:
             game.start()
         except RulesError:
@@ -768,7 +797,14 @@ class Table:
     def _game_over(self, outcome: Outcome, *, game_counted: bool = True) -> None:
         self._disarm_clock()
         self._finishing = True
+        self._ended_at = time.perf_counter()
+        metrics = self.lobby.metrics
+        metrics.games.dec()
+        metrics.games_finished.inc()
+        metrics.settlements_pending.inc()
+        log_game_id.set(self.game_id())  # the task below, and its log lines, carry it
         task = self.lobby.spawn(self._finish(outcome, game_counted))
+        log_game_id.set("")
         del task
 
     async def _finish(self, outcome: Outcome, game_counted: bool) -> None:
@@ -777,6 +813,7 @@ class Table:
         except Exception:
             log.exception("table %s: finishing game %d failed", self.id, self.game_no)
         finally:
+            self.lobby.metrics.settlements_pending.dec()
             await self.lobby.flush()
 
     async def _settle_and_announce(self, outcome: Outcome, game_counted: bool) -> None:
@@ -833,6 +870,7 @@ class Table:
         except BaseException:
             settling.cancel()
             raise
+        self.lobby.metrics.settlements.inc()
         if stored and match_over:
             # Every event is in the table's Redis log now; a finished table lingers for a
             # while, and sync reads the log instead of holding the events in memory.
@@ -851,17 +889,18 @@ class Table:
         except Exception as exc:
             log.exception("table %s: settlement of %s failed", self.id, game_id)
             note = {"game_id": game_id, "rating_error": str(exc)[:200]}
+        pushes = with_event_ids(pushes)
         for out in announcements:
             self._broadcast(out)
-        for player, event in pushes:
-            self.lobby.deliver_rating(player, self._nodes_of(player), event)
         await self.lobby.flush()
-        # The rating events are already settled in the rating store; the inbox keeps them
-        # for a player who is not connected now (and for every next connection, deduped
-        # by game id), so it is written right after they are pushed.
+        # The rating events are settled in the rating store; each goes to its player's inbox
+        # first, then live: the node that writes it to a socket takes it out of the inbox,
+        # and a player connected nowhere gets it at the next connection (once).
         if pushes or note is not None:
             await self._retry(game_id, "the rating inbox", persistence.write_inbox, pushes,
                               table=self.id, note=note)
+        self._push_ratings(pushes)
+        await self.lobby.flush()
         if match_over:
             await self._wind_up()
             return
@@ -871,21 +910,30 @@ class Table:
             self.settings.next_game_delay, self._begin_next_game
         )
 
-    async def _retry(self, game_id: str, what: str, write: Callable[..., Awaitable[None]],
+    async def _retry(self, game_id: str, what: str, write: Callable[..., Awaitable[Any]],
                      *args: Any, **kwargs: Any) -> bool:
-        """``await write(*args, **kwargs)``, tried up to ``SETTLE_ATTEMPTS`` times on Redis
-        errors; False (and logged) when every attempt failed."""
-        for attempt in range(SETTLE_ATTEMPTS):
+        """``await write(*args, **kwargs)``, tried again on Redis errors with back-off (up to
+        ``STORE_MAX_DELAY`` between tries) until it is stored; only a node shutdown (the task
+        is cancelled) stops it, and that is logged with the game id."""
+        delay = 0.05
+        attempt = 0
+        while True:
             try:
                 await write(*args, **kwargs)
                 return True
-            except (RedisError, OSError):
-                if attempt == SETTLE_ATTEMPTS - 1:
-                    log.exception("table %s: could not store %s of %s", self.id, what,
-                                  game_id)
-                else:
-                    await asyncio.sleep(0.05 * (attempt + 1))
-        return False
+            except (RedisError, OSError) as exc:
+                attempt += 1
+                self.lobby.metrics.settlement_retries.inc()
+                if attempt == SETTLE_ATTEMPTS:
+                    log.warning("table %s: %s of %s not stored yet (%s); retrying until it is",
+                                self.id, what, game_id, exc)
+                try:
+                    await asyncio.sleep(delay)
+                except asyncio.CancelledError:
+                    log.error("table %s: node stopping with %s of %s NOT stored", self.id,
+                              what, game_id)
+                    raise
+                delay = min(delay * 2, STORE_MAX_DELAY)
 
     def _begin_next_game(self) -> None:
         self._next_game = None
@@ -970,9 +1018,15 @@ class Table:
         A node stopped before Redis came back logs the game id, so it can be settled by hand
         (the store applies a game id once, whenever it comes)."""
         delay = 0.5
+        persistence = self.lobby.persistence
         try:
             while True:
-                await asyncio.sleep(delay)
+                # Back off, but try at once when the health check sees Redis come back.
+                was_down = not persistence.redis_up
+                waited = 0.0
+                while waited < delay and not (was_down and persistence.redis_up):
+                    await asyncio.sleep(0.1)
+                    waited += 0.1
                 try:
                     pushes = await settle_once()
                     break
@@ -985,11 +1039,18 @@ class Table:
                       game_id)
             raise
         log.info("table %s: %s settled late", self.id, game_id)
-        for player, event in pushes:
-            self.lobby.deliver_rating(player, self._nodes_of(player), event)
+        pushes = with_event_ids(pushes)
         if pushes:
             await self._retry(game_id, "the rating inbox", self.lobby.persistence.write_inbox,
                               pushes, table=self.id, note=None)
+        self._push_ratings(pushes)
+        await self.lobby.flush()
+
+    def _push_ratings(self, pushes: list[tuple[str, dict[str, Any]]]) -> None:
+        if pushes:
+            self.lobby.metrics.rating_delay.observe(time.perf_counter() - self._ended_at)
+        for player, event in pushes:
+            self.lobby.deliver_rating(player, self._nodes_of(player), event)
 
     def _nodes_of(self, player: str) -> set[str]:
         side = self.side_of(player)
@@ -1006,8 +1067,8 @@ class Table:
                 seat.grace_timer = None
         self.lobby.table_changed(self)
         for player in self.seated_players():
-            with contextlib.suppress(RedisError, OSError):
-                await self.lobby.persistence.release_seat(player, self.id)
+            await self._retry(self.game_id(), f"the seat release of {player}",
+                              self.lobby.persistence.release_seat, player, self.id)
         self.lobby.forget_later(self)
 
     def close(self, reason: str, *, release: bool = True) -> None:
@@ -1030,8 +1091,8 @@ class Table:
 
     async def _release(self, players: list[str]) -> None:
         for player in players:
-            with contextlib.suppress(RedisError, OSError):
-                await self.lobby.persistence.release_seat(player, self.id)
+            await self._retry(self.id, f"the seat release of {player}",
+                              self.lobby.persistence.release_seat, player, self.id)
 
     def shutdown(self) -> None:
         """The node is stopping: stop every timer (the game stays as its snapshot)."""

@@ -16,7 +16,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from aiohttp import WSMsgType, web
 
@@ -28,14 +28,17 @@ from server.lobby import Lobby, error_message
 from server.matchmaker import Matchmaker
 from server.protocol.codec import Outgoing, WireFormat
 from server.protocol.errors import ErrorCode, ProtocolError
-from server.protocol.lean import PROTOCOL_FULL, PROTOCOLS
-from server.protocol.messages import MATCHMAKING_MESSAGES, Hello
+from server.protocol.lean import PROTOCOL_LEAN, PROTOCOLS
+from server.protocol.messages import MATCHMAKING_MESSAGES, Hello, PlayComputer
 from server.session import Accepted, CloseConnection, Refused, Session, SessionLimits
+
+if TYPE_CHECKING:
+    from server.computer import ComputerOpponents
 
 log = logging.getLogger(__name__)
 
 CLOSE_POLICY_VIOLATION = 1008
-DEFAULT_PROTOCOL = PROTOCOL_FULL
+DEFAULT_PROTOCOL = PROTOCOL_LEAN
 """The table-event form of a socket that does not say (PROTOCOL.md §5.1)."""
 WRITER_LIMIT = 1 << 62
 """aiohttp awaits a drain after this many bytes; effectively never (see connection.py)."""
@@ -92,31 +95,42 @@ class SocketHandler:
     """Serves ``/ws``; one instance per application."""
 
     def __init__(self, settings: Settings, accounts: Accounts, lobby: Lobby, hub: Hub,
-                 matchmaker: Matchmaker | None = None) -> None:
+                 matchmaker: Matchmaker | None = None,
+                 computer: ComputerOpponents | None = None) -> None:
         self.settings = settings
         self.accounts = accounts
         self.lobby = lobby
         self.hub = hub
         self.matchmaker = matchmaker
+        self.computer = computer
         self.limits = session_limits(settings)
         self._trusted = settings.trusted_networks
 
     async def handle(self, request: web.Request) -> web.StreamResponse:
         settings = self.settings
-        identity: Identity | None = None
+        live: tuple[Identity, str, float | None] | None = None
+        address = client_address(
+            request.remote, request.headers.get("X-Forwarded-For"), self._trusted
+        )
+        if settings.limits and \
+                self.hub.address_count(address) >= settings.max_sockets_per_address:
+            self.lobby.metrics.refused("sockets_per_address")
+            return web.json_response(
+                {"error": {"code": str(ErrorCode.RATE_LIMITED),
+                           "message": f"at most {settings.max_sockets_per_address} sockets "
+                                      "per address"}},
+                status=429, headers={"Retry-After": "10"},
+            )
         token = bearer_token(request.headers.get("Authorization"))
         if token is not None:
-            identity = await self.accounts.resolve(token)
-            if identity is None:
+            live = await self.accounts.resolve_live(token)
+            if live is None:
                 return web.json_response(
                     {"error": {"code": str(ErrorCode.AUTH_FAILED),
                                "message": "unknown or expired token"}},
                     status=401,
                 )
         fmt = WireFormat.MSGPACK if request.query.get("format") == "msgpack" else WireFormat.JSON
-        address = client_address(
-            request.remote, request.headers.get("X-Forwarded-For"), self._trusted
-        )
         ws = web.WebSocketResponse(
             heartbeat=settings.heartbeat,
             max_msg_size=settings.max_msg_size,
@@ -129,10 +143,13 @@ class SocketHandler:
                           protocol=requested_protocol(request.query.get("protocol")))
         conn = Connection(ws, session, address, request.transport)
         self.hub.add(conn)
+        metrics = self.lobby.metrics
+        metrics.connections.inc()
+        metrics.connections_opened.inc()
         auth_timer: asyncio.TimerHandle | None = None
         try:
-            if identity is not None:
-                if not await self._authenticate(conn, identity, None):
+            if live is not None:
+                if not await self._authenticate(conn, live, None):
                     return ws
             else:
                 auth_timer = loop.call_later(
@@ -140,6 +157,7 @@ class SocketHandler:
                 )
             await self._serve(conn)
         finally:
+            metrics.connections.dec()
             if auth_timer is not None:
                 auth_timer.cancel()
             session.close()
@@ -155,7 +173,9 @@ class SocketHandler:
         if not conn.session.is_ready and not conn.closed:
             self.lobby.spawn(conn.close(CLOSE_POLICY_VIOLATION, "authentication timed out"))
 
-    async def _authenticate(self, conn: Connection, identity: Identity, ref: Any) -> bool:
+    async def _authenticate(self, conn: Connection, live: tuple[Identity, str, float | None],
+                            ref: Any) -> bool:
+        identity, digest, expires_in = live
         if self.hub.count(identity.player) >= self.settings.max_connections_per_player:
             err = ProtocolError(
                 ErrorCode.TOO_MANY_CONNECTIONS,
@@ -166,6 +186,9 @@ class SocketHandler:
             return False
         conn.session.authenticate(identity.player)
         conn.identity = identity
+        # The socket ends with its token: at expiry (timer), or when it is revoked anywhere
+        # (the revoke is broadcast to every node, see Accounts.announce_revoked).
+        self.hub.bind_token(conn, digest, expires_in)
         await self._send(conn, welcome_message(identity, conn, self.settings, ref))
         await self.lobby.on_connect(conn, identity)
         return True
@@ -193,20 +216,32 @@ class SocketHandler:
                     if isinstance(message, Hello):
                         if message.protocol is not None:
                             session.use_protocol(message.protocol)
-                        identity = await self.accounts.resolve(message.token)
-                        if identity is None:
+                        live = await self.accounts.resolve_live(message.token)
+                        if live is None:
                             err = ProtocolError(ErrorCode.AUTH_FAILED,
                                                 "unknown or expired token", field="token")
                             await self._send(conn, error_message(err, message.ref))
-                        elif not await self._authenticate(conn, identity, message.ref):
+                        elif not await self._authenticate(conn, live, message.ref):
                             return
                     elif conn.identity is None:  # ping before hello
                         await self._send(conn, {"type": "pong", "ref": message.ref})
                     elif isinstance(message, MATCHMAKING_MESSAGES) and self.matchmaker is not None:
-                        await self.matchmaker.on_message(conn, message)
+                        if not lobby.persistence.redis_up:  # as the lobby does (issue 12)
+                            err = ProtocolError(ErrorCode.UNAVAILABLE,
+                                                "storage unavailable, retry")
+                            lobby.metrics.error(err.code)
+                            await self._send(conn, error_message(err, message.ref))
+                        else:
+                            await self.matchmaker.on_message(conn, message)
+                    elif isinstance(message, PlayComputer) and self.computer is not None:
+                        await self.computer.on_message(conn, message)
                     else:
                         await lobby.on_message(conn, message)
                 elif isinstance(outcome, Refused):
+                    lobby.metrics.error(outcome.error.code)
+                    if outcome.error.code == ErrorCode.RATE_LIMITED:
+                        lobby.metrics.refused("socket_messages")
+                        outcome.error.retry_after = 1  # type: ignore[attr-defined]
                     hub.push(conn, Outgoing(error_message(outcome.error, outcome.ref)))
                     await hub.flush()
                 elif isinstance(outcome, CloseConnection):

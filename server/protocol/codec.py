@@ -90,7 +90,24 @@ def decode(data: bytes | str, fmt: WireFormat, *, max_depth: int = MAX_DEPTH) ->
         raise FrameError(f"not a valid {fmt} document: {_short(exc)}") from None
     if not _depth_ok(obj, max_depth):
         raise FrameError(f"{fmt} document nests deeper than {max_depth}")
+    if fmt is WireFormat.MSGPACK and _has_timestamp(obj):
+        # msgpack decodes extension type -1 (timestamps) itself, before ext_hook is asked.
+        raise FrameError("msgpack extension type -1 (timestamp) is not allowed")
     return obj
+
+
+def _has_timestamp(obj: Any) -> bool:
+    """Whether a decoded msgpack document holds a timestamp (iterative, depth checked)."""
+    stack = [obj]
+    while stack:
+        item = stack.pop()
+        if type(item) is dict:
+            stack.extend(item.values())
+        elif type(item) is list:
+            stack.extend(item)
+        elif type(item) is msgpack.Timestamp:
+            return True
+    return False
 
 
 def encode(obj: Any, fmt: WireFormat) -> bytes:

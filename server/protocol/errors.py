@@ -47,6 +47,9 @@ class ErrorCode(StrEnum):
     # Games (the server's own; rules errors add their codes)
     NOT_PLAYING = "not_playing"  # the table has no game in progress
     GAME_OVER = "game_over"
+    # Playing the computer
+    TOO_MANY_BOT_GAMES = "too_many_bot_games"
+    BOT_NOT_ALLOWED = "bot_not_allowed"
     # Server
     UNAVAILABLE = "unavailable"  # the table's node or Redis did not answer
     INTERNAL = "internal_error"

@@ -47,6 +47,9 @@ Version = Annotated[int, msgspec.Meta(ge=0, le=MAX_VERSION)]
 MatchLength = Annotated[int, msgspec.Meta(ge=0, le=255)]
 PoolName = Annotated[str, msgspec.Meta(min_length=1, max_length=MAX_POOL)]
 ProtocolVersion = Annotated[int, msgspec.Meta(ge=1, le=2)]
+ListOffset = Annotated[int, msgspec.Meta(ge=0, le=1_000_000)]  # MAX_LIST_OFFSET
+EventIds = Annotated[tuple[Annotated[str, msgspec.Meta(min_length=1, max_length=128)], ...],
+                     msgspec.Meta(min_length=1, max_length=200)]  # MAX_EVENT_ID, MAX_ACK
 
 
 class TableMode(StrEnum):
@@ -88,6 +91,15 @@ class Ping(Message, tag="ping", frozen=True):
 class ListTables(Message, tag="list_tables", frozen=True):
     TYPE: ClassVar[str] = "list_tables"
     mode: TableMode | None = None
+    offset: ListOffset = 0  # the page's first row (the reply's total says how many there are)
+
+
+class AckEvents(Message, tag="ack_events", frozen=True):
+    """The client has the rating events with these ``event_id`` values: they are removed
+    from its inbox (an event received live is removed without this)."""
+
+    TYPE: ClassVar[str] = "ack_events"
+    events: EventIds
 
 
 class CreateTable(Message, tag="create_table", frozen=True):
@@ -187,6 +199,20 @@ class QueueStatus(Message, tag="queue_status", frozen=True):
 
 
 MATCHMAKING_MESSAGES: tuple[type[Message], ...] = (JoinQueue, CancelQueue, QueueStatus)
+
+
+class BotLevel(StrEnum):
+    RANDOM = "random"
+    BASIC = "basic"
+    STRONG = "strong"
+
+
+class PlayComputer(Message, tag="play_computer", frozen=True):
+    """Start a game against the server's computer player at ``level`` (never rated)."""
+
+    TYPE: ClassVar[str] = "play_computer"
+    level: BotLevel = BotLevel.BASIC
+    match_length: MatchLength = 0
 """Messages the matchmaker handles (the pool names are checked there: ``unknown_pool``)."""
 
 
@@ -270,6 +296,17 @@ def _kind(value: Any) -> str:
 
 
 _PLAY_TEXT = _string(MAX_PLAY)
+MAX_LIST_OFFSET = 1_000_000
+MAX_ACK = 200
+MAX_EVENT_ID = 128
+
+
+def _event_ids(name: str, value: Any) -> tuple[str, ...]:
+    if not isinstance(value, list | tuple) or not 1 <= len(value) <= MAX_ACK:
+        raise _bad(name, f"must be an array of 1..{MAX_ACK} event ids")
+    if not all(isinstance(v, str) and 1 <= len(v) <= MAX_EVENT_ID for v in value):
+        raise _bad(name, f"event ids are strings of 1..{MAX_EVENT_ID} characters")
+    return tuple(value)
 
 FIELDS: dict[str, Validator] = {
     "token": _string(MAX_TOKEN),
@@ -283,6 +320,9 @@ FIELDS: dict[str, Validator] = {
     "tournament_id": _string(MAX_TOURNAMENT_ID, TABLE_ID),
     "pool": _string(MAX_POOL),
     "protocol": _integer(1, 2),
+    "offset": _integer(0, MAX_LIST_OFFSET),
+    "events": _event_ids,
+    "level": _choice(BotLevel),
 }
 
 
@@ -316,8 +356,8 @@ def _schema(cls: type[Message]) -> _Schema:
 
 
 MESSAGE_TYPES: tuple[type[Message], ...] = (
-    Hello, Ping, ListTables, CreateTable, Join, Leave, Watch, Unwatch, Sync, *GAME_ACTIONS,
-    *MATCHMAKING_MESSAGES,
+    Hello, Ping, ListTables, AckEvents, CreateTable, Join, Leave, Watch, Unwatch, Sync,
+    *GAME_ACTIONS, *MATCHMAKING_MESSAGES, PlayComputer,
 )
 SCHEMAS: dict[str, _Schema] = {cls.TYPE: _schema(cls) for cls in MESSAGE_TYPES}
 ALIASES = {"auth": "hello"}
@@ -330,7 +370,7 @@ class Auth(Hello, tag="auth", frozen=True):
 _TYPED = (
     Hello | Auth | Ping | ListTables | CreateTable | Join | Leave | Watch | Unwatch | Sync
     | Roll | Play | Double | Take | Drop | Resign | AcceptResign | RejectResign | JoinQueue
-    | CancelQueue | QueueStatus
+    | CancelQueue | QueueStatus | AckEvents | PlayComputer
 )
 _json_typed = msgspec.json.Decoder(_TYPED)
 _msgpack_typed = msgspec.msgpack.Decoder(_TYPED)

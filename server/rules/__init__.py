@@ -63,7 +63,14 @@ from server.rules.gnubg import (
 )
 from server.rules.mat import export_mat
 from server.rules.match import Match
-from server.rules.moves import format_play, format_plays, legal_plays, legal_results, parse_play
+from server.rules.moves import (
+    format_play,
+    format_plays,
+    legal_outcomes,
+    legal_plays,
+    legal_results,
+    parse_play,
+)
 from server.rules.position import BAR, CHECKERS, OFF, Play, Position, ResultKind, Side, Step
 
 __all__ = [
@@ -99,6 +106,7 @@ __all__ = [
     "export_mat",
     "format_play",
     "format_plays",
+    "legal_outcomes",
     "legal_plays",
     "legal_position_ids",
     "legal_results",

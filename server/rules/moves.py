@@ -216,6 +216,22 @@ def play_texts(position: Position, a: int, b: int) -> tuple[tuple[str, ...], dic
     return texts, by_text
 
 
+def legal_outcomes(position: Position, roll: Roll) -> tuple[tuple[bytes, int], ...]:
+    """The result of each legal play of ``roll``, in ``legal_plays`` order, without building
+    a ``Position``: the mover's 26 checker counts afterwards (``bytes``, the mover's own
+    numbering: index 0 off, 1..24 points, 25 the bar) and a bit mask of the mover's points
+    where an opponent blot was hit (bit ``t`` = the mover's point ``t``). Memoised per
+    (position, roll); for bots that evaluate thousands of results per decision."""
+    a, b = check_roll(roll)
+    return _outcomes(position, a, b)
+
+
+@lru_cache(maxsize=256)
+def _outcomes(position: Position, a: int, b: int) -> tuple[tuple[bytes, int], ...]:
+    _, keys = _plays_with_keys(position, a, b)
+    return tuple((key, 0) if isinstance(key, bytes) else key for key in keys)
+
+
 def legal_results(position: Position, roll: Roll) -> dict[Position, Play]:
     """Each legal play of ``roll`` by the resulting position (the mover still to move)."""
     a, b = check_roll(roll)

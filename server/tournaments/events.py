@@ -65,7 +65,8 @@ def private_podium_record(tid: str, players: Sequence[str], at: float) -> dict[s
 
 def podium_events(name: str, podium: Mapping[str, Any]) -> list[tuple[str, dict[str, Any]]]:
     """``(player, rating event)`` per place of an awarded podium. ``game_id`` is
-    ``<tournament>-podium``: the id clients dedupe rating events by."""
+    ``<tournament>-podium``; ``event_id`` (``<game_id>:rating:<player>``, the form every
+    rating event's has) lets the node deliver it once: live, or from the inbox, not both."""
     tid = str(podium["tournament"])
     return [
         (place["player"], {
@@ -75,6 +76,7 @@ def podium_events(name: str, podium: Mapping[str, Any]) -> list[tuple[str, dict[
             "opponent": None, "won": None, "old": place["rating_before"],
             "new": place["rating_after"], "change": place["prize"],
             "finished_at": podium["awarded_at"],
+            "event_id": f"{tid}-podium:rating:{place['player']}",
         })
         for place in podium["places"]
     ]

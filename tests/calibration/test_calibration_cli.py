@@ -40,6 +40,8 @@ def test_each_command_explains_itself(command: str, capsys: pytest.CaptureFixtur
     out = capsys.readouterr().out
     assert out.startswith(f"usage: {PROG} {command}") or f" {command} " in out.splitlines()[0]
     assert "examples:" in out
+    assert "%%" not in out  # argparse formats only what names %(prog)s
+
 
 
 def is_png(path: Path) -> tuple[int, int]:
@@ -176,3 +178,21 @@ def test_importing_the_package_and_the_calculator_stays_light() -> None:
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           env={"PYTHONPATH": str(ROOT)}, timeout=60, check=True)
     assert done.stdout == "[]\n"
+
+
+def test_a_log_without_games_of_the_ladder_says_so_and_exits_1(tmp_path: Path) -> None:
+    """Only a podium award: no game to fit. One heading and the warning, no table of NaNs,
+    no plot, and exit 1 (the answer cannot be given)."""
+    path = tmp_path / "podium.jsonl"
+    path.write_text(json.dumps({
+        "kind": "podium", "seq": 1, "tournament_id": "t1", "awarded_at": 1.0,
+        "places": [{"player": "a", "prize": 50, "before": 1500, "after": 1550}],
+    }) + "\n")
+    png = tmp_path / "plot.png"
+    done = run("calibrate", str(path), "--no-progress", "--plot", str(png))
+    assert done.returncode == 1, done.stderr
+    assert done.stdout.splitlines() == ["Table42 calibration: 0 games; current divisor 1200"]
+    assert "nan" not in done.stdout and "warning: no table42 games" in done.stderr
+    assert "no plot written" in done.stderr and not png.exists()
+    as_json = run("calibrate", str(path), "--no-progress", "--json")
+    assert as_json.returncode == 1 and json.loads(as_json.stdout)["games"] == 0

@@ -3,30 +3,35 @@
 ``start_server(**settings)`` starts ``create_app`` on 127.0.0.1 (port 0) with the test's
 key prefix, so every Redis key it writes is deleted after the test. Clients are
 ``websockets`` connections wrapped in :class:`Client`, which decodes JSON text frames and
-msgpack binary frames and lets a test wait for a message by type.
+msgpack binary frames and lets a test wait for a message by type. The sockets, codecs and
+HTTP calls are the client library's (``server.client``).
 """
 
 from __future__ import annotations
 
 import asyncio
 import itertools
-import json
+import os
 import random
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
-import aiohttp
-import msgpack
-import websockets
 from aiohttp import web
 
 from server.app import LOBBY
+from server.client import Client as LibraryClient
+from server.client import Format, guest_token
+from server.client import default_decision as library_default_decision
+from server.client import register as library_register
 from server.config import Settings
 from server.lobby import Lobby
 from server.rules import DiceSource, ScriptedDice
 
 TIMEOUT = 10.0
+TEST_PROTOCOL = int(os.environ.get("TABLE42_TEST_PROTOCOL", "2"))
+"""The table-event form of the tests' clients (PROTOCOL.md §5.1): 2, change-only (the
+library keeps and attaches the full state of every event), or 1 (TABLE42_TEST_PROTOCOL=1)."""
 _addresses = itertools.count(1)
 
 
@@ -64,53 +69,28 @@ class RunningServer:
         await self.runner.cleanup()
 
 
-@dataclass
-class Client:
-    """One WebSocket client. A reader task keeps receiving (so the server never sees a slow
-    consumer); ``messages`` keeps everything received, in order."""
+class Client(LibraryClient):
+    """One WebSocket client: the client library's (``server.client.Client``), keeping every
+    message received in ``messages``, in order, with a read cursor for tests: ``next`` and
+    ``expect`` walk through them, ``request`` waits for the answer to a fresh ``id``."""
 
-    ws: Any
-    binary: bool
-    player: str = ""
-    messages: list[dict[str, Any]] = field(default_factory=list)
-    close_code: int | None = None
-    _read: int = 0
-    _next_id: int = 0
-    _arrived: asyncio.Event = field(default_factory=asyncio.Event)
-    _reader: asyncio.Task[None] | None = None
-
-    def start(self) -> None:
-        self._reader = asyncio.create_task(self._read_loop())
-
-    async def _read_loop(self) -> None:
-        try:
-            async for raw in self.ws:
-                if isinstance(raw, bytes):
-                    assert self.binary, "binary frame on a JSON client"
-                    message = msgpack.unpackb(raw)
-                else:
-                    assert not self.binary, "text frame on a msgpack client"
-                    message = json.loads(raw)
-                self.messages.append(message)
-                self._arrived.set()
-        except websockets.ConnectionClosed:
-            pass
-        finally:
-            self.close_code = self.ws.close_code
-            self._arrived.set()
+    def __init__(self, url: str, *, token: str | None, binary: bool,
+                 headers: dict[str, str], hello: bool) -> None:
+        super().__init__(
+            url, token=token, fmt=Format.MSGPACK if binary else Format.JSON, headers=headers,
+            hello=hello, auto_reconnect=False, keep_messages=True, queue_events=False,
+            request_timeout=TIMEOUT, protocol=TEST_PROTOCOL,
+        )
+        self.binary = binary
+        self._read = 0
+        self._next_id = 0
 
     @property
-    def is_closed(self) -> bool:
-        return self._reader is not None and self._reader.done()
+    def _arrived(self) -> asyncio.Event:
+        return self.arrived
 
-    async def send(self, message: dict[str, Any]) -> None:
-        if self.binary:
-            await self.ws.send(msgpack.packb(message))
-        else:
-            await self.ws.send(json.dumps(message))
-
-    async def send_raw(self, data: bytes | str) -> None:
-        await self.ws.send(data)
+    def start(self) -> None:
+        """Kept for older tests: the library starts its reader when it connects."""
 
     async def next(self, timeout: float = TIMEOUT) -> dict[str, Any]:
         """The next message not yet returned by ``next``/``expect``."""
@@ -119,8 +99,8 @@ class Client:
         while self._read >= len(self.messages):
             if self.is_closed:
                 raise ConnectionError(f"socket closed ({self.close_code})")
-            self._arrived.clear()
-            await asyncio.wait_for(self._arrived.wait(), max(0.001, deadline - loop.time()))
+            self.arrived.clear()
+            await asyncio.wait_for(self.arrived.wait(), max(0.001, deadline - loop.time()))
         message = self.messages[self._read]
         self._read += 1
         return message
@@ -136,46 +116,31 @@ class Client:
             if message.get("type") == kind and all(message.get(k) == v for k, v in match.items()):
                 return message
 
-    async def request(self, message: dict[str, Any]) -> dict[str, Any]:
-        """Send with a fresh ``id`` and return the reply or error carrying it as ``ref``."""
+    async def request(
+        self, message: Mapping[str, Any], *, timeout: float | None = None
+    ) -> dict[str, Any]:
+        """Send with a fresh ``id`` and return the reply or error carrying it as ``ref``
+        (errors are returned, not raised; the cursor moves past the reply)."""
         self._next_id += 1
         ref = self._next_id
         await self.send({**message, "id": ref})
         loop = asyncio.get_running_loop()
-        deadline = loop.time() + TIMEOUT
+        deadline = loop.time() + (timeout or TIMEOUT)
         while True:
-            message = await self.next(max(0.001, deadline - loop.time()))
-            if message.get("ref") == ref:
-                return message
-
-    async def wait_closed(self, timeout: float = TIMEOUT) -> int | None:
-        assert self._reader is not None
-        await asyncio.wait_for(asyncio.shield(self._reader), timeout)
-        return self.close_code
+            answer = await self.next(max(0.001, deadline - loop.time()))
+            if answer.get("ref") == ref:
+                return answer
 
     def of_type(self, kind: str) -> list[dict[str, Any]]:
         return [m for m in self.messages if m.get("type") == kind]
 
-    async def close(self) -> None:
-        await self.ws.close()
-        if self._reader is not None:
-            await self._reader
-
 
 async def register(server: RunningServer, name: str, password: str = "correct horse") -> str:
-    async with aiohttp.ClientSession() as http, http.post(
-        f"{server.http}/api/register", json={"name": name, "password": password}
-    ) as resp:
-        body = await resp.json()
-        assert resp.status == 201, body
-        return str(body["token"])
+    return await library_register(server.ws_url, name, password)
 
 
 async def guest(server: RunningServer) -> str:
-    async with aiohttp.ClientSession() as http, http.post(f"{server.http}/api/guest") as resp:
-        body = await resp.json()
-        assert resp.status == 200, body
-        return str(body["token"])
+    return await guest_token(server.ws_url)
 
 
 async def connect(
@@ -191,14 +156,8 @@ async def connect(
     (sent as X-Forwarded-For; the test server trusts 127.0.0.1)."""
     n = next(_addresses)
     headers = {"X-Forwarded-For": address or f"10.{n // 250 % 250}.{n % 250}.7"}
-    if token is not None and not hello:
-        headers["Authorization"] = f"Bearer {token}"
-    url = server.ws_url + ("?format=msgpack" if binary else "")
-    ws = await websockets.connect(url, additional_headers=headers, max_size=None)
-    client = Client(ws, binary)
-    client.start()
-    if hello and token is not None:
-        await client.send({"type": "hello", "token": token})
+    client = Client(server.ws_url, token=token, binary=binary, headers=headers, hello=hello)
+    await client._open(wait_welcome=False)
     if token is not None and welcome:
         message = await client.expect("welcome")
         client.player = message["player"]
@@ -282,16 +241,10 @@ def _latest(client: Client, table: str) -> dict[str, Any] | None:
 
 
 def default_decision(game: dict[str, Any]) -> dict[str, Any]:
-    phase = game["phase"]
-    if phase == "roll":
-        return {"type": "roll"}
-    if phase == "move":
-        return {"type": "play", "play": game["legal_plays"][0]}
-    if phase == "double_offered":
-        return {"type": "take"}
-    if phase == "resign_offered":
-        return {"type": "accept_resign"}
-    raise AssertionError(f"nothing to do in phase {phase}")
+    try:
+        return library_default_decision(game)
+    except ValueError as exc:
+        raise AssertionError(str(exc)) from None
 
 
 StartServer = Callable[..., Awaitable[RunningServer]]

@@ -12,7 +12,6 @@ import random
 from typing import Any
 
 import pytest
-import websockets
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from server_helpers import (
@@ -29,19 +28,24 @@ from server_helpers import (
 from server.protocol.lean import apply_changes, apply_event, state_changes
 
 
-async def connect_lean(server: RunningServer, token: str, *, binary: bool,
-                       address: str) -> Client:
-    """A socket that asks for protocol 2 in its ``hello``."""
-    url = server.ws_url + ("?format=msgpack" if binary else "")
-    ws = await websockets.connect(url, additional_headers={"X-Forwarded-For": address},
-                                  max_size=None)
-    client = Client(ws, binary)
-    client.start()
-    await client.send({"type": "hello", "token": token, "protocol": 2})
+async def connect_form(server: RunningServer, token: str, *, protocol: int, binary: bool,
+                       address: str, hello: bool = True) -> Client:
+    """A socket in event form ``protocol`` (in its ``hello``, or ``?protocol=`` with a bearer
+    header), keeping the events as the server sent them (no state attached)."""
+    client = Client(server.ws_url, token=token, binary=binary,
+                    headers={"X-Forwarded-For": address}, hello=hello)
+    client.protocol = protocol
+    client.full_states = False
+    await client._open(wait_welcome=False)
     welcome = await client.expect("welcome")
-    assert welcome["protocol"] == 2
+    assert welcome["protocol"] == protocol
     client.player = welcome["player"]
     return client
+
+
+async def connect_lean(server: RunningServer, token: str, *, binary: bool,
+                       address: str) -> Client:
+    return await connect_form(server, token, protocol=2, binary=binary, address=address)
 
 
 def random_decider(rng: random.Random) -> Any:
@@ -104,7 +108,8 @@ async def test_lean_events_rebuild_every_full_state(
 ) -> None:
     server = await start_server(dice_factory=scripted(seed))
     rng = random.Random(seed)
-    a = await connect(server, await register(server, f"full{seed}"), binary=not binary)
+    a = await connect_form(server, await register(server, f"full{seed}"), protocol=1,
+                           binary=not binary, address=f"10.96.{seed}.1", hello=False)
     b = await connect_lean(server, await register(server, f"lean{seed}"), binary=binary,
                            address=f"10.99.{seed}.1")
     watcher = await connect_lean(server, await register(server, f"look{seed}"), binary=binary,
@@ -157,18 +162,35 @@ async def test_lean_events_rebuild_every_full_state(
 
 async def test_protocol_at_connect_and_bad_protocol(start_server: StartServer) -> None:
     server = await start_server()
-    token = await register(server, "proto")
-    ws = await websockets.connect(server.ws_url + "?protocol=2",
-                                  additional_headers={"Authorization": f"Bearer {token}"})
-    client = Client(ws, False)
-    client.start()
-    assert (await client.expect("welcome"))["protocol"] == 2
-    await client.close()
-    other = await connect(server, await register(server, "proto2"), hello=True,
+    for protocol in (1, 2):
+        client = await connect_form(server, await register(server, f"proto{protocol}"),
+                                    protocol=protocol, binary=False, address="10.95.0.1",
+                                    hello=False)
+        await client.close()
+    other = await connect(server, await register(server, "proto3"), hello=True,
                           welcome=False)
     await other.send({"type": "hello", "token": "x", "protocol": 3, "id": 1})
     err = await other.expect("error")
     assert (err["code"], err["field"]) == ("bad_field", "protocol")
+
+
+async def test_library_client_keeps_the_full_state(start_server: StartServer) -> None:
+    """The client library on protocol 2 keeps each table's state by applying the changes,
+    and hands every event on with the full state protocol 1 sends with it."""
+    server = await start_server(dice_factory=scripted(11))
+    full = await connect_form(server, await register(server, "fullside"), protocol=1,
+                              binary=False, address="10.94.0.1")
+    lean = await connect(server, await register(server, "leanside"), binary=True)
+    assert lean.protocol == 2 and lean.full_states
+    table, _ = await seat_two(server, full, lean)
+    await play_out({0: full, 1: lean}, table)
+    await lean.expect("game_over", table=table)
+    states = full_states(full, table)
+    seen = {m["v"]: m for m in lean.messages if m.get("table") == table and "v" in m
+            and m.get("type") not in ("watching", "sync", "resume")}
+    for v, state in states.items():
+        assert seen[v]["state"] == state
+    assert lean.state(table) == states[max(states)]
 
 
 scalars = st.one_of(st.none(), st.booleans(), st.integers(-3, 3), st.text(max_size=3))

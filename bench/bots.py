@@ -1,0 +1,265 @@
+"""Computer players: strength and speed with the pure engine, and a node hosting bot games.
+
+Run from the repository root (after ``python3 -m pip install -e .``)::
+
+    python3 bench/bots.py strength --games 1000 --strong-games 300     # minutes
+    python3 bench/bots.py node --bot-games 100 --duration 20           # needs Redis
+
+``strength``: whole cubeless games with the rules engine, no sockets. ``basic`` against
+``random`` and ``strong`` against ``basic``, sides alternating, fresh random dice; prints the
+win rate with its 95% interval (Wilson) and each level's time per checker-play choice
+(median, p90, p99, max; only choices among two or more plays count).
+
+``node``: starts a server (``python -m server``, Redis from ``--redis-url`` with a fresh
+key prefix deleted afterwards), opens ``--bot-games`` games against the server's computer
+(``play_computer``, level ``--level``) whose scripted humans think ``--think`` seconds per
+decision, and, meanwhile, plays ``--human-games`` human-against-human games flat out,
+measuring each move's round trip (a ``roll`` or ``play`` sent until its event is back).
+Everything stops by itself after ``--duration`` seconds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import math
+import os
+import random
+import secrets
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from server.bot.strategy import Level, decide  # noqa: E402
+from server.rules import Game, SecretDice  # noqa: E402
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    rank = max(0, min(len(ordered) - 1, math.ceil(q * len(ordered)) - 1))
+    return ordered[rank]
+
+
+def wilson(wins: int, games: int, z: float = 1.96) -> tuple[float, float]:
+    """The 95% Wilson score interval of a win rate."""
+    if games == 0:
+        return (0.0, 1.0)
+    p = wins / games
+    centre = (p + z * z / (2 * games)) / (1 + z * z / games)
+    half = z * math.sqrt(p * (1 - p) / games + z * z / (4 * games * games)) / (1 + z * z / games)
+    return centre - half, centre + half
+
+
+def play_game(levels: tuple[Level, Level], rng: random.Random,
+              times: dict[Level, list[float]]) -> int:
+    """One cubeless game; returns the winning side."""
+    game = Game(dice=SecretDice(), cube_enabled=False)
+    game.start()
+    for _ in range(5000):
+        if game.is_over:
+            break
+        snapshot: dict[str, Any] = game.to_dict()
+        side = int(snapshot["to_act"])
+        level = levels[side]
+        started = time.perf_counter()
+        decision = decide(level, snapshot, side, rng)
+        spent = time.perf_counter() - started
+        assert decision is not None
+        if decision.kind == "roll":
+            game.roll(side)
+        else:
+            assert decision.kind == "play" and decision.play is not None
+            if len(snapshot["legal_plays"]) > 1:
+                times[level].append(spent)
+            game.play(side, [list(s) for s in decision.play])
+    assert game.outcome is not None
+    return int(game.outcome.winner)
+
+
+def match_up(stronger: Level, weaker: Level, games: int, seed: int,
+             times: dict[Level, list[float]]) -> dict[str, Any]:
+    rng = random.Random(seed)
+    wins = 0
+    started = time.monotonic()
+    for n in range(games):
+        levels = (stronger, weaker) if n % 2 == 0 else (weaker, stronger)
+        winner = play_game(levels, rng, times)
+        wins += levels[winner] is stronger
+    low, high = wilson(wins, games)
+    return {"pair": f"{stronger} vs {weaker}", "games": games, "wins": wins,
+            "rate": wins / games, "low": low, "high": high,
+            "seconds": time.monotonic() - started}
+
+
+def strength(args: argparse.Namespace) -> dict[str, Any]:
+    times: dict[Level, list[float]] = {level: [] for level in Level}
+    results = [match_up(Level.BASIC, Level.RANDOM, args.games, args.seed, times)]
+    if args.strong_games:
+        results.append(match_up(Level.STRONG, Level.BASIC, args.strong_games, args.seed + 1,
+                                times))
+    choice = {
+        str(level): {"choices": len(v), "median_ms": 1e3 * percentile(v, 0.5),
+                     "p90_ms": 1e3 * percentile(v, 0.9), "p99_ms": 1e3 * percentile(v, 0.99),
+                     "max_ms": 1e3 * max(v)}
+        for level, v in times.items() if v
+    }
+    return {"matches": results, "choice_time": choice}
+
+
+# --- a node hosting bot games --------------------------------------------------------------
+
+
+async def delete_keys(url: str, prefix: str) -> None:
+    import redis.asyncio as aioredis
+
+    redis = aioredis.Redis.from_url(url)
+    keys = [k async for k in redis.scan_iter(match=prefix + "*", count=1000)]
+    for i in range(0, len(keys), 500):
+        await redis.delete(*keys[i:i + 500])
+    await redis.aclose()
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+async def node(args: argparse.Namespace) -> dict[str, Any]:
+    from server.client import Client, RequestFailed, default_decision
+
+    port = free_port()
+    prefix = f"bench-bots-{secrets.token_hex(3)}:"
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    cmd = [sys.executable, "-m", "server", "--port", str(port), "--redis-url", args.redis_url,
+           "--key-prefix", prefix, "--scrypt-n", "2", "--rate-limit", "1000",
+           "--rate-burst", "1000", "--decision-time", "600", "--bot-games-per-node",
+           str(args.bot_games + 10), "--bot-games-per-player", "1000"]
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    url = f"ws://127.0.0.1:{port}/ws"
+    round_trips: list[float] = []
+    bot_moves = 0
+    stop_at = 0.0
+    try:
+        for _ in range(100):
+            with contextlib.suppress(OSError), urllib.request.urlopen(
+                f"http://127.0.0.1:{port}/healthz", timeout=1
+            ):
+                break
+            await asyncio.sleep(0.1)
+        addresses = iter(f"10.{n // 250}.{n % 250}.1" for n in range(1, 100_000))
+
+        async def client() -> Client:
+            return await Client.connect(url, guest=True, fmt="msgpack",
+                                        headers={"X-Forwarded-For": next(addresses)},
+                                        auto_reconnect=False)
+
+        async def against_bot() -> None:
+            nonlocal bot_moves
+            human = await client()
+            rng = random.Random()
+            while time.monotonic() < stop_at:
+                try:
+                    table = await human.play_computer(args.level)
+                except RequestFailed:
+                    await asyncio.sleep(0.1)
+                    continue
+                acted = -1
+                while time.monotonic() < stop_at:
+                    try:
+                        event = await human.next_event(2.0)
+                    except TimeoutError:
+                        continue
+                    if event.raw.get("table") != table:
+                        continue
+                    if event.type == "game_over":
+                        break
+                    state = human.state(table)
+                    view = human.tables[table]
+                    if state and human.my_turn(table) and view.v > acted:
+                        acted = view.v
+                        await asyncio.sleep(args.think * rng.uniform(0.5, 1.5))
+                        with contextlib.suppress(Exception):
+                            await human.send({**default_decision(state["game"]),
+                                              "table": table})
+                            bot_moves += 1
+            await human.close()
+
+        async def human_game() -> None:
+            a, b = await client(), await client()
+            while time.monotonic() < stop_at:
+                table = await a.create_table("private")
+                await b.join(table)
+                for _ in range(5000):
+                    if time.monotonic() >= stop_at:
+                        break
+                    movers = [c for c in (a, b) if c.my_turn(table)]
+                    if not movers:
+                        state = a.state(table)
+                        if state is not None and state["status"] != "playing":
+                            break
+                        await asyncio.sleep(0.001)
+                        continue
+                    mover = movers[0]
+                    game = mover.state(table)["game"]  # type: ignore[index]
+                    sent = time.perf_counter()
+                    ack = await mover.act(table, default_decision(game))
+                    round_trips.append(time.perf_counter() - sent)
+                    for _ in range(1000):  # both have seen the event before the next move
+                        if min(a.tables[table].v, b.tables[table].v) >= ack["v"]:
+                            break
+                        await asyncio.sleep(0.001)
+                await asyncio.sleep(0.05)
+            await a.close()
+            await b.close()
+
+        stop_at = time.monotonic() + args.warmup + args.duration
+        bots = [asyncio.create_task(against_bot()) for _ in range(args.bot_games)]
+        await asyncio.sleep(args.warmup)
+        round_trips.clear()
+        humans = [asyncio.create_task(human_game()) for _ in range(args.human_games)]
+        await asyncio.gather(*humans, *bots, return_exceptions=True)
+    finally:
+        proc.terminate()
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.wait(10)
+        await delete_keys(args.redis_url, prefix)
+    return {"bot_games": args.bot_games, "level": args.level, "think": args.think,
+            "human_moves": len(round_trips), "bot_side_human_moves": bot_moves,
+            "rtt_median_ms": 1e3 * percentile(round_trips, 0.5) if round_trips else None,
+            "rtt_p99_ms": 1e3 * percentile(round_trips, 0.99) if round_trips else None}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest="what", required=True)
+    s = sub.add_parser("strength")
+    s.add_argument("--games", type=int, default=1000, help="basic vs random games")
+    s.add_argument("--strong-games", type=int, default=300, help="strong vs basic games")
+    s.add_argument("--seed", type=int, default=1)
+    n = sub.add_parser("node")
+    n.add_argument("--bot-games", type=int, default=100)
+    n.add_argument("--human-games", type=int, default=4)
+    n.add_argument("--level", choices=[str(x) for x in Level], default="basic")
+    n.add_argument("--think", type=float, default=1.0)
+    n.add_argument("--duration", type=float, default=20.0)
+    n.add_argument("--warmup", type=float, default=5.0)
+    n.add_argument("--redis-url", default="redis://127.0.0.1:6379/0")
+    args = parser.parse_args(argv)
+    result = strength(args) if args.what == "strength" else asyncio.run(node(args))
+    print(json.dumps(result, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

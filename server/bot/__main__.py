@@ -1,0 +1,110 @@
+"""``python -m server.bot``: a computer player on a Table42 server, through the public
+protocol only (the client library).
+
+    python -m server.bot --level strong --url ws://127.0.0.1:8080/ws --games 3
+    python -m server.bot --level basic --url ws://host/ws --against random --games 10
+    python -m server.bot --level random --url ws://host/ws --join kB9rMFnnuYBV
+
+It plays as a bot account (``POST /api/bot``, marked ``bot: true``: never rated, no
+matchmaking, no tournaments), or with ``--token``. Each game it either opens a private
+table and waits for someone to join (the default; the table id is printed), joins
+``--join TABLE``, or asks the server for its own computer opponent (``--against LEVEL``;
+then it plays as a guest, since a bot account may not ask for one).
+Prints one line per game and exits 0 when all games were played.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+from collections.abc import Sequence
+
+from server.bot.player import BotPlayer, GameLog
+from server.bot.strategy import Level
+from server.client import Client, Format, RequestFailed, guest_token, http_base
+from server.client.connection import post_json
+
+
+async def bot_token(url: str, level: Level) -> str:
+    status, body = await post_json(http_base(url) + "/api/bot", {"level": str(level)})
+    if status != 200:
+        raise SystemExit(f"/api/bot: {status} {body}")
+    return str(body["token"])
+
+
+async def sit_down(client: Client, args: argparse.Namespace, tries: int = 100) -> str:
+    """A table for the next game. The seat of the game just over is freed a moment after
+    its end, so ``already_seated`` is retried for a few seconds."""
+    for _ in range(tries):
+        try:
+            if args.join:
+                await client.join(args.join)
+                return str(args.join)
+            if args.against:
+                return await client.play_computer(args.against)
+            table = await client.create_table("private")
+            print(f"table {table}: waiting for an opponent", flush=True)
+            return table
+        except RequestFailed as exc:
+            if exc.code != "already_seated":
+                raise
+            await asyncio.sleep(0.05)
+    raise SystemExit("still seated at the previous table")
+
+
+async def run(args: argparse.Namespace) -> int:
+    level = Level(args.level)
+    if args.token:
+        token = args.token
+    elif args.against:  # a bot account may not ask for a computer opponent: a guest may
+        token = await guest_token(args.url)
+    else:
+        token = await bot_token(args.url, level)
+    client = await Client.connect(args.url, token, fmt=Format(args.format))
+    bot = BotPlayer(client, level, seed=args.seed, decision_timeout=args.decision_timeout)
+    won = 0
+    try:
+        for n in range(args.games):
+            table = await sit_down(client, args)
+            record: GameLog = await bot.play_table(table)
+            client.forget(table)
+            final = record.final or {}
+            winner = final.get("winner")
+            won += winner == client.player
+            print(f"game {n + 1}: table {table} {final.get('type')} winner {winner} "
+                  f"reason {final.get('reason')} points {final.get('points')} "
+                  f"decisions {record.decisions}", flush=True)
+            if args.join:
+                break
+    finally:
+        await client.close()
+    print(f"{client.player} ({level}) won {won} of {args.games if not args.join else 1}")
+    return 0
+
+
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m server.bot", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--level", choices=[str(x) for x in Level], default="basic")
+    parser.add_argument("--url", default="ws://127.0.0.1:8080/ws", help="the server's /ws URL")
+    parser.add_argument("--games", type=int, default=1)
+    parser.add_argument("--token", help="play with this token instead of a new bot account")
+    parser.add_argument("--join", metavar="TABLE", help="join this table (one game)")
+    parser.add_argument("--against", choices=[str(x) for x in Level],
+                        help="play the server's computer player at this level")
+    parser.add_argument("--format", choices=["json", "msgpack"], default="msgpack")
+    parser.add_argument("--seed", type=int, default=None)
+    parser.add_argument("--decision-timeout", type=float, default=30.0)
+    args = parser.parse_args(argv)
+    if args.games < 1:
+        parser.error("--games must be at least 1")
+    return args
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    return asyncio.run(run(parse_args(argv)))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,151 @@
+"""A computer player on one client connection (``server.client``): it reads the table's
+events and answers every decision awaited from its side with :func:`server.bot.strategy.
+decide`, until the game (or the match) is over. The public protocol only.
+
+The choice may run elsewhere: ``think`` is an async function (level, game, side, seed) ->
+``(kind, play)``; :func:`think_here` runs it on the event loop (fine for ``random`` and
+``basic``, a few milliseconds), :func:`think_in` in an executor (a process pool for
+``strong``, so its search never holds the event loop). A choice slower than
+``decision_timeout`` raises :class:`BotStalled`; the caller forfeits.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+from collections.abc import Awaitable, Callable, Mapping
+from concurrent.futures import Executor
+from dataclasses import dataclass, field
+from typing import Any
+
+from server.bot.strategy import Level, decide
+from server.client import Client, ServerError, TableEvent
+
+log = logging.getLogger(__name__)
+
+Choice = tuple[str, tuple[tuple[int, int], ...] | None] | None
+Think = Callable[[Level, Mapping[str, Any], int, int], Awaitable[Choice]]
+
+GAME_ERRORS = frozenset({"not_your_turn", "wrong_phase", "game_over", "not_playing"})
+"""Errors a bot may see when the server acted first (a clock ran out): not bugs."""
+
+
+class BotStalled(TimeoutError):
+    """The bot took longer than its decision timeout."""
+
+
+def choose(level: Level, game: Mapping[str, Any], side: int, seed: int) -> Choice:
+    """The decision as plain data (picklable, for a process pool)."""
+    decision = decide(level, game, side, random.Random(seed))
+    if decision is None:
+        return None
+    return decision.kind, decision.play
+
+
+async def think_here(level: Level, game: Mapping[str, Any], side: int, seed: int) -> Choice:
+    return choose(level, game, side, seed)
+
+
+def think_in(executor: Executor | None) -> Think:
+    """A ``think`` that runs :func:`choose` in ``executor`` (None: the loop's default)."""
+
+    async def think(level: Level, game: Mapping[str, Any], side: int, seed: int) -> Choice:
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(executor, choose, level, dict(game), side, seed)
+
+    return think
+
+
+@dataclass
+class GameLog:
+    """What a bot saw of one table: for tests and the CLI."""
+
+    table: str
+    decisions: int = 0
+    doubles: int = 0
+    answers: dict[str, int] = field(default_factory=dict)
+    errors: list[str] = field(default_factory=list)
+    final: dict[str, Any] | None = None
+
+
+class BotPlayer:
+    def __init__(self, client: Client, level: Level | str, *, seed: int | None = None,
+                 think: Think = think_here, decision_timeout: float = 15.0) -> None:
+        self.client = client
+        self.level = Level(level)
+        self.rng = random.Random(seed)
+        self.think = think
+        self.decision_timeout = decision_timeout
+
+    async def play_table(self, table: str, *, idle_timeout: float | None = None) -> GameLog:
+        """Play at ``table`` until its game ends (a match: until the match ends) or the
+        table closes. Returns what happened; raises :class:`BotStalled` for a choice
+        slower than ``decision_timeout``, ConnectionLost when the socket is gone."""
+        client = self.client
+        record = GameLog(table)
+        acted = -1
+        state = client.state(table)
+        if state is not None and state.get("status") in ("finished", "closed"):
+            record.final = state
+            return record  # over before this bot came (its opponent left, say)
+        if state is not None:  # the resume or game_start may have arrived already
+            acted = await self._maybe_act(table, state, client.tables[table].v, acted, record)
+        while True:
+            event = await client.next_event(idle_timeout)
+            if isinstance(event, ServerError):
+                if event.table in (None, table) and event.code not in GAME_ERRORS:
+                    record.errors.append(f"{event.code}: {event.message}")
+                    log.warning("bot %s at %s: %s", client.player, table, event.message)
+                continue
+            if not isinstance(event, TableEvent) or event.table != table:
+                continue
+            kind = event.type
+            if kind == "table_closed":
+                record.final = event.raw
+                return record
+            if kind == "match_over" or (kind == "game_over" and self._is_last(event.raw)):
+                record.final = event.raw
+                return record
+            state = client.state(table) if event.type == "sync" else event.raw.get("state")
+            if kind in ("resume", "sync") and isinstance(state, dict) and \
+                    state.get("status") in ("finished", "closed"):
+                record.final = event.raw
+                return record
+            if isinstance(state, dict):
+                acted = await self._maybe_act(table, state, event.v, acted, record)
+
+    @staticmethod
+    def _is_last(raw: Mapping[str, Any]) -> bool:
+        state = raw.get("state") or {}
+        match = state.get("match")
+        return match is None or match.get("winner") is not None
+
+    async def _maybe_act(self, table: str, state: Mapping[str, Any], v: int, acted: int,
+                         record: GameLog) -> int:
+        game = state.get("game")
+        if v <= acted or state.get("status") != "playing" or not game:
+            return acted
+        side = self.client.side(table)
+        if side is None or game.get("to_act") != side:
+            return acted
+        try:
+            choice = await asyncio.wait_for(
+                self.think(self.level, game, side, self.rng.getrandbits(32)),
+                self.decision_timeout,
+            )
+        except TimeoutError:
+            raise BotStalled(f"no decision in {self.decision_timeout}s") from None
+        if choice is None:
+            return acted
+        kind, play = choice
+        record.decisions += 1
+        if kind == "double":
+            record.doubles += 1
+        elif kind in ("take", "drop"):
+            record.answers[kind] = record.answers.get(kind, 0) + 1
+        message: dict[str, Any] = {"type": kind, "table": table}
+        if play is not None:
+            message["play"] = [list(step) for step in play]
+        await self.client.send(message)
+        return v

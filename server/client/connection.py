@@ -1,0 +1,596 @@
+"""The asyncio client: one WebSocket to a Table42 node, spoken as PROTOCOL.md says.
+
+A reader task receives every frame, so the server never sees a slow consumer. Each message:
+
+1. answers the pending request whose ``id`` it carries as ``ref`` (:meth:`Client.request`);
+2. updates the table it is about (:attr:`Client.tables`: last version ``v`` and ``state``,
+   unless ``track_tables`` is off); a versioned event already seen (``v`` not above the
+   table's) is dropped as a duplicate;
+3. goes, typed (:func:`~server.client.wire.parse_event`), to :meth:`Client.next_event`
+   (unless ``queue_events`` is off), is kept in :attr:`Client.messages` when
+   ``keep_messages`` is set, and is handed to ``on_message`` (a plain function called by
+   the reader, for clients that react to every message themselves, as the benchmarks do).
+
+When the socket drops without :meth:`Client.close` (a node restart, a network fault) and
+``auto_reconnect`` is on, the client connects again with the same token and format and
+sends ``sync`` with the last version it saw of every table it plays at or watches; the
+events it missed then arrive in order, as if nothing happened. A server close with 1008
+(policy) is not retried.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import logging
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+import aiohttp
+import websockets
+from websockets.asyncio.client import ClientConnection
+from websockets.asyncio.client import connect as ws_connect
+
+from server.client.wire import (
+    TABLE_EVENTS,
+    Event,
+    Format,
+    Message,
+    ServerError,
+    TableState,
+    Welcome,
+    decode,
+    encode,
+    parse_event,
+)
+from server.protocol.lean import PROTOCOL_LEAN, apply_event
+
+log = logging.getLogger(__name__)
+
+REQUEST_TIMEOUT = 10.0
+MAX_FRAME = 4 * 1024 * 1024
+"""Largest frame accepted from the server (a state with many legal plays is a few KiB)."""
+CLOSE_POLICY = 1008
+
+
+class ClientError(Exception):
+    """Base of the client's errors."""
+
+
+class RequestFailed(ClientError):
+    """The server answered a request with ``error``; ``error`` is the typed event."""
+
+    def __init__(self, error: ServerError) -> None:
+        super().__init__(f"{error.code}: {error.message}")
+        self.error = error
+        self.code = error.code
+
+
+class RequestTimeout(ClientError, TimeoutError):
+    """No answer carrying the request's ``ref`` came in time."""
+
+
+class ConnectionLost(ClientError, ConnectionError):
+    """The socket closed (and was not, or could not be, reopened)."""
+
+
+def http_base(ws_url: str) -> str:
+    """``http(s)://host:port`` of a ``ws(s)://host:port/ws`` URL."""
+    parts = urlsplit(ws_url)
+    scheme = {"ws": "http", "wss": "https"}.get(parts.scheme, parts.scheme)
+    return urlunsplit((scheme, parts.netloc, "", "", ""))
+
+
+async def post_json(url: str, body: Mapping[str, Any] | None = None,
+                    token: str | None = None) -> tuple[int, dict[str, Any]]:
+    headers = {} if token is None else {"Authorization": f"Bearer {token}"}
+    async with aiohttp.ClientSession() as http, http.post(url, json=body,
+                                                          headers=headers) as resp:
+        data = await resp.json() if resp.content_type == "application/json" else {}
+        return resp.status, dict(data)
+
+
+async def guest_token(ws_url: str) -> str:
+    """A fresh guest token (``POST /api/guest``) from the server of ``ws_url``."""
+    status, body = await post_json(http_base(ws_url) + "/api/guest")
+    if status != 200:
+        raise ClientError(f"/api/guest: {status} {body}")
+    return str(body["token"])
+
+
+async def register(ws_url: str, name: str, password: str) -> str:
+    """Create an account (``POST /api/register``) and return its token."""
+    status, body = await post_json(http_base(ws_url) + "/api/register",
+                                   {"name": name, "password": password})
+    if status != 201:
+        raise ClientError(f"/api/register: {status} {body}")
+    return str(body["token"])
+
+
+async def login(ws_url: str, name: str, password: str) -> str:
+    status, body = await post_json(http_base(ws_url) + "/api/login",
+                                   {"name": name, "password": password})
+    if status != 200:
+        raise ClientError(f"/api/login: {status} {body}")
+    return str(body["token"])
+
+
+@dataclass
+class TableView:
+    """What the client knows of one table: the last version seen and the latest state."""
+
+    table: str
+    v: int = 0
+    state: Message | None = None
+    seated: bool = False
+    watching: bool = False
+    syncing: bool = False  # a reconnect's sync is on its way: live events wait in ``held``
+    held: list[Message] = field(default_factory=list)
+
+    def typed_state(self) -> TableState | None:
+        return None if self.state is None else TableState.from_dict(self.state)
+
+
+class Client:
+    """One authenticated (or, with ``token=None``, unauthenticated) socket. Build it with
+    :meth:`connect`. Not thread-safe: one event loop drives it."""
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        token: str | None = None,
+        fmt: Format = Format.JSON,
+        headers: Mapping[str, str] | None = None,
+        hello: bool = False,
+        request_timeout: float = REQUEST_TIMEOUT,
+        auto_reconnect: bool = True,
+        max_reconnects: int = 5,
+        keep_messages: bool = False,
+        queue_events: bool = True,
+        on_message: Callable[[Message], None] | None = None,
+        track_tables: bool = True,
+        ping_interval: float | None = 20.0,
+        protocol: int = PROTOCOL_LEAN,
+        full_states: bool = True,
+    ) -> None:
+        self.url = url
+        self.token = token
+        self.format = Format(fmt)
+        self.headers = dict(headers or {})
+        self.hello = hello
+        self.request_timeout = request_timeout
+        self.auto_reconnect = auto_reconnect
+        self.max_reconnects = max_reconnects
+        self.keep_messages = keep_messages
+        self.queue_events = queue_events
+        self.on_message = on_message
+        self.track_tables = track_tables
+        self.ping_interval = ping_interval
+        # The table-event form asked for (PROTOCOL.md §5.1): 2, change-only (the default),
+        # or 1, the whole state in every event. In form 2 the client keeps each table's
+        # state by applying the changes; with ``full_states`` each change-only event it
+        # hands on also carries that state under ``state``, as form 1 would have sent it.
+        self.protocol = protocol
+        self.full_states = full_states
+        self.ws: ClientConnection | None = None
+        self.welcome: Welcome | None = None
+        self.player = ""
+        self.messages: list[Message] = []
+        self.tables: dict[str, TableView] = {}
+        self.close_code: int | None = None
+        self.reconnects = 0
+        self.arrived = asyncio.Event()
+        self._events: asyncio.Queue[Event | None] = asyncio.Queue()
+        self._pending: dict[Any, asyncio.Future[Message]] = {}
+        self._ids = itertools.count(1)
+        self._reader: asyncio.Task[None] | None = None
+        self._welcomed: asyncio.Future[Welcome] | None = None
+        self._closing = False
+        self._lost = False
+        self._background: set[asyncio.Task[Any]] = set()
+        self._reconnecting = False
+
+    # --- connecting ------------------------------------------------------------------------
+
+    @classmethod
+    async def connect(
+        cls,
+        url: str,
+        token: str | None = None,
+        *,
+        guest: bool = False,
+        fmt: Format | str = Format.JSON,
+        headers: Mapping[str, str] | None = None,
+        hello: bool = False,
+        wait_welcome: bool = True,
+        **options: Any,
+    ) -> Client:
+        """Open a socket to ``url`` (``ws://host:port/ws``) with ``token`` (as a bearer
+        header, or in a ``hello`` message when ``hello``), or as a new guest when ``guest``.
+        Waits for ``welcome`` unless ``wait_welcome`` is False or there is no token.
+        ``options`` go to the constructor (``auto_reconnect``, ``request_timeout``...)."""
+        if guest and token is None:
+            token = await guest_token(url)
+        client = cls(url, token=token, fmt=Format(fmt), headers=headers, hello=hello,
+                     **options)
+        await client._open(wait_welcome=wait_welcome and token is not None)
+        return client
+
+    def _ws_url(self) -> str:
+        url = self.url
+        if self.format is Format.MSGPACK:
+            url += ("&" if "?" in url else "?") + "format=msgpack"
+        # For a bearer-header socket (no hello): the event form, PROTOCOL.md §5.1.
+        return url + ("&" if "?" in url else "?") + f"protocol={self.protocol}"
+
+    async def _open(self, *, wait_welcome: bool) -> None:
+        headers = dict(self.headers)
+        if self.token is not None and not self.hello:
+            headers["Authorization"] = f"Bearer {self.token}"
+        try:
+            self.ws = await ws_connect(self._ws_url(), additional_headers=headers,
+                                       max_size=MAX_FRAME, compression=None, open_timeout=30,
+                                       ping_interval=self.ping_interval)
+        except websockets.InvalidStatus as exc:  # 401 auth_failed for a bad bearer token
+            raise ClientError(f"{self.url} refused the connection: HTTP "
+                              f"{exc.response.status_code}") from exc
+        self.close_code = None
+        self._lost = False
+        loop = asyncio.get_running_loop()
+        self._welcomed = loop.create_future()
+        self._reader = asyncio.create_task(self._read_loop(self.ws))
+        if self.hello and self.token is not None:
+            await self.send({"type": "hello", "token": self.token, "protocol": self.protocol})
+        if wait_welcome:
+            waiting: set[asyncio.Future[Any]] = {self._welcomed, self._reader}
+            done, _ = await asyncio.wait(
+                waiting, timeout=self.request_timeout,
+                return_when=asyncio.FIRST_COMPLETED,
+            )
+            if self._welcomed not in done:
+                with contextlib.suppress(Exception):
+                    await self.ws.close()
+                raise ConnectionLost(f"no welcome from {self.url} (close {self.close_code})")
+
+    async def reconnect(self) -> None:
+        """Open a new socket (same token, format and headers), then ``sync`` every table
+        this client plays at or watches from the last version it saw."""
+        if self._reader is not None and not self._reader.done():
+            self._reconnecting = True
+            try:
+                with contextlib.suppress(Exception):
+                    assert self.ws is not None
+                    await self.ws.close()
+                with contextlib.suppress(Exception):
+                    await self._reader
+            finally:
+                self._reconnecting = False
+        await self._open(wait_welcome=self.token is not None)
+        for view in list(self.tables.values()):
+            if view.watching and not view.seated:
+                await self.send({"type": "watch", "table": view.table})
+            if view.seated or view.watching:
+                view.syncing = True
+                self._spawn_sync(view.table, view.v)
+
+    def _spawn_sync(self, table: str, since: int) -> None:
+        async def sync() -> None:
+            try:
+                await self.sync(table, since)
+            except (ClientError, OSError) as exc:
+                log.info("sync of %s after a reconnect failed: %s", table, exc)
+                view = self.tables.get(table)
+                if view is not None and view.syncing:  # deliver what is held, gaps and all
+                    view.syncing = False
+                    held, view.held = view.held, []
+                    for live in held:
+                        self._deliver(view, live)
+
+        task = asyncio.ensure_future(sync())
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+
+    # --- the reader ------------------------------------------------------------------------
+
+    async def _read_loop(self, ws: ClientConnection) -> None:
+        try:
+            async for frame in ws:
+                try:
+                    message = decode(frame)
+                except ValueError:
+                    log.warning("undecodable frame from %s", self.url)
+                    continue
+                self._handle(message)
+        except websockets.ConnectionClosed:
+            pass
+        finally:
+            self.close_code = ws.close_code
+            self._lost = True
+            for future in self._pending.values():
+                if not future.done():
+                    future.set_exception(ConnectionLost(f"socket closed ({self.close_code})"))
+            self._pending.clear()
+            self.arrived.set()
+            retry = (not self._closing and self.auto_reconnect and self.token is not None
+                     and self.close_code != CLOSE_POLICY
+                     and self.reconnects < self.max_reconnects)
+            if self._reconnecting:
+                pass  # reconnect() closed it and opens the next one
+            elif retry:
+                self.reconnects += 1
+                task = asyncio.ensure_future(self._reconnect_later())
+                self._background.add(task)
+                task.add_done_callback(self._background.discard)
+            else:
+                self._events.put_nowait(None)  # next_event raises ConnectionLost
+
+    async def _reconnect_later(self) -> None:
+        for attempt in range(self.max_reconnects):
+            await asyncio.sleep(min(2.0, 0.05 * 2**attempt))
+            try:
+                await self.reconnect()
+                return
+            except (OSError, ClientError, websockets.InvalidHandshake) as exc:
+                log.info("reconnect to %s failed: %s", self.url, exc)
+        self._events.put_nowait(None)
+
+    def _handle(self, message: Message) -> None:
+        kind = message.get("type")
+        ref = message.get("ref")
+        if kind == "welcome":
+            event = parse_event(message)
+            assert isinstance(event, Welcome)
+            self.welcome = event
+            self.player = event.player
+            if self._welcomed is not None and not self._welcomed.done():
+                self._welcomed.set_result(event)
+        if self.keep_messages:
+            self.messages.append(message)
+        if self.on_message is not None:
+            self.on_message(message)
+        table = message.get("table")
+        if not self.track_tables:
+            if self.queue_events:
+                self._events.put_nowait(parse_event(message))
+        elif isinstance(table, str):
+            self._table_message(table, message)
+        elif self.queue_events:
+            self._events.put_nowait(parse_event(message))
+        if ref is not None:
+            future = self._pending.pop(ref, None)
+            if future is not None and not future.done():
+                future.set_result(message)
+        self.arrived.set()
+
+    def _table_message(self, table: str, message: Message) -> None:
+        """Keep the table's view, and pass on each versioned event once, in order: after a
+        reconnect, live events wait until the ``sync`` answer has delivered what was
+        missed."""
+        kind = message.get("type")
+        view = self.tables.get(table)
+        if view is None:
+            view = self.tables[table] = TableView(table)
+        if kind in TABLE_EVENTS:
+            if view.syncing:
+                view.held.append(message)
+            else:
+                self._deliver(view, message)
+            return
+        state = message.get("state")
+        if kind == "sync":
+            for missed in message.get("events") or ():
+                self._deliver(view, missed)
+            v = message.get("v")
+            if isinstance(v, int) and v > view.v:
+                view.v = v
+            if isinstance(state, dict):
+                view.state = state
+            view.syncing = False
+            held, view.held = view.held, []
+            for live in held:
+                self._deliver(view, live)
+        elif kind == "resume" or kind == "watching":
+            if kind == "resume":
+                view.seated = True
+            else:
+                view.watching = True
+            v = message.get("v")
+            if isinstance(state, dict) and (not isinstance(v, int) or v >= view.v):
+                view.state = state
+        elif kind == "table_created":
+            view.seated = True
+        if self.queue_events:
+            self._events.put_nowait(parse_event(message))
+
+    def _deliver(self, view: TableView, message: Message) -> None:
+        v = message.get("v")
+        if not isinstance(v, int) or v <= view.v:
+            return  # seen already
+        view.v = v
+        state = message.get("state")
+        if isinstance(state, dict):
+            view.state = state
+        elif "changes" in message and view.state is not None:
+            view.state = apply_event(view.state, message)
+            if self.full_states:
+                message["state"] = view.state
+        kind = message.get("type")
+        if kind == "seated" and message.get("player") == self.player:
+            view.seated = True
+        elif kind == "table_closed":
+            view.seated = view.watching = False
+        if self.queue_events:
+            self._events.put_nowait(parse_event(message))
+
+    # --- sending ---------------------------------------------------------------------------
+
+    @property
+    def is_closed(self) -> bool:
+        return self._reader is not None and self._reader.done()
+
+    async def send(self, message: Mapping[str, Any]) -> None:
+        """Send one message as it is (no ``id`` added)."""
+        if self.ws is None:
+            raise ConnectionLost("not connected")
+        try:
+            await self.ws.send(encode(message, self.format))
+        except websockets.ConnectionClosed as exc:
+            raise ConnectionLost(str(exc)) from exc
+
+    async def send_raw(self, data: bytes | str) -> None:
+        assert self.ws is not None
+        await self.ws.send(data)
+
+    async def request(self, message: Mapping[str, Any], *,
+                      timeout: float | None = None) -> Message:
+        """Send ``message`` with a fresh ``id`` and return the answer carrying it as ``ref``.
+        Raises :class:`RequestFailed` for an ``error`` answer, :class:`RequestTimeout` when
+        none comes within ``timeout`` (default ``request_timeout``), :class:`ConnectionLost`
+        when the socket closes first."""
+        ref = next(self._ids)
+        future: asyncio.Future[Message] = asyncio.get_running_loop().create_future()
+        self._pending[ref] = future
+        try:
+            await self.send({**message, "id": ref})
+            answer = await asyncio.wait_for(future, timeout or self.request_timeout)
+        except TimeoutError:
+            raise RequestTimeout(f"no answer to {message.get('type')} (id {ref})") from None
+        finally:
+            self._pending.pop(ref, None)
+        if answer.get("type") == "error":
+            error = parse_event(answer)
+            assert isinstance(error, ServerError)
+            raise RequestFailed(error)
+        return answer
+
+    # --- receiving -------------------------------------------------------------------------
+
+    async def next_event(self, timeout: float | None = None) -> Event:
+        """The next message (typed), in arrival order. Raises :class:`ConnectionLost` once
+        the socket is gone for good, TimeoutError after ``timeout``."""
+        event = await asyncio.wait_for(self._events.get(), timeout)
+        if event is None:
+            self._events.put_nowait(None)  # every later call fails the same way
+            raise ConnectionLost(f"socket closed ({self.close_code})")
+        return event
+
+    async def wait_for(self, kind: str, *, table: str | None = None,
+                       timeout: float | None = None) -> Event:
+        """Skip events until one of type ``kind`` (about ``table``, when given)."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + (timeout or self.request_timeout)
+        while True:
+            event = await self.next_event(max(0.001, deadline - loop.time()))
+            if event.type == kind and (table is None or event.raw.get("table") == table):
+                return event
+
+    # --- the current game ------------------------------------------------------------------
+
+    def state(self, table: str) -> Message | None:
+        view = self.tables.get(table)
+        return None if view is None else view.state
+
+    def side(self, table: str) -> int | None:
+        """This player's side at ``table`` (from the latest state), or None."""
+        state = self.state(table)
+        if state is None:
+            return None
+        for i, seat in enumerate(state.get("seats") or ()):
+            if seat is not None and seat.get("player") == self.player:
+                return i
+        return None
+
+    def legal_plays(self, table: str) -> list[list[list[int]]]:
+        """The legal plays of the current roll at ``table`` (``[]`` when not moving)."""
+        state = self.state(table)
+        game = None if state is None else state.get("game")
+        if not game or game.get("phase") != "move":
+            return []
+        return list(game.get("legal_plays") or [])
+
+    def my_turn(self, table: str) -> bool:
+        """Whether ``table``'s latest state awaits this player's decision."""
+        state = self.state(table)
+        game = None if state is None else state.get("game")
+        return bool(game) and state is not None and state.get("status") == "playing" \
+            and game is not None and game.get("to_act") == self.side(table)
+
+    def forget(self, table: str) -> None:
+        """Stop tracking ``table`` (its view and state), e.g. when its game is over; a
+        long-running bot calls it so that ``tables`` does not grow with every game."""
+        self.tables.pop(table, None)
+
+    # --- helpers for the lobby and the game ------------------------------------------------
+
+    async def create_table(self, mode: str = "private", match_length: int = 0) -> str:
+        answer = await self.request({"type": "create_table", "mode": mode,
+                                     "match_length": match_length})
+        return str(answer["table"])
+
+    async def join(self, table: str) -> Message:
+        return await self.request({"type": "join", "table": table})
+
+    async def leave(self, table: str) -> Message:
+        return await self.request({"type": "leave", "table": table})
+
+    async def watch(self, table: str) -> Message:
+        return await self.request({"type": "watch", "table": table})
+
+    async def queue(self, pool: str) -> Message:
+        return await self.request({"type": "queue", "pool": pool})
+
+    async def cancel_queue(self) -> Message:
+        return await self.request({"type": "cancel_queue"})
+
+    async def play_computer(self, level: str = "basic", match_length: int = 0) -> str:
+        """Ask the server for a game against its computer player; returns the table id."""
+        answer = await self.request({"type": "play_computer", "level": level,
+                                     "match_length": match_length})
+        return str(answer["table"])
+
+    async def sync(self, table: str, since: int | None = None) -> Message:
+        view = self.tables.get(table)
+        start = (view.v if view is not None else 0) if since is None else since
+        return await self.request({"type": "sync", "table": table, "since": start})
+
+    async def act(self, table: str, action: Mapping[str, Any]) -> Message:
+        """Send a game action (``{"type": "roll"}``...) for ``table``; returns the ``ack``."""
+        return await self.request({**action, "table": table})
+
+    async def roll(self, table: str) -> Message:
+        return await self.act(table, {"type": "roll"})
+
+    async def play(self, table: str, play: Any) -> Message:
+        """``play``: one of :meth:`legal_plays` as it is, or the play as text."""
+        return await self.act(table, {"type": "play", "play": play})
+
+    async def double(self, table: str) -> Message:
+        return await self.act(table, {"type": "double"})
+
+    async def take(self, table: str) -> Message:
+        return await self.act(table, {"type": "take"})
+
+    async def drop(self, table: str) -> Message:
+        return await self.act(table, {"type": "drop"})
+
+    async def resign(self, table: str, kind: str = "single") -> Message:
+        return await self.act(table, {"type": "resign", "kind": kind})
+
+    async def close(self) -> None:
+        """Close the socket (no reconnect) and wait for the reader to end."""
+        self._closing = True
+        if self.ws is not None:
+            with contextlib.suppress(Exception):
+                await self.ws.close()
+        if self._reader is not None:
+            with contextlib.suppress(Exception):
+                await self._reader
+
+    async def wait_closed(self, timeout: float = REQUEST_TIMEOUT) -> int | None:
+        assert self._reader is not None
+        await asyncio.wait_for(asyncio.shield(self._reader), timeout)
+        return self.close_code

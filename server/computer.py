@@ -1,0 +1,278 @@
+"""Play the computer: ``play_computer`` seats the player against a bot started by this node.
+
+The bot is a client like any other: a task of this node's event loop that connects to the
+node's own WebSocket with a bot token (:meth:`server.accounts.Accounts.bot`) through the
+client library and plays with :class:`server.bot.player.BotPlayer`. The basic and strong
+levels choose in a process pool (``bot_workers``; 0 = a thread), so a bot's evaluation
+never holds the event loop; with ``SEARCHES_PER_WORKER`` strong searches per process in
+flight, further strong decisions are made at the basic level (counted in ``fallbacks``).
+A bot that errors, loses its socket or thinks longer than
+``bot_decision_timeout`` forfeits (it leaves the table: a loss at the current cube) and
+is logged; nothing it does can crash the node.
+
+Games against a bot are never rated (``rating.unrated_reason`` is ``bot``), count on no
+ladder, and bots may not queue for matchmaking or play in tournaments
+(``bot_not_allowed``). Limits (``too_many_bot_games``): ``bot_games_per_node`` games at
+once on this node, ``bot_games_per_player`` games started per player per
+``bot_games_window`` seconds (counted on this node).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import multiprocessing
+import time
+from collections import deque
+from collections.abc import Mapping
+from concurrent.futures import Executor, ProcessPoolExecutor
+from dataclasses import dataclass
+from typing import Any
+
+from aiohttp import web
+
+from server.accounts import Accounts, Identity
+from server.bot.player import BotPlayer, BotStalled, Choice, Think, think_here, think_in
+from server.bot.strategy import Level
+from server.client import Client, ClientError, Format
+from server.config import Settings
+from server.connection import Connection, Hub
+from server.http_api import error_response, json_body
+from server.lobby import Actor, Lobby, error_message
+from server.protocol.codec import Outgoing
+from server.protocol.errors import ErrorCode, ProtocolError
+from server.protocol.messages import MAX_VERSION, PlayComputer
+
+log = logging.getLogger(__name__)
+
+SEARCHES_PER_WORKER = 2
+"""Strong searches queued per pool process at most; more decisions are made at the basic
+level, so a busy node's strong bots stay prompt (slightly weaker) instead of late."""
+
+
+@dataclass
+class BotGame:
+    table: str
+    player: str
+    bot: str
+    level: Level
+    task: asyncio.Task[None] | None = None
+
+
+def node_url(conn: Connection) -> str:
+    """The WebSocket URL of this node, as the socket ``conn`` reached it."""
+    sockname = conn.transport.get_extra_info("sockname") if conn.transport else None
+    if not sockname:
+        return "ws://127.0.0.1:8080/ws"
+    host, port = sockname[0], sockname[1]
+    if ":" in host:
+        host = f"[{host}]"
+    if host in ("0.0.0.0", "[::]"):
+        host = "127.0.0.1"
+    return f"ws://{host}:{port}/ws"
+
+
+class ComputerOpponents:
+    """Handles ``play_computer`` for this node and runs its bots."""
+
+    def __init__(self, settings: Settings, accounts: Accounts, lobby: Lobby, hub: Hub) -> None:
+        self.settings = settings
+        self.accounts = accounts
+        self.lobby = lobby
+        self.hub = hub
+        self.games: dict[str, BotGame] = {}  # table id -> game
+        self._started: dict[str, deque[float]] = {}  # player -> start times in the window
+        self._executor: Executor | None = None
+        self._searching = 0  # strong searches in the pool now
+        self.fallbacks = 0  # strong decisions made at the basic level (the pool was busy)
+        self._closing = False
+
+    # --- the request -------------------------------------------------------------------------
+
+    async def on_message(self, conn: Connection, msg: PlayComputer) -> None:
+        try:
+            reply = await self._start(conn, msg)
+        except ProtocolError as exc:
+            reply = error_message(exc, msg.ref)
+        except Exception:
+            log.exception("play_computer failed for %s", conn.player)
+            reply = error_message(ProtocolError(ErrorCode.INTERNAL, "internal error"), msg.ref)
+        if reply is not None:
+            self.hub.push(conn, Outgoing(reply))
+        await self.hub.flush()
+
+    def _check_limits(self, identity: Identity, now: float) -> None:
+        settings = self.settings
+        if identity.is_bot:
+            raise ProtocolError(ErrorCode.BOT_NOT_ALLOWED,
+                                "a computer player cannot ask for a computer opponent")
+        if len(self.games) >= settings.bot_games_per_node:
+            raise ProtocolError(ErrorCode.TOO_MANY_BOT_GAMES,
+                                f"this server hosts at most {settings.bot_games_per_node} "
+                                "games against the computer at once; retry later")
+        started = self._started.get(identity.player)
+        if started is not None:
+            while started and started[0] <= now - settings.bot_games_window:
+                started.popleft()
+            if len(started) >= settings.bot_games_per_player:
+                raise ProtocolError(
+                    ErrorCode.TOO_MANY_BOT_GAMES,
+                    f"at most {settings.bot_games_per_player} games against the computer "
+                    f"per {settings.bot_games_window:g} s",
+                )
+
+    async def _start(self, conn: Connection, msg: PlayComputer) -> dict[str, object] | None:
+        identity = conn.identity
+        assert identity is not None
+        if self._closing or self.lobby.closing:
+            raise ProtocolError(ErrorCode.UNAVAILABLE, "the server is shutting down")
+        now = time.monotonic()
+        self._check_limits(identity, now)
+        if not 0 <= msg.match_length <= self.settings.max_match_length:
+            raise ProtocolError(
+                ErrorCode.BAD_FIELD,
+                f"field 'match_length' must be in 0..{self.settings.max_match_length}",
+                field="match_length",
+            )
+        level = Level(str(msg.level))
+        issued = await self.accounts.bot(str(level))
+        bot = issued.identity
+        reply: dict[str, object] = {"type": "computer_game", "ref": msg.ref, "level": str(level),
+                                    "bot": bot.player, "name": bot.name}
+
+        async def announce(table: str) -> None:
+            # Before anyone is seated, so the answer comes before ``seated``/``game_start``.
+            self.games[table] = BotGame(table, identity.player, bot.player, level)
+            self.hub.push(conn, Outgoing({**reply, "table": table}))
+            await self.hub.flush()
+
+        try:
+            table = await self.lobby.start_rated_game(
+                identity.player, bot.player,
+                match_length=msg.match_length or None,
+                names=(identity.name, bot.name),
+                addresses=(conn.address, f"bot:{bot.player}"),
+                announce=announce,
+            )
+        except BaseException:
+            await self.accounts.revoke(issued.token)
+            for table_id, game in list(self.games.items()):
+                if game.bot == bot.player:
+                    del self.games[table_id]
+            raise
+        self._started.setdefault(identity.player, deque()).append(now)
+        game = self.games[table]
+        game.task = asyncio.ensure_future(
+            self._run_bot(game, node_url(conn), issued.token, identity.player)
+        )
+        return None  # the answer went out in announce()
+
+    # --- the bot -------------------------------------------------------------------------
+
+    def _think(self, level: Level) -> Think:
+        # Only the random level chooses on the event loop (microseconds); the evaluation of
+        # basic (milliseconds with many plays) and strong's search run in the pool.
+        if level is Level.RANDOM:
+            return think_here
+        if self._executor is None and self.settings.bot_workers > 0:
+            self._executor = ProcessPoolExecutor(
+                max_workers=self.settings.bot_workers,
+                mp_context=multiprocessing.get_context("spawn"),
+            )
+        in_pool = think_in(self._executor)
+        if level is Level.BASIC:
+            return in_pool
+        most = SEARCHES_PER_WORKER * max(1, self.settings.bot_workers)
+
+        async def strong(level: Level, game: Mapping[str, Any], side: int, seed: int) -> Choice:
+            # A search takes tens of milliseconds: with the pool busy, this decision is
+            # made at the basic level rather than queued behind the others (and late).
+            if self._searching >= most:
+                self.fallbacks += 1
+                return await in_pool(Level.BASIC, game, side, seed)
+            self._searching += 1
+            try:
+                return await in_pool(level, game, side, seed)
+            finally:
+                self._searching -= 1
+
+        return strong
+
+    async def _run_bot(self, game: BotGame, url: str, token: str, opponent: str) -> None:
+        client: Client | None = None
+        try:
+            client = await Client.connect(url, token, fmt=Format.MSGPACK, auto_reconnect=False)
+            # The table's state now (its events so far are not needed): the game may even be
+            # over already, when the opponent left before the bot came.
+            await client.sync(game.table, since=MAX_VERSION)
+            bot = BotPlayer(client, game.level, think=self._think(game.level),
+                            decision_timeout=self.settings.bot_decision_timeout)
+            record = await bot.play_table(game.table)
+            if record.errors:
+                log.warning("bot %s at %s saw errors: %s", game.bot, game.table, record.errors)
+            with contextlib.suppress(ClientError, OSError):
+                await client.request({"type": "leave", "table": game.table}, timeout=5.0)
+        except asyncio.CancelledError:
+            raise
+        except BotStalled as exc:
+            log.warning("bot %s at %s stalled (%s): it forfeits", game.bot, game.table, exc)
+            await self._forfeit(game, client)
+        except Exception:
+            log.exception("bot %s at %s failed: it forfeits", game.bot, game.table)
+            await self._forfeit(game, client)
+        finally:
+            self.games.pop(game.table, None)
+            if client is not None:
+                await client.close()
+            with contextlib.suppress(Exception):
+                await self.accounts.revoke(token)
+
+    async def _forfeit(self, game: BotGame, client: Client | None) -> None:
+        """The bot leaves its table (a loss at the current cube): through its socket if it
+        still has one, else directly at the table (this node owns it)."""
+        if self._closing or self.lobby.closing:
+            return
+        if client is not None and not client.is_closed:
+            with contextlib.suppress(ClientError, OSError):
+                await client.request({"type": "leave", "table": game.table}, timeout=5.0)
+                return
+        table = self.lobby.tables.get(game.table)
+        if table is None:
+            return
+        actor = Actor(game.bot, game.bot, False, f"bot:{game.bot}", self.lobby.node_id, "")
+        try:
+            await table.leave(actor)
+            await self.lobby.flush()
+        except Exception:
+            log.exception("could not forfeit bot %s at %s", game.bot, game.table)
+
+    # --- HTTP: a bot account for outside bots ----------------------------------------------
+
+    async def issue_token(self, request: web.Request) -> web.Response:
+        """``POST /api/bot {"level"?}``: a token marked as a bot (for ``python -m
+        server.bot``): never rated, no matchmaking, no tournaments."""
+        try:
+            body = await json_body(request)
+            raw = body.get("level", "basic")
+            if raw not in tuple(str(level) for level in Level):
+                raise ProtocolError(ErrorCode.BAD_FIELD,
+                                    "field 'level' must be random, basic or strong",
+                                    field="level")
+            issued = await self.accounts.bot(str(raw))
+        except ProtocolError as exc:
+            return error_response(exc)
+        return web.json_response(issued.to_dict())
+
+    # --- shutdown ----------------------------------------------------------------------------
+
+    async def stop(self) -> None:
+        self._closing = True
+        tasks = [g.task for g in self.games.values() if g.task is not None]
+        for task in tasks:
+            task.cancel()
+        if tasks:
+            await asyncio.gather(*tasks, return_exceptions=True)
+        if self._executor is not None:
+            self._executor.shutdown(wait=False, cancel_futures=True)
+            self._executor = None

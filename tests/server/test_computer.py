@@ -1,0 +1,223 @@
+"""Playing the computer over real sockets: ``play_computer`` from the lobby (unrated, says
+why), the limits, bots kept out of matchmaking and tournaments, a stalled bot forfeits, and
+bot against bot at each level (legal plays only, the cube offered and answered)."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any
+
+import pytest
+from server_helpers import StartServer, connect, default_decision, register, scripted
+
+from server.bot import player as bot_player
+from server.bot.player import BotPlayer, GameLog
+from server.bot.strategy import Level
+from server.client import Client, Format, http_base
+from server.client.connection import post_json
+
+
+async def test_a_human_plays_the_computer_from_the_lobby_unrated(
+    start_server: StartServer,
+) -> None:
+    server = await start_server(dice_factory=scripted(3))
+    token = await register(server, "human")
+    human = await connect(server, token)
+    answer = await human.request({"type": "play_computer", "level": "basic"})
+    assert answer["type"] == "computer_game", answer
+    table = answer["table"]
+    assert answer["level"] == "basic" and answer["bot"].startswith("bot-basic-")
+    start = await human.expect("game_start", table=table)
+    assert start["rating"] == {"rated": False, "ladder": None, "boosted": False,
+                               "unrated_reason": "bot"}
+    seats = start["state"]["seats"]
+    side = 0 if seats[0]["player"] == "human" else 1
+    assert seats[1 - side]["bot"] is True and seats[side]["bot"] is False
+
+    # The human answers only its own decisions; the bot plays the other side by itself.
+    over = await _play_side(human, table, side, start)
+    assert over["rating"]["rated"] is False and over["rating"]["unrated_reason"] == "bot"
+    assert over["reason"] in ("normal", "drop")
+    await asyncio.sleep(0.2)
+    assert human.of_type("rating") == [] and human.of_type("error") == []
+    for _ in range(100):  # the bot leaves and its game is counted off
+        if not _computer(server).games:
+            break
+        await asyncio.sleep(0.05)
+    assert _computer(server).games == {}
+    await human.close()
+
+
+async def _play_side(human: Any, table: str, side: int, start: dict[str, Any],
+                     max_messages: int = 4000) -> dict[str, Any]:
+    """The human's scripted client: answer each decision awaited from ``side`` (default
+    decisions), from ``start`` (the game_start already read) until ``game_over``; the
+    computer plays the other side by itself."""
+    acted = -1
+    message = start
+    for _ in range(max_messages):
+        if message.get("table") != table:
+            continue
+        assert message.get("type") != "error", message
+        if message["type"] == "game_over":
+            return dict(message)
+        state = message.get("state")
+        if not isinstance(state, dict) or state["status"] != "playing" or "v" not in message:
+            continue
+        game = state["game"]
+        if game["to_act"] == side and message["v"] > acted:
+            acted = message["v"]
+            await human.send({**default_decision(game), "table": table})
+        message = await human.next(30.0)
+    raise AssertionError("no game_over")
+
+
+def _computer(server: Any) -> Any:
+    from server.app import COMPUTER
+
+    return server.app[COMPUTER]
+
+
+async def test_bot_games_are_limited_per_player_and_per_node(start_server: StartServer) -> None:
+    server = await start_server(bot_games_per_player=1, bot_games_per_node=2)
+    one = await connect(server, await register(server, "first"))
+    first = await one.request({"type": "play_computer", "level": "random"})
+    assert first["type"] == "computer_game"
+    await one.send({"type": "leave", "table": first["table"]})
+    await one.expect("game_over", table=first["table"])
+    again = await one.request({"type": "play_computer", "level": "random"})
+    assert again["type"] == "error" and again["code"] == "too_many_bot_games"
+
+    for _ in range(100):  # the bot finds its game over (it ended before it connected)
+        if not _computer(server).games:
+            break
+        await asyncio.sleep(0.05)
+    assert _computer(server).games == {}
+    full = await start_server(bot_games_per_node=0)
+    two = await connect(full, await register(full, "second"))
+    refused = await two.request({"type": "play_computer"})
+    assert refused["type"] == "error" and refused["code"] == "too_many_bot_games"
+    await one.close()
+    await two.close()
+
+
+async def test_bot_accounts_are_marked_and_kept_out_of_pools_and_tournaments(
+    start_server: StartServer,
+) -> None:
+    server = await start_server()
+    status, body = await post_json(http_base(server.ws_url) + "/api/bot", {"level": "strong"})
+    assert status == 200 and body["bot"] is True and body["player"].startswith("bot-strong-")
+    bot = await Client.connect(server.ws_url, body["token"])
+    assert bot.welcome is not None and bot.welcome.is_bot
+    status, me = await _get_me(server.ws_url, body["token"])
+    assert status == 200 and me["bot"] is True
+    assert await _refused(bot, {"type": "queue", "pool": "boosted"}) == "bot_not_allowed"
+    assert await _refused(bot, {"type": "create_table", "mode": "tournament",
+                                "tournament_id": "t1"}) == "bot_not_allowed"
+    assert await _refused(bot, {"type": "play_computer"}) == "bot_not_allowed"
+    bad_status, bad = await post_json(http_base(server.ws_url) + "/api/bot", {"level": "god"})
+    assert bad_status == 400 and bad["error"]["field"] == "level"
+    await bot.close()
+
+
+async def _refused(client: Client, message: dict[str, Any]) -> str:
+    from server.client import RequestFailed
+
+    try:
+        await client.request(message)
+    except RequestFailed as exc:
+        return exc.code
+    return "accepted"
+
+
+async def _get_me(url: str, token: str) -> tuple[int, dict[str, Any]]:
+    import aiohttp
+
+    async with aiohttp.ClientSession() as http, http.get(
+        http_base(url) + "/api/me", headers={"Authorization": f"Bearer {token}"}
+    ) as resp:
+        return resp.status, dict(await resp.json())
+
+
+async def test_a_stalled_bot_forfeits_and_the_node_goes_on(
+    start_server: StartServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def slow(*args: Any) -> Any:
+        time.sleep(0.5)
+        return None
+
+    monkeypatch.setattr(bot_player, "choose", slow)
+    server = await start_server(bot_decision_timeout=0.1, bot_workers=0)
+    human = await connect(server, await register(server, "patient"))
+    answer = await human.request({"type": "play_computer", "level": "strong"})
+    table = answer["table"]
+    start = await human.expect("game_start", table=table)
+    seats = start["state"]["seats"]
+    side = 0 if seats[0]["player"] == "patient" else 1
+    over = await _play_side(human, table, side, start)
+    assert over["winner_side"] == side and over["reason"] == "leave"
+    pong = await human.request({"type": "ping"})
+    assert pong["type"] == "pong"
+    await human.close()
+
+
+# --- bot against bot ---------------------------------------------------------------------
+
+GAMES = 20
+
+
+async def _bot_game(url: str, levels: tuple[Level, Level], seed: int) -> tuple[GameLog, GameLog]:
+    first = await Client.connect(url, guest=True, fmt=Format.MSGPACK,
+                                 headers={"X-Forwarded-For": f"10.88.0.{seed % 250 + 1}"})
+    second = await Client.connect(url, guest=True, fmt=Format.JSON,
+                                  headers={"X-Forwarded-For": f"10.89.0.{seed % 250 + 1}"})
+    try:
+        table = await first.create_table("private")
+        await second.join(table)
+        logs = await asyncio.gather(
+            BotPlayer(first, levels[0], seed=seed).play_table(table, idle_timeout=60),
+            BotPlayer(second, levels[1], seed=seed + 1).play_table(table, idle_timeout=60),
+        )
+        return logs[0], logs[1]
+    finally:
+        await first.close()
+        await second.close()
+
+
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize("level", [Level.RANDOM, Level.BASIC, Level.STRONG])
+async def test_bot_against_bot_twenty_games_legal_plays_and_the_cube(
+    start_server: StartServer, level: Level
+) -> None:
+    # The strong bot meets the basic one: it is the slow side, and one of it is enough.
+    server = await start_server()
+    opponent = Level.BASIC if level is Level.STRONG else level
+    gate = asyncio.Semaphore(5)
+
+    async def one(seed: int) -> tuple[GameLog, GameLog]:
+        async with gate:
+            return await _bot_game(server.ws_url, (level, opponent), 1000 * seed + 7)
+
+    results = await asyncio.gather(*(one(n) for n in range(GAMES)))
+    finals = [a.final for a, _ in results]
+    assert all(f is not None and f["type"] == "game_over" for f in finals)
+    assert {f["reason"] for f in finals if f is not None} <= {"normal", "drop"}
+    # Legal plays only: the server refused nothing the bots sent.
+    assert [e for a, b in results for e in a.errors + b.errors] == []
+    doubles = sum(a.doubles + b.doubles for a, b in results)
+    answers = sum(sum(a.answers.values()) + sum(b.answers.values()) for a, b in results)
+    assert doubles > 0 and answers == doubles
+
+
+async def test_the_command_line_bot_plays_the_servers_bot(
+    start_server: StartServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from server.bot.__main__ import parse_args, run
+
+    server = await start_server()
+    args = parse_args(["--level", "basic", "--url", server.ws_url, "--against", "random",
+                       "--games", "2", "--seed", "3"])
+    assert await run(args) == 0
+    out = capsys.readouterr().out
+    assert out.count("game_over") == 2 and "won" in out
