@@ -10,6 +10,7 @@ Everything else (name, dependencies, packages) is in pyproject.toml. See docs/wi
 
 from __future__ import annotations
 
+import hashlib
 import os
 import shutil
 import sys
@@ -43,4 +44,14 @@ def ext_modules() -> list[Any]:
     return list(extensions)
 
 
-setup(ext_modules=ext_modules())
+extensions = ext_modules()
+setup(ext_modules=extensions)
+if extensions:
+    # What the compiled module was built from (server/rules/build.py ignores an extension
+    # whose source has changed since). Written next to the sources (in-place and editable
+    # builds); a wheel without it trusts its extension.
+    for source in COMPILED:
+        with open(source, "rb") as compiled:
+            digest = hashlib.sha256(compiled.read()).hexdigest()
+        with open(source[:-3] + ".build", "w", encoding="ascii") as stamp:
+            stamp.write(digest + "\n")
