@@ -65,3 +65,24 @@ def test_rules_tests_pass_in_the_other_build(tmp_path: Path) -> None:
     assert where.endswith(".py") == COMPILED, where  # the other build really runs
     _run([sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider",
           "tests/rules", "--ignore", "tests/rules/test_rules_builds.py"], tmp_path, env, 800)
+
+
+@pytest.mark.timeout(300)
+def test_a_stale_compiled_module_is_not_loaded(tmp_path: Path) -> None:
+    """A ``moves.py`` changed since the extension was built runs as the ``.py`` (the stamp
+    ``moves.build`` no longer matches), not as the old compiled code."""
+    if not COMPILED or not (ROOT / "server" / "rules" / "moves.build").exists():
+        pytest.skip("no stamped compiled build here")
+    shutil.copytree(ROOT / "server", tmp_path / "server",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(ROOT / "rating_plugin", tmp_path / "rating_plugin",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    env = dict(os.environ, PYTHONPATH=str(tmp_path))
+    probe = "import server.rules as r, server.rules.moves as m; print(r.MOVES_BUILD, m.__file__)"
+    fresh = _run([sys.executable, "-c", probe], tmp_path, env, 60).split()
+    assert fresh[0] == "compiled" and not fresh[1].endswith(".py")
+    with (tmp_path / "server" / "rules" / "moves.py").open("a", encoding="utf-8") as f:
+        f.write("\n# changed after the build\n")
+    stale = _run([sys.executable, "-c", probe], tmp_path, env, 60).strip().split(maxsplit=1)
+    assert stale[0] == "pure" and stale[1].endswith("(stale build) " + str(
+        tmp_path / "server" / "rules" / "moves.py")), stale
