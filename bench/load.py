@@ -65,6 +65,8 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
+from server.protocol.lean import apply_event
+
 ROOT = Path(__file__).resolve().parent.parent
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 PAGE = os.sysconf("SC_PAGE_SIZE")
@@ -139,6 +141,7 @@ class Bot:
     address: str
     ws: Any = None  # a server.client.Client
     pending: float | None = None  # send time of the command awaiting its event
+    state: dict[str, Any] | None = None  # the table state, kept from either event form
     inbox: asyncio.Queue[dict[str, Any]] = field(default_factory=asyncio.Queue)
 
 
@@ -185,6 +188,8 @@ class Worker:
         self._addresses = itertools.count(1)
         self._background: set[asyncio.Task[Any]] = set()
         self.think = 0.0
+        self.think_max = 0.0
+        self.protocol = 1
         self.window = (0.0, 0.0)
 
     async def run(self) -> None:
@@ -223,6 +228,7 @@ class Worker:
             url, token, fmt=self.fmt, headers={"X-Forwarded-For": address},
             auto_reconnect=False, queue_events=False, track_tables=False,
             on_message=on_message, request_timeout=30.0, ping_interval=None,
+            protocol=self.protocol,
         )
 
     async def _connect(self, url: str, token: str | None, address: str) -> Any:
@@ -336,8 +342,9 @@ class Worker:
 
     # --- games -----------------------------------------------------------------------
 
-    async def op_games_connect(self, url: str, fmt: str) -> dict[str, Any]:
+    async def op_games_connect(self, url: str, fmt: str, protocol: int = 1) -> dict[str, Any]:
         self.fmt = fmt
+        self.protocol = protocol  # 2: the change-only events (PROTOCOL.md §5.1)
 
         async def open_bot(slot: Slot, bot: Bot) -> None:
             bot.ws = await self._client(url, bot.token, bot.address, bot.inbox.put_nowait)
@@ -347,9 +354,10 @@ class Worker:
         return {"open": len(bots)}
 
     async def op_games_run(self, start: float, measure_from: float, measure_to: float,
-                           end: float, think: float) -> dict[str, Any]:
+                           end: float, think: float, think_max: float = 0.0) -> dict[str, Any]:
         self.stop_at = measure_to
         self.think = think
+        self.think_max = think_max
         self.window = (measure_from, measure_to)
         readers = [
             asyncio.create_task(self._read(slot, bot)) for slot in self.slots for bot in slot.bots
@@ -404,7 +412,8 @@ class Worker:
                 received = await bot.inbox.get()
                 for target, message in self._on_message(slot, bot, received):
                     if self.think and message["type"] in ("roll", "play"):
-                        await asyncio.sleep(self.think)
+                        await asyncio.sleep(self.rng.uniform(self.think, self.think_max)
+                                            if self.think_max > self.think else self.think)
                     if message["type"] in ("roll", "play"):
                         if time.monotonic() >= self.stop_at:
                             continue
@@ -416,12 +425,14 @@ class Worker:
         kind = msg.get("type")
         now = time.monotonic()
         stats = self.stats
+        if "v" in msg and ("state" in msg or "changes" in msg):
+            bot.state = apply_event(bot.state, msg)
         if kind in ("rolled", "moved"):
             if msg.get("side") == bot.side and bot.pending is not None:
                 stats.moves.append((now, now - bot.pending))
                 if kind == "moved":
                     stats.plays.append(now)
-                    game = msg["state"]["game"]
+                    game = None if bot.state is None else bot.state["game"]
                     if game is not None and game["phase"] == "over":
                         slot.ended_at, slot.final_sent = now, bot.pending
                 bot.pending = None
@@ -458,7 +469,7 @@ class Worker:
 
     def _act(self, slot: Slot, bot: Bot,
              msg: dict[str, Any]) -> Iterator[tuple[Bot, dict[str, Any]]]:
-        state = msg.get("state")
+        state = bot.state
         if not state or state.get("status") != "playing":
             return
         game = state.get("game")
@@ -586,7 +597,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     result: dict[str, Any] = {"games": games, "clients": clients, "format": args.format,
                               "hardening": args.hardening,
                               "duration": args.duration, "warmup": args.warmup,
-                              "think_ms": args.think * 1000}
+                              "think_ms": args.think * 1000,
+                              "think_max_ms": max(args.think, args.think_max) * 1000,
+                              "protocol": args.protocol}
     try:
         if args.redis_url:
             redis_url = args.redis_url
@@ -682,7 +695,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 
         # The games.
         say(args, f"games: connecting {2 * games} players ...")
-        pool.call("games_connect", {"url": ws_url, "fmt": args.format}, timeout=300)
+        pool.call("games_connect", {"url": ws_url, "fmt": args.format,
+                                    "protocol": args.protocol}, timeout=300)
         start = time.monotonic() + 0.5
         times = {"start": start, "measure_from": start + args.warmup,
                  "measure_to": start + args.warmup + args.duration}
@@ -690,7 +704,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         say(args, f"games: {games} concurrent, warm-up {args.warmup:.0f}s, "
                   f"measuring {args.duration:.0f}s ...")
         for conn in pool.conns:
-            conn.send({"op": "games_run", "args": dict(times, think=args.think)})
+            conn.send({"op": "games_run", "args": dict(times, think=args.think,
+                                                       think_max=args.think_max)})
         groups = {"server": [server.pid], "clients": pool.pids}
         if redis_pid is not None:
             groups["redis"] = [redis_pid]
@@ -909,6 +924,12 @@ def main(argv: list[str] | None = None) -> int:
                         help="wire format of the bots")
     parser.add_argument("--think", type=float, default=0.0,
                         help="seconds a bot waits before each decision (default 0: full speed)")
+    parser.add_argument("--think-max", type=float, default=0.0,
+                        help="with it, each pause is uniform in [--think, --think-max] "
+                             "(human pace: --think 2 --think-max 5)")
+    parser.add_argument("--protocol", type=int, choices=(1, 2), default=2,
+                        help="table-event form of the bots: 1 full state, 2 change-only "
+                             "(default)")
     parser.add_argument("--decision-time", type=float, default=3600.0,
                         help="the server's move clock, seconds (generous: bots never time out)")
     parser.add_argument("--redis-url", default=None,

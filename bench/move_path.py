@@ -64,6 +64,7 @@ class Player:
     side: int
     conn: Any = None
     inbox: list[bytes] = field(default_factory=list)
+    state: dict[str, Any] | None = None  # kept from either event form
 
 
 async def run(args: argparse.Namespace) -> dict[str, float]:
@@ -81,7 +82,8 @@ async def run(args: argparse.Namespace) -> dict[str, float]:
     from server.lobby import Lobby
     from server.persistence import Persistence
     from server.protocol.codec import WireFormat
-    from server.rules import SecretDice
+    from server.protocol.lean import apply_event
+    from server.rules import DiceSource, SecretDice
     from server.session import Accepted, Session
     from server.ws import session_limits
 
@@ -94,8 +96,17 @@ async def run(args: argparse.Namespace) -> dict[str, float]:
     keys = Keys(prefix)
     persistence = Persistence(redis, keys, settings)
     hub = Hub(settings.max_send_buffer)
+    dice_rng = random.Random(args.seed + 1)
+
+    class SeededDice:
+        """Repeatable dice (``--seeded``): the same games, so instruction counts repeat."""
+
+        def roll_die(self) -> int:
+            return dice_rng.randint(1, 6)
+
+    dice: type[DiceSource] = SeededDice if args.seeded else SecretDice
     lobby = Lobby(settings, persistence, NodeBus(redis, keys, settings.node_id), hub,
-                  RatingStore(redis, prefix), SecretDice)
+                  RatingStore(redis, prefix), dice)
     persistence.start()
     loop = asyncio.get_running_loop()
     limits = session_limits(settings)
@@ -117,7 +128,8 @@ async def run(args: argparse.Namespace) -> dict[str, float]:
         pair = (Player(0), Player(1))
         for player in pair:
             name = f"p{g}x{player.side}"
-            session = Session(limits, now=loop.time(), fmt=WireFormat.MSGPACK, player=name)
+            session = Session(limits, now=loop.time(), fmt=WireFormat.MSGPACK, player=name,
+                              protocol=args.protocol)
             conn = Connection(_OpenSocket(), session,  # type: ignore[arg-type]
                               f"10.{g // 250}.{g % 250}.{player.side + 1}", _Sink(player.inbox))
             conn.identity = Identity(name, name, False)
@@ -167,7 +179,11 @@ async def run(args: argparse.Namespace) -> dict[str, float]:
                             await new_table(index)
                             progressed = True
                             break
-                        state = message.get("state")
+                        if "v" in message:
+                            player.state = apply_event(player.state, message)
+                        state = player.state
+                        if message.get("type") not in ("rolled", "moved", "game_start"):
+                            continue
                         if not state or state.get("status") != "playing":
                             continue
                         game = state["game"]
@@ -208,6 +224,10 @@ def main(argv: list[str] | None = None) -> int:
                         help="use this Redis (a fresh key prefix, deleted after); "
                              "default: an embedded redis-server")
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--seeded", action="store_true",
+                        help="dice from --seed (repeatable, for callgrind) instead of secrets")
+    parser.add_argument("--protocol", type=int, choices=(1, 2), default=2,
+                        help="table-event form of the players: 1 full state, 2 change-only")
     args = parser.parse_args(argv)
     result = asyncio.run(run(args))
     print(f"{result['cpu_per_move_us']:.1f} µs of CPU per move in Session.receive + "

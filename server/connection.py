@@ -95,7 +95,7 @@ class Connection:
 
     async def send(self, message: dict[str, Any]) -> None:
         """Encode in this socket's format and write (for one-off replies)."""
-        self.write_frame(Outgoing(message).wire(self.format))
+        self.write_frame(Outgoing(message).wire(self.format, self.session.lean))
 
     async def close(self, code: int, reason: str) -> None:
         if self.closed and self.ws.closed:
@@ -219,7 +219,8 @@ class Hub:
             log.info("dropping slow consumer %s (%s)", conn.id, conn.player)
             conn.abort()
             return
-        transport.write(out.wire(conn.session.format))
+        session = conn.session
+        transport.write(out.wire(session.format, session.lean))
 
     def push_player(self, player: str, out: Outgoing) -> bool:
         """Write ``out`` to every socket of ``player`` here; False when there is none."""

@@ -80,6 +80,7 @@ class Actor:
     address: str
     node: str
     conn: str
+    lean: bool = False  # the socket reads change-only table events (protocol 2)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -90,13 +91,14 @@ class Actor:
             player=str(data["player"]), name=str(data["name"]),
             is_guest=bool(data["is_guest"]), address=str(data["address"]),
             node=str(data["node"]), conn=str(data["conn"]),
+            lean=bool(data.get("lean", False)),
         )
 
 
 def message_to_dict(msg: Message) -> dict[str, Any]:
     """A parsed message back in wire form (for forwarding to the owner node)."""
     out: dict[str, Any] = {"type": msg.TYPE}
-    for name in msg.__dataclass_fields__:
+    for name in msg.__struct_fields__:
         value = getattr(msg, name)
         if value is None:
             continue
@@ -200,7 +202,8 @@ class Lobby:
             if node == self.node_id:
                 self.hub.push_player(player, out)
             else:
-                self.bus.send(node, {"op": "deliver", "player": player, "frame": out.obj})
+                self.bus.send(node, {"op": "deliver", "player": player, "frame": out.obj,
+                                     "lean": out.lean})
 
     def deliver_conns(self, conns: Iterable[tuple[str, str]], out: Outgoing) -> None:
         """Send ``out`` to the sockets ``(node, conn id)``; one bus message per other node."""
@@ -211,7 +214,8 @@ class Lobby:
             else:
                 remote.setdefault(node, []).append(conn)
         for node, ids in remote.items():
-            self.bus.send(node, {"op": "deliver", "conns": ids, "frame": out.obj})
+            self.bus.send(node, {"op": "deliver", "conns": ids, "frame": out.obj,
+                                 "lean": out.lean})
 
     def reply(self, actor: Actor, message: dict[str, Any]) -> None:
         """Answer the socket a command came from."""
@@ -405,7 +409,8 @@ class Lobby:
             identity = conn.identity
             assert identity is not None
             actor = conn.actor = Actor(identity.player, identity.name, identity.is_guest,
-                                       conn.address, self.node_id, conn.id)
+                                       conn.address, self.node_id, conn.id,
+                                       conn.session.lean)
         return actor
 
     async def on_connect(self, conn: Connection, identity: Identity) -> None:
@@ -715,7 +720,8 @@ class Lobby:
             frame = payload.get("frame")
             if not isinstance(frame, dict):
                 return
-            out = Outgoing(frame)
+            lean = payload.get("lean")
+            out = Outgoing(frame, lean if isinstance(lean, dict) else None)
             player = payload.get("player")
             if isinstance(player, str) and frame.get("type") in RATING_EVENTS:
                 self.push_rating_here(player, frame)

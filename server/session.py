@@ -22,6 +22,9 @@ arriving with the bucket empty is refused (``rate_limited``) and not handled; af
 ``flood_close_after`` refusals in a row the session asks to close with 1008 (policy violation).
 Refused frames of any kind count: a flood of garbage is still a flood.
 
+Event form: ``protocol`` 1 (full-state table events) or 2 (change-only), from ``?protocol=``
+at connect time or the ``protocol`` field of ``hello``; see ``server.protocol.lean``.
+
 Format: replies follow the client's choice, which is the kind of its latest frame (text = JSON,
 binary = msgpack). Until the first frame, the format asked for at connect time is used.
 """
@@ -33,7 +36,15 @@ from enum import StrEnum
 
 from server.protocol.codec import WireFormat, decode
 from server.protocol.errors import ErrorCode, ProtocolError
-from server.protocol.messages import Hello, Message, Ping, parse_message, ref_of
+from server.protocol.lean import PROTOCOL_LEAN
+from server.protocol.messages import (
+    Hello,
+    Message,
+    Ping,
+    decode_typed,
+    parse_message,
+    ref_of,
+)
 
 CLOSE_POLICY_VIOLATION = 1008
 
@@ -100,8 +111,8 @@ Outcome = Accepted | Refused | CloseConnection
 class Session:
     """One connection's protocol state. Not thread-safe; one event loop drives it."""
 
-    __slots__ = ("_bucket", "_refused_in_row", "auth_deadline", "format", "limits", "player",
-                 "state")
+    __slots__ = ("_bucket", "_refused_in_row", "auth_deadline", "format", "lean", "limits",
+                 "player", "protocol", "state")
 
     def __init__(
         self,
@@ -110,9 +121,12 @@ class Session:
         now: float,
         fmt: WireFormat = WireFormat.JSON,
         player: str | None = None,
+        protocol: int = PROTOCOL_LEAN,
     ) -> None:
         self.limits = limits
         self.format = fmt
+        self.protocol = protocol
+        self.lean = protocol == PROTOCOL_LEAN  # table events in the change-only form
         self.player = player
         self.state = SessionState.READY if player is not None else SessionState.AWAITING_AUTH
         self.auth_deadline = now + limits.auth_timeout
@@ -142,12 +156,14 @@ class Session:
                 )
             )
         self._refused_in_row = 0
-        obj = None
-        try:
-            obj = decode(payload, self.format)
-            message = parse_message(obj)
-        except ProtocolError as exc:
-            return Refused(exc, ref_of(obj))
+        message = decode_typed(payload, binary=binary)
+        if message is None:  # not the usual frame: judged field by field, for the error
+            obj = None
+            try:
+                obj = decode(payload, self.format)
+                message = parse_message(obj)
+            except ProtocolError as exc:
+                return Refused(exc, ref_of(obj))
         if self.state is SessionState.AWAITING_AUTH:
             if not isinstance(message, Hello | Ping):
                 return Refused(
@@ -163,6 +179,11 @@ class Session:
                 message.ref,
             )
         return Accepted(message)
+
+    def use_protocol(self, protocol: int) -> None:
+        """The event form this socket asked for (PROTOCOL.md §5.1)."""
+        self.protocol = protocol
+        self.lean = protocol == PROTOCOL_LEAN
 
     def authenticate(self, player: str) -> None:
         """The shell resolved a token to ``player``; the session accepts every message now."""

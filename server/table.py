@@ -55,6 +55,7 @@ from server.accounts import is_bot_id
 from server.logs import game_id as log_game_id
 from server.protocol.codec import Outgoing, WireFormat
 from server.protocol.errors import ErrorCode, ProtocolError
+from server.protocol.lean import apply_event, full_form, state_changes
 from server.protocol.messages import (
     GAME_ACTIONS,
     AcceptResign,
@@ -198,7 +199,14 @@ class Table:
         self._next_game: asyncio.TimerHandle | None = None
         self._clock_token: tuple[int, int, Phase] | None = None
         self._clock_due: float | None = None  # loop time the current decision's clock runs out
-        self._last_state: dict[str, Any] | None = None
+        self._last_state: dict[str, Any] | None = None  # the state of the latest event
+        # The state after the event just before ``recent[0]`` (None: no state yet): the full
+        # form of the recent events is rebuilt from it for a sync.
+        self._base_state: dict[str, Any] | None = None
+        # Top-level state keys the next lean event sends whole: a full state handed out
+        # between two events (sync, resume, watch) may differ from the latest event's there.
+        self._forced: set[str] = set()
+        self._game_starts: list[int] = []  # versions of the game_start events
         self._snapshot_status: TableStatus | None = None
         self._seats_state: list[dict[str, Any] | None] | None = None  # see _seats_dicts
         self._plan_state: dict[str, Any] | None = None
@@ -307,14 +315,39 @@ class Table:
         broadcast: bool = True,
     ) -> Outgoing:
         self.version += 1
-        obj: dict[str, Any] = {"type": kind, "table": self.id, "v": self.version}
-        obj.update(fields)
+        head: dict[str, Any] = {"type": kind, "table": self.id, "v": self.version}
+        head.update(fields)
         if with_state:
+            # Both forms (PROTOCOL.md §5.1): the full one carries the whole state, the lean
+            # one what changed since the previous state-carrying event (a game's start: all).
             self._sync_clock()
-            obj["state"] = self._last_state = self.state()
-        out = Outgoing(obj)
-        packed = out.frame(WireFormat.MSGPACK)
-        self.recent.append((self.version, packed))
+            state = self.state()
+            before = self._last_state
+            obj = dict(head)
+            obj["state"] = state
+            changes = None if kind == "game_start" else state_changes(before, state,
+                                                                       self._forced)
+            if changes is None:
+                lean = obj
+            else:
+                lean = head
+                head["changes"] = changes
+            if self._forced:
+                self._forced = set()
+            if kind == "game_start":
+                self._game_starts.append(self.version)
+            self._last_state = state
+        else:
+            obj = lean = head
+        out = Outgoing(obj, None if lean is obj else lean)
+        # The log (in memory and in Redis) keeps the lean form; the full form is rebuilt from
+        # it for a sync (see _events_in_form).
+        packed = out.frame(WireFormat.MSGPACK, True)
+        recent = self.recent
+        if len(recent) == recent.maxlen:
+            _, oldest = recent.popleft()
+            self._base_state = apply_event(self._base_state, msgpack.unpackb(oldest))
+        recent.append((self.version, packed))
         persistence = self.lobby.persistence
         persistence.append_event(self.id, packed)
         # A new status (open, playing, finished) must reach the snapshot at once: other
@@ -547,7 +580,7 @@ class Table:
         self.watchers[key] = actor.player
         self.lobby.reply(actor, {
             "type": "watching", "table": self.id, "v": self.version, "ref": msg.ref,
-            "summary": self.summary(), "state": self.state(),
+            "summary": self.summary(), "state": self._handout(),
         })
 
     def unwatch(self, node: str, conn: str) -> None:
@@ -561,25 +594,64 @@ class Table:
             events = []
         elif recent and recent[0][0] <= since + 1:
             events = [msgpack.unpackb(packed) for v, packed in recent if v > since]
+            if not actor.lean:
+                events = self._full_events(events)
         else:
+            # From the Redis log; the full form is rebuilt from the start of the game.
+            start = since
+            if not actor.lean:
+                start = max((v - 1 for v in self._game_starts if v <= since + 1), default=since)
             try:
-                events = await self.lobby.persistence.events_since(self.id, since)
+                events = await self.lobby.persistence.events_since(self.id, start)
             except (RedisError, OSError) as exc:
                 raise ProtocolError(ErrorCode.UNAVAILABLE, "Redis is unavailable") from exc
             events = [e for e in events if e["v"] <= self.version]
+            if not actor.lean:
+                events = [e for e in self._full_events(events) if e["v"] > since]
         complete = not events or events[0]["v"] == since + 1 or since == self.version
         self.lobby.reply(actor, {
             "type": "sync", "table": self.id, "ref": msg.ref, "since": msg.since,
-            "v": self.version, "complete": complete, "events": events,
-            "summary": self.summary(), "state": self.state(),
+            "v": self.version, "complete": complete,
+            "events": events,
+            "summary": self.summary(), "state": self._handout(),
         })
+
+    def _handout(self) -> dict[str, Any]:
+        """The full state for a ``sync``, ``resume`` or ``watching`` answer. Where it differs
+        from the latest event's state, the next lean event sends that part whole, so that
+        clients holding either state end up with the same one."""
+        state = self.state()
+        last = self._last_state
+        if last is not None:
+            self._forced.update(k for k, v in state.items() if last.get(k) != v)
+        return state
+
+    def _full_events(self, events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """``events`` (lean, in order) in the full form. From the memory log they are rebuilt
+        from the state before it; from the Redis log, from the first event that carries a
+        whole state (a game's start; change-only events before it keep no state)."""
+        state: dict[str, Any] | None = None
+        if events and self.recent and events[0]["v"] >= self.recent[0][0]:
+            state = self._base_state
+            for v, packed in self.recent:
+                if v >= events[0]["v"]:
+                    break
+                state = apply_event(state, msgpack.unpackb(packed))
+        out: list[dict[str, Any]] = []
+        for event in events:
+            try:
+                state = apply_event(state, event)
+            except ValueError:
+                state = None
+            out.append(full_form(event, state))
+        return out
 
     def _resume_message(self, player: str) -> dict[str, Any]:
         side = self.side_of(player)
         return {
             "type": "resume", "table": self.id, "v": self.version,
             "side": None if side is None else int(side),
-            "summary": self.summary(), "state": self.state(),
+            "summary": self.summary(), "state": self._handout(),
         }
 
     # --- presence -------------------------------------------------------------------------
@@ -803,6 +875,7 @@ class Table:
             # Every event is in the table's Redis log now; a finished table lingers for a
             # while, and sync reads the log instead of holding the events in memory.
             self.recent.clear()
+            self._base_state = self._last_state
         pushes: list[tuple[str, dict[str, Any]]] = []
         note: dict[str, Any] | None = None
         try:

@@ -28,6 +28,7 @@ from server.lobby import Lobby, error_message
 from server.matchmaker import Matchmaker
 from server.protocol.codec import Outgoing, WireFormat
 from server.protocol.errors import ErrorCode, ProtocolError
+from server.protocol.lean import PROTOCOL_LEAN, PROTOCOLS
 from server.protocol.messages import MATCHMAKING_MESSAGES, Hello, PlayComputer
 from server.session import Accepted, CloseConnection, Refused, Session, SessionLimits
 
@@ -37,6 +38,8 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 CLOSE_POLICY_VIOLATION = 1008
+DEFAULT_PROTOCOL = PROTOCOL_LEAN
+"""The table-event form of a socket that does not say (PROTOCOL.md §5.1)."""
 WRITER_LIMIT = 1 << 62
 """aiohttp awaits a drain after this many bytes; effectively never (see connection.py)."""
 
@@ -48,6 +51,13 @@ def bearer_token(header: str | None) -> str | None:
     if scheme.lower() != "bearer" or not token.strip():
         return None
     return token.strip()
+
+
+def requested_protocol(value: str | None) -> int:
+    """The event form asked for with ``?protocol=`` (1 or 2); the server's default otherwise."""
+    if value is not None and value.strip().isdigit() and int(value) in PROTOCOLS:
+        return int(value)
+    return DEFAULT_PROTOCOL
 
 
 def session_limits(settings: Settings) -> SessionLimits:
@@ -66,6 +76,7 @@ def welcome_message(identity: Identity, conn: Connection, settings: Settings,
         "ref": ref,
         **identity.to_dict(),
         "format": str(conn.format),
+        "protocol": conn.session.protocol,
         "node": settings.node_id,
         "server_time": time.time(),
         "limits": {
@@ -130,7 +141,8 @@ class SocketHandler:
         )
         await ws.prepare(request)
         loop = asyncio.get_running_loop()
-        session = Session(self.limits, now=loop.time(), fmt=fmt)
+        session = Session(self.limits, now=loop.time(), fmt=fmt,
+                          protocol=requested_protocol(request.query.get("protocol")))
         conn = Connection(ws, session, address, request.transport)
         self.hub.add(conn)
         metrics = self.lobby.metrics
@@ -204,6 +216,8 @@ class SocketHandler:
                 if isinstance(outcome, Accepted):
                     message = outcome.message
                     if isinstance(message, Hello):
+                        if message.protocol is not None:
+                            session.use_protocol(message.protocol)
                         live = await self.accounts.resolve_live(message.token)
                         if live is None:
                             err = ProtocolError(ErrorCode.AUTH_FAILED,

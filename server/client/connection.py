@@ -46,6 +46,7 @@ from server.client.wire import (
     encode,
     parse_event,
 )
+from server.protocol.lean import PROTOCOL_LEAN, apply_event
 
 log = logging.getLogger(__name__)
 
@@ -153,6 +154,8 @@ class Client:
         on_message: Callable[[Message], None] | None = None,
         track_tables: bool = True,
         ping_interval: float | None = 20.0,
+        protocol: int = PROTOCOL_LEAN,
+        full_states: bool = True,
     ) -> None:
         self.url = url
         self.token = token
@@ -167,6 +170,12 @@ class Client:
         self.on_message = on_message
         self.track_tables = track_tables
         self.ping_interval = ping_interval
+        # The table-event form asked for (PROTOCOL.md §5.1): 2, change-only (the default),
+        # or 1, the whole state in every event. In form 2 the client keeps each table's
+        # state by applying the changes; with ``full_states`` each change-only event it
+        # hands on also carries that state under ``state``, as form 1 would have sent it.
+        self.protocol = protocol
+        self.full_states = full_states
         self.ws: ClientConnection | None = None
         self.welcome: Welcome | None = None
         self.player = ""
@@ -212,9 +221,11 @@ class Client:
         return client
 
     def _ws_url(self) -> str:
+        url = self.url
         if self.format is Format.MSGPACK:
-            return self.url + ("&" if "?" in self.url else "?") + "format=msgpack"
-        return self.url
+            url += ("&" if "?" in url else "?") + "format=msgpack"
+        # For a bearer-header socket (no hello): the event form, PROTOCOL.md §5.1.
+        return url + ("&" if "?" in url else "?") + f"protocol={self.protocol}"
 
     async def _open(self, *, wait_welcome: bool) -> None:
         headers = dict(self.headers)
@@ -233,7 +244,7 @@ class Client:
         self._welcomed = loop.create_future()
         self._reader = asyncio.create_task(self._read_loop(self.ws))
         if self.hello and self.token is not None:
-            await self.send({"type": "hello", "token": self.token})
+            await self.send({"type": "hello", "token": self.token, "protocol": self.protocol})
         if wait_welcome:
             waiting: set[asyncio.Future[Any]] = {self._welcomed, self._reader}
             done, _ = await asyncio.wait(
@@ -403,6 +414,10 @@ class Client:
         state = message.get("state")
         if isinstance(state, dict):
             view.state = state
+        elif "changes" in message and view.state is not None:
+            view.state = apply_event(view.state, message)
+            if self.full_states:
+                message["state"] = view.state
         kind = message.get("type")
         if kind == "seated" and message.get("player") == self.player:
             view.seated = True

@@ -16,9 +16,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import MISSING, dataclass, fields
+from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any, ClassVar
+from typing import Annotated, Any, ClassVar
+
+import msgspec
 
 from server.protocol.errors import ErrorCode, ProtocolError
 
@@ -31,6 +33,23 @@ MAX_TOURNAMENT_ID = 64
 MAX_ID = 64
 MAX_VERSION = 2**53
 MAX_POOL = 32
+
+
+# Constrained types for the one-pass decode (the same limits as the validators below).
+WireId = (Annotated[str, msgspec.Meta(max_length=MAX_ID)]
+          | Annotated[int, msgspec.Meta(ge=-MAX_VERSION, le=MAX_VERSION)])
+TableId = Annotated[str, msgspec.Meta(pattern=r"^[A-Za-z0-9_-]{1,64}\Z")]
+Token = Annotated[str, msgspec.Meta(min_length=1, max_length=MAX_TOKEN)]
+PlayText = Annotated[str, msgspec.Meta(min_length=1, max_length=MAX_PLAY)]
+Point = Annotated[int, msgspec.Meta(ge=0, le=25)]
+Steps = Annotated[tuple[tuple[Point, Point], ...], msgspec.Meta(min_length=1, max_length=4)]
+Version = Annotated[int, msgspec.Meta(ge=0, le=MAX_VERSION)]
+MatchLength = Annotated[int, msgspec.Meta(ge=0, le=255)]
+PoolName = Annotated[str, msgspec.Meta(min_length=1, max_length=MAX_POOL)]
+ProtocolVersion = Annotated[int, msgspec.Meta(ge=1, le=2)]
+ListOffset = Annotated[int, msgspec.Meta(ge=0, le=1_000_000)]  # MAX_LIST_OFFSET
+EventIds = Annotated[tuple[Annotated[str, msgspec.Meta(min_length=1, max_length=128)], ...],
+                     msgspec.Meta(min_length=1, max_length=200)]  # MAX_EVENT_ID, MAX_ACK
 
 
 class TableMode(StrEnum):
@@ -46,129 +65,114 @@ class ResignKind(StrEnum):
     BACKGAMMON = "backgammon"
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Message:
-    """Base of every client message."""
+class Message(msgspec.Struct, frozen=True, kw_only=True, tag_field="type",
+              forbid_unknown_fields=True):
+    """Base of every client message: a msgspec Struct, so a frame decodes and validates
+    into it in one pass (see ``server.protocol.codec.decode_message``). The annotated
+    constraints repeat the validators below, which give the error codes when they fail."""
 
     TYPE: ClassVar[str] = ""
-    ref: RequestId | None = None
+    ref: WireId | None = msgspec.field(default=None, name="id")
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Hello(Message):
+class Hello(Message, tag="hello", frozen=True):
     """Authenticate a socket by bearer token (browsers cannot set the Authorization header)."""
 
     TYPE: ClassVar[str] = "hello"
-    token: str
+    token: Token
+    #: The table-event form this socket wants: 1 full state, 2 change-only (PROTOCOL.md §5.1).
+    protocol: ProtocolVersion | None = None
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Ping(Message):
+class Ping(Message, tag="ping", frozen=True):
     TYPE: ClassVar[str] = "ping"
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ListTables(Message):
+class ListTables(Message, tag="list_tables", frozen=True):
     TYPE: ClassVar[str] = "list_tables"
     mode: TableMode | None = None
-    offset: int = 0  # the page's first row (the reply's total says how many there are)
+    offset: ListOffset = 0  # the page's first row (the reply's total says how many there are)
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class AckEvents(Message):
+class AckEvents(Message, tag="ack_events", frozen=True):
     """The client has the rating events with these ``event_id`` values: they are removed
     from its inbox (an event received live is removed without this)."""
 
     TYPE: ClassVar[str] = "ack_events"
-    events: tuple[str, ...]
+    events: EventIds
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class CreateTable(Message):
+class CreateTable(Message, tag="create_table", frozen=True):
     TYPE: ClassVar[str] = "create_table"
     mode: TableMode
-    match_length: int = 0  # 0 = a single game; n >= 1 = a match to n points
-    tournament_id: str | None = None
+    match_length: MatchLength = 0  # 0 = a single game; n >= 1 = a match to n points
+    tournament_id: TableId | None = None
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class TableMessage(Message):
+class TableMessage(Message, frozen=True):
     """A message about one table."""
 
-    table: str
+    table: TableId
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Join(TableMessage):
+class Join(TableMessage, tag="join", frozen=True):
     TYPE: ClassVar[str] = "join"
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Leave(TableMessage):
+class Leave(TableMessage, tag="leave", frozen=True):
     TYPE: ClassVar[str] = "leave"
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Watch(TableMessage):
+class Watch(TableMessage, tag="watch", frozen=True):
     TYPE: ClassVar[str] = "watch"
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Unwatch(TableMessage):
+class Unwatch(TableMessage, tag="unwatch", frozen=True):
     TYPE: ClassVar[str] = "unwatch"
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Roll(TableMessage):
+class Roll(TableMessage, tag="roll", frozen=True):
     TYPE: ClassVar[str] = "roll"
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Play(TableMessage):
+class Play(TableMessage, tag="play", frozen=True):
     """A checker play: one of the offered ``legal_plays`` as sent (a tuple of ``(from,
     to)`` steps), or the play written as text (``"24/18 13/8"``)."""
 
     TYPE: ClassVar[str] = "play"
-    play: str | tuple[tuple[int, int], ...]
+    play: PlayText | Steps
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Double(TableMessage):
+class Double(TableMessage, tag="double", frozen=True):
     TYPE: ClassVar[str] = "double"
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Take(TableMessage):
+class Take(TableMessage, tag="take", frozen=True):
     TYPE: ClassVar[str] = "take"
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Drop(TableMessage):
+class Drop(TableMessage, tag="drop", frozen=True):
     TYPE: ClassVar[str] = "drop"
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Resign(TableMessage):
+class Resign(TableMessage, tag="resign", frozen=True):
     TYPE: ClassVar[str] = "resign"
     kind: ResignKind = ResignKind.SINGLE
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class AcceptResign(TableMessage):
+class AcceptResign(TableMessage, tag="accept_resign", frozen=True):
     TYPE: ClassVar[str] = "accept_resign"
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class RejectResign(TableMessage):
+class RejectResign(TableMessage, tag="reject_resign", frozen=True):
     TYPE: ClassVar[str] = "reject_resign"
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Sync(TableMessage):
+class Sync(TableMessage, tag="sync", frozen=True):
     """Ask for the table's events with a version greater than ``since``, and its full state."""
 
     TYPE: ClassVar[str] = "sync"
-    since: int = 0
+    since: Version = 0
 
 
 GAME_ACTIONS: tuple[type[TableMessage], ...] = (
@@ -177,21 +181,18 @@ GAME_ACTIONS: tuple[type[TableMessage], ...] = (
 """Messages that change a game; only a seated player may send them."""
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class JoinQueue(Message):
+class JoinQueue(Message, tag="queue", frozen=True):
     """Queue for lobby matchmaking in ``pool`` (replaces any ticket the player holds)."""
 
     TYPE: ClassVar[str] = "queue"
-    pool: str
+    pool: PoolName
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class CancelQueue(Message):
+class CancelQueue(Message, tag="cancel_queue", frozen=True):
     TYPE: ClassVar[str] = "cancel_queue"
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class QueueStatus(Message):
+class QueueStatus(Message, tag="queue_status", frozen=True):
     """Ask how long the player's ticket has waited and how wide its window is now."""
 
     TYPE: ClassVar[str] = "queue_status"
@@ -206,13 +207,12 @@ class BotLevel(StrEnum):
     STRONG = "strong"
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class PlayComputer(Message):
+class PlayComputer(Message, tag="play_computer", frozen=True):
     """Start a game against the server's computer player at ``level`` (never rated)."""
 
     TYPE: ClassVar[str] = "play_computer"
     level: BotLevel = BotLevel.BASIC
-    match_length: int = 0
+    match_length: MatchLength = 0
 """Messages the matchmaker handles (the pool names are checked there: ``unknown_pool``)."""
 
 
@@ -319,6 +319,7 @@ FIELDS: dict[str, Validator] = {
     "match_length": _integer(0, 255),
     "tournament_id": _string(MAX_TOURNAMENT_ID, TABLE_ID),
     "pool": _string(MAX_POOL),
+    "protocol": _integer(1, 2),
     "offset": _integer(0, MAX_LIST_OFFSET),
     "events": _event_ids,
     "level": _choice(BotLevel),
@@ -345,10 +346,11 @@ class _Schema:
 def _schema(cls: type[Message]) -> _Schema:
     required: list[str] = []
     optional: list[str] = []
-    for f in fields(cls):
+    for f in msgspec.structs.fields(cls):
         if f.name == "ref":
             continue
-        has_default = f.default is not MISSING or f.default_factory is not MISSING
+        has_default = (f.default is not msgspec.NODEFAULT
+                       or f.default_factory is not msgspec.NODEFAULT)
         (optional if has_default else required).append(f.name)
     return _Schema(cls, tuple(required), tuple(optional))
 
@@ -359,6 +361,39 @@ MESSAGE_TYPES: tuple[type[Message], ...] = (
 )
 SCHEMAS: dict[str, _Schema] = {cls.TYPE: _schema(cls) for cls in MESSAGE_TYPES}
 ALIASES = {"auth": "hello"}
+
+
+class Auth(Hello, tag="auth", frozen=True):
+    """``hello`` under its other name (``TYPE`` stays ``hello``)."""
+
+
+_TYPED = (
+    Hello | Auth | Ping | ListTables | CreateTable | Join | Leave | Watch | Unwatch | Sync
+    | Roll | Play | Double | Take | Drop | Resign | AcceptResign | RejectResign | JoinQueue
+    | CancelQueue | QueueStatus | AckEvents | PlayComputer
+)
+_json_typed = msgspec.json.Decoder(_TYPED)
+_msgpack_typed = msgspec.msgpack.Decoder(_TYPED)
+
+
+def decode_typed(payload: bytes | str, *, binary: bool) -> Message | None:
+    """A frame decoded and validated into its message in one pass (msgspec), or None when
+    that fails for any reason: then the frame goes the long way (``codec.decode`` and
+    :func:`parse_message`), which accepts exactly the same messages and names the error.
+
+    The fast path refuses whatever it is not sure of (unknown fields, ``null`` for a field
+    with a default, a ``type`` given twice, ...), so it never accepts a frame the long way
+    would refuse.
+    """
+    try:
+        if binary:
+            raw = payload.encode("utf-8") if isinstance(payload, str) else payload
+            message: Message = _msgpack_typed.decode(raw)
+        else:
+            message = _json_typed.decode(payload)
+    except Exception:  # every fault is judged again by the long way
+        return None
+    return message
 
 
 def parse_message(obj: Any) -> Message:

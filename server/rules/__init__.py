@@ -35,6 +35,7 @@ A bot's entry point: ``legal_position_ids(position_id, roll) -> set[str]`` (see
 
 from __future__ import annotations
 
+from server.rules.build import MOVES_BUILD  # first: picks the compiled or the .py module
 from server.rules.dice import DiceSource, Roll, ScriptedDice, SecretDice
 from server.rules.errors import (
     DiceExhaustedError,
@@ -77,6 +78,7 @@ __all__ = [
     "BAR",
     "CHECKERS",
     "MAX_CUBE",
+    "MOVES_BUILD",
     "OFF",
     "Action",
     "DiceExhaustedError",

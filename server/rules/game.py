@@ -195,7 +195,10 @@ class Game:
         self._legal: list[Play] = []
         self._texts: tuple[tuple[str, ...], dict[str, Play]] | None = None
         self._by_steps: dict[Play, Play] | None = None
-        self._seen: tuple[Position, tuple[int, ...], list[int], str] | None = None
+        # Per position: the position, its board, bar, off and pips as lists, its Position ID.
+        self._seen: (tuple[Position, list[int], list[int], list[int], list[int], str]
+                     | None) = None
+        self._legal_list: tuple[list[Play], list[Play]] | None = None  # (_legal, its copy)
         self._phase_before_resign = Phase.ROLL
 
     # -- reading ------------------------------------------------------------------------
@@ -428,7 +431,8 @@ class Game:
                 sum(i * n for i, n in enumerate(board, 1) if n > 0) + 25 * pos.bar[0],
                 sum((i - 25) * n for i, n in enumerate(board, 1) if n < 0) + 25 * pos.bar[1],
             ]
-            seen = self._seen = (pos, board, pips, position_id(pos))
+            seen = self._seen = (pos, list(board), list(pos.bar), list(pos.off), pips,
+                                 position_id(pos))
         turn = self.turn
         to_act = self.to_act
         resignation = self.resignation
@@ -436,10 +440,12 @@ class Game:
             "phase": str(self.phase),
             "turn": None if turn is None else int(turn),
             "to_act": None if to_act is None else int(to_act),
-            "board": list(seen[1]),
-            "bar": list(pos.bar),
-            "off": list(pos.off),
-            "pips": list(seen[2]),
+            # The same list objects while the position stands (nobody mutates a sent
+            # state), so telling two states apart is mostly identity checks.
+            "board": seen[1],
+            "bar": seen[2],
+            "off": seen[3],
+            "pips": seen[4],
             "dice": list(self.dice) if self.dice is not None else None,
             "cube": self.cube,
             "cube_owner": None if self.cube_owner is None else int(self.cube_owner),
@@ -447,7 +453,7 @@ class Game:
             "crawford": self.crawford,
             "max_cube": self.max_cube,
             "can_double": turn is not None and self.can_double(turn),
-            "legal_plays": list(self._legal) if self.phase == Phase.MOVE else [],
+            "legal_plays": self._legal_offer() if self.phase == Phase.MOVE else [],
             "resignation": None
             if resignation is None
             else {
@@ -456,11 +462,19 @@ class Game:
                 "points": resignation.kind.multiplier * self.cube,
             },
             "outcome": None if self.outcome is None else self.outcome.to_dict(),
-            "position_id": seen[3],
+            "position_id": seen[5],
             "match_id": match_id(self),
         }
 
     # -- internals ------------------------------------------------------------------------
+
+    def _legal_offer(self) -> list[Play]:
+        """The legal plays as one list per roll (the same object until they change)."""
+        cached = self._legal_list
+        legal = self._legal
+        if cached is None or cached[0] is not legal:
+            cached = self._legal_list = (legal, list(legal))
+        return cached[1]
 
     def _roll_die(self) -> int:
         value = self._dice_source.roll_die()

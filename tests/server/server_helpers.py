@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import os
 import random
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
@@ -28,6 +29,9 @@ from server.lobby import Lobby
 from server.rules import DiceSource, ScriptedDice
 
 TIMEOUT = 10.0
+TEST_PROTOCOL = int(os.environ.get("TABLE42_TEST_PROTOCOL", "2"))
+"""The table-event form of the tests' clients (PROTOCOL.md §5.1): 2, change-only (the
+library keeps and attaches the full state of every event), or 1 (TABLE42_TEST_PROTOCOL=1)."""
 _addresses = itertools.count(1)
 
 
@@ -75,7 +79,7 @@ class Client(LibraryClient):
         super().__init__(
             url, token=token, fmt=Format.MSGPACK if binary else Format.JSON, headers=headers,
             hello=hello, auto_reconnect=False, keep_messages=True, queue_events=False,
-            request_timeout=TIMEOUT,
+            request_timeout=TIMEOUT, protocol=TEST_PROTOCOL,
         )
         self.binary = binary
         self._read = 0

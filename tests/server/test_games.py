@@ -23,6 +23,7 @@ from server_helpers import (
 )
 
 from rating_plugin.store import RatingStore
+from server.protocol.lean import apply_event
 from server.rules import Play, Position, Side, Step, format_play
 
 
@@ -65,7 +66,14 @@ async def test_whole_competitive_game_json_and_msgpack_clients(
         "Awaitable[list[bytes]]", redis_client.lrange(f"{key_prefix}{{t:{table}}}:events", 0, -1)
     )
     assert [msgpack.unpackb(e)["v"] for e in events] == list(range(1, over_a["v"] + 1))
-    assert msgpack.unpackb(events[-1]) == over_b  # the log holds what clients received
+    # The log holds the lean form (PROTOCOL.md §5.1): the full form's state is the previous
+    # state with the changes applied.
+    last = msgpack.unpackb(events[-1])
+    assert {k: v for k, v in last.items() if k not in ("changes", "state")} == {
+        k: v for k, v in over_b.items() if k not in ("changes", "state")}
+    before = next(m["state"] for m in reversed(b.messages)
+                  if m.get("table") == table and m.get("v", 0) < over_b["v"] and "state" in m)
+    assert apply_event(before, last) == over_b["state"]
     # Versions are gapless: the creator saw every event, the joiner all from its seat on.
     for client, first in ((a, 1), (b, 2)):
         versions = [m["v"] for m in client.messages if m.get("table") == table and "v" in m]
@@ -201,6 +209,14 @@ async def test_reconnect_within_grace_resumes_where_it_was(start_server: StartSe
     assert over["reason"] == "normal"
 
 
+def as_sent(message: dict[str, Any]) -> dict[str, Any]:
+    """An event as the server sent it: a change-only one without the state the client
+    library attached to it (PROTOCOL.md §5.1)."""
+    if "changes" not in message:
+        return message
+    return {k: v for k, v in message.items() if k != "state"}
+
+
 async def test_sync_reads_older_events_from_the_redis_log(start_server: StartServer) -> None:
     server, a, b = await two_players(start_server, recent_events=8)
     table, _ = await seat_two(server, a, b)
@@ -211,7 +227,7 @@ async def test_sync_reads_older_events_from_the_redis_log(start_server: StartSer
     answers = {"sync", "ack", "watching", "resume"}
     received = {m["v"]: m for m in b.messages
                 if m.get("table") == table and "v" in m and m["type"] not in answers}
-    assert all(received[e["v"]] == e for e in synced["events"] if e["v"] in received)
+    assert all(as_sent(received[e["v"]]) == e for e in synced["events"] if e["v"] in received)
     recent = await b.request({"type": "sync", "table": table, "since": over["v"] - 3})
     assert [e["v"] for e in recent["events"]] == [over["v"] - 2, over["v"] - 1, over["v"]]
 

@@ -7,6 +7,22 @@ import { Picker, findPlay, playText, sideView, toGame } from "./moves.js";
 import { REASONS, UNRATED, h, num, signed, toast } from "./ui.js";
 
 const KIND_POINTS = { single: 1, gammon: 2, backgammon: 3 };
+
+// A change-only event (PROTOCOL.md §5.1) applied to a state: `game` and `clock` are merged key
+// by key, every other key is replaced. Returns a new state; `state` is not changed.
+export function applyChanges(state, changes) {
+  const out = { ...state };
+  for (const [key, value] of Object.entries(changes)) {
+    const old = out[key];
+    if ((key === "game" || key === "clock") && value && old && typeof value === "object"
+        && typeof old === "object" && !Array.isArray(value)) {
+      out[key] = { ...old, ...value };
+    } else {
+      out[key] = value;
+    }
+  }
+  return out;
+}
 const perf = (window.__t42perf = window.__t42perf || []);
 
 export class GameView {
@@ -185,11 +201,18 @@ export class GameView {
     this.note(msg);
     if (msg.type === "game_over") this.liveOver = true;
     if (msg.state) this.state = msg.state;
+    else if (msg.changes) {
+      if (!this.state) {
+        this.resync(); // changes need the state they apply to
+        return;
+      }
+      this.state = applyChanges(this.state, msg.changes);
+    }
     this.v = msg.v;
     if (this.side === null) this.findSide();
     this.addLog(msg);
     this.render();
-    if (msg.state) {
+    if (msg.state || msg.changes) {
       const v = msg.v;
       const render = performance.now() - t0;
       requestAnimationFrame(() => {

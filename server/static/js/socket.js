@@ -24,7 +24,8 @@ export class Socket {
     this.ws = ws;
     this.onStatus("connecting");
     ws.addEventListener("open", () => {
-      ws.send(JSON.stringify({ type: "hello", token: this.token }));
+      // protocol 2: table events carry only what changed (PROTOCOL.md §5.1); GameView applies them.
+      ws.send(JSON.stringify({ type: "hello", token: this.token, protocol: 2 }));
     });
     ws.addEventListener("message", (ev) => {
       let msg;

@@ -1,0 +1,57 @@
+"""Build hook: the hot rules module (the legal-play generator, ``server/rules/moves.py``) is
+compiled with mypyc when it can be; otherwise the same ``.py`` file runs as it is.
+
+- ``TABLE42_NO_MYPYC=1`` turns compilation off (``pip install -e .`` then builds nothing);
+- no C compiler, or mypyc missing: a note on stderr, and a pure-Python install;
+- a compilation that fails is skipped (the extension is optional), never the install.
+
+Everything else (name, dependencies, packages) is in pyproject.toml. See docs/wire.md.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import sys
+import sysconfig
+from typing import Any
+
+from setuptools import setup
+
+COMPILED = ["server/rules/moves.py"]
+
+
+def _compiler_found() -> bool:
+    cc = os.environ.get("CC") or sysconfig.get_config_var("CC") or "cc"
+    return shutil.which(cc.split()[0]) is not None
+
+
+def ext_modules() -> list[Any]:
+    if os.environ.get("TABLE42_NO_MYPYC", "").strip() not in ("", "0"):
+        return []
+    if not _compiler_found():
+        print("table42: no C compiler found; the rules run as pure Python", file=sys.stderr)
+        return []
+    try:
+        from mypyc.build import mypycify
+    except ImportError:
+        print("table42: mypyc not installed; the rules run as pure Python", file=sys.stderr)
+        return []
+    extensions = mypycify(COMPILED, opt_level="3")
+    for ext in extensions:
+        ext.optional = True  # a failed compilation leaves the .py module in charge
+    return list(extensions)
+
+
+extensions = ext_modules()
+setup(ext_modules=extensions)
+if extensions:
+    # What the compiled module was built from (server/rules/build.py ignores an extension
+    # whose source has changed since). Written next to the sources (in-place and editable
+    # builds); a wheel without it trusts its extension.
+    for source in COMPILED:
+        with open(source, "rb") as compiled:
+            digest = hashlib.sha256(compiled.read()).hexdigest()
+        with open(source[:-3] + ".build", "w", encoding="ascii") as stamp:
+            stamp.write(digest + "\n")

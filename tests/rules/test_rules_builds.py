@@ -1,0 +1,88 @@
+"""The rules tests in the other build: the move generator compiled with mypyc (setup.py) and
+the pure-Python ``.py`` file must behave the same. This run uses one of them; this test runs
+``tests/rules`` again in a subprocess with the other, on a copy of the sources:
+
+- compiled here: the copy leaves the ``.so`` files out, so the ``.py`` module runs;
+- pure here: the copy is compiled first (``setup.py build_ext --inplace``), skipped when
+  there is no C compiler or mypyc (or ``TABLE42_NO_MYPYC=1``).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import sysconfig
+from pathlib import Path
+
+import pytest
+
+import server.rules.moves
+
+ROOT = Path(__file__).resolve().parents[2]
+COMPILED = Path(server.rules.moves.__file__).suffix in (".so", ".pyd")
+PROBE = "import server.rules.moves as m; print(m.__file__)"
+
+
+def _copy_sources(dest: Path) -> None:
+    ignore = shutil.ignore_patterns("*.so", "*.pyd", "__pycache__", "*.c", "build")
+    for name in ("server", "rating_plugin"):
+        shutil.copytree(ROOT / name, dest / name, ignore=ignore)
+    shutil.copytree(ROOT / "tests" / "rules", dest / "tests" / "rules", ignore=ignore)
+    for name in ("pyproject.toml", "setup.py"):
+        shutil.copy2(ROOT / name, dest / name)
+
+
+def _compiler_found() -> bool:
+    cc = os.environ.get("CC") or sysconfig.get_config_var("CC") or "cc"
+    return shutil.which(cc.split()[0]) is not None
+
+
+def _run(args: list[str], cwd: Path, env: dict[str, str], timeout: float) -> str:
+    done = subprocess.run(args, cwd=cwd, env=env, capture_output=True, text=True,
+                          timeout=timeout, check=False)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    return done.stdout
+
+
+@pytest.mark.timeout(900)
+def test_rules_tests_pass_in_the_other_build(tmp_path: Path) -> None:
+    _copy_sources(tmp_path)
+    env = {k: v for k, v in os.environ.items() if k != "TABLE42_NO_MYPYC"}
+    env["PYTHONPATH"] = str(tmp_path)
+    if COMPILED:
+        env["TABLE42_NO_MYPYC"] = "1"
+    else:
+        if os.environ.get("TABLE42_NO_MYPYC", "").strip() not in ("", "0"):
+            pytest.skip("TABLE42_NO_MYPYC is set: no compiled build to compare with")
+        if not _compiler_found():
+            pytest.skip("no C compiler: the compiled build cannot be made here")
+        pytest.importorskip("mypyc.build")
+        _run([sys.executable, "setup.py", "-q", "build_ext", "--inplace"], tmp_path, env, 600)
+    where = _run([sys.executable, "-c", PROBE], tmp_path, env, 60).strip()
+    assert where.startswith(str(tmp_path))
+    assert where.endswith(".py") == COMPILED, where  # the other build really runs
+    _run([sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider",
+          "tests/rules", "--ignore", "tests/rules/test_rules_builds.py"], tmp_path, env, 800)
+
+
+@pytest.mark.timeout(300)
+def test_a_stale_compiled_module_is_not_loaded(tmp_path: Path) -> None:
+    """A ``moves.py`` changed since the extension was built runs as the ``.py`` (the stamp
+    ``moves.build`` no longer matches), not as the old compiled code."""
+    if not COMPILED or not (ROOT / "server" / "rules" / "moves.build").exists():
+        pytest.skip("no stamped compiled build here")
+    shutil.copytree(ROOT / "server", tmp_path / "server",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(ROOT / "rating_plugin", tmp_path / "rating_plugin",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    env = dict(os.environ, PYTHONPATH=str(tmp_path))
+    probe = "import server.rules as r, server.rules.moves as m; print(r.MOVES_BUILD, m.__file__)"
+    fresh = _run([sys.executable, "-c", probe], tmp_path, env, 60).split()
+    assert fresh[0] == "compiled" and not fresh[1].endswith(".py")
+    with (tmp_path / "server" / "rules" / "moves.py").open("a", encoding="utf-8") as f:
+        f.write("\n# changed after the build\n")
+    stale = _run([sys.executable, "-c", probe], tmp_path, env, 60).strip().split(maxsplit=1)
+    assert stale[0] == "pure" and stale[1].endswith("(stale build) " + str(
+        tmp_path / "server" / "rules" / "moves.py")), stale
