@@ -29,6 +29,7 @@ from typing import IO, TYPE_CHECKING, Any, Literal
 from rating_plugin import gamelog
 from rating_plugin.errors import RatingError
 from rating_plugin.gamelog import LogRecord
+from rating_plugin.rounding import round_half_away
 
 if TYPE_CHECKING:  # at run time the store (and redis) load only for --redis-url
     from rating_plugin.store import RatingStore
@@ -366,7 +367,7 @@ def _rules(args: argparse.Namespace) -> tuple[Any, Any]:
     if args.cube_rule is not None:
         overrides["cube_rule"] = CubeRule(args.cube_rule)
     if args.window_days is not None:
-        overrides["window_seconds"] = round(args.window_days * 86400)
+        overrides["window_seconds"] = round_half_away(args.window_days * 86400)
     if args.no_podium:
         overrides["podium"] = False
     if args.fibs_scale is not None:

@@ -32,6 +32,7 @@ import numpy.typing as npt
 
 from rating_plugin.errors import InvalidInputError
 from rating_plugin.gamelog import GameRecord, LogRecord
+from rating_plugin.rounding import round_half_away
 
 __all__ = [
     "CHI2_95",
@@ -149,7 +150,7 @@ def fit_divisor(xs: FloatArray, counts: FloatArray) -> Fit:
     ``x`` won (``counts[i]`` games at ``xs[i]``), by maximum likelihood on ``beta = 1/D``.
     The interval is where twice the log-likelihood stays within 3.84 of its maximum."""
     n = counts
-    games = round(float(n.sum())) if n.size else 0
+    games = round_half_away(float(n.sum())) if n.size else 0
     z = xs * LN10
     if games == 0 or not np.any(z != 0):
         return Fit(math.inf, 0.0, math.inf, games, 0.0)
@@ -313,7 +314,7 @@ def make_bins(
             Bin(
                 i * width,
                 math.inf if i == count - 1 else (i + 1) * width,
-                round(g),
+                round_half_away(g),
                 float(expected[i]) / g,
                 float(fit[i]) / g,
                 float(won[i]) / g,

@@ -32,6 +32,7 @@ from typing import Any, Final, Literal, TypeVar
 from rating_plugin.errors import InvalidInputError
 from rating_plugin.gamelog import GameRecord, LogRecord, PodiumEntry, PodiumRecord
 from rating_plugin.replay import Replayer, Rules
+from rating_plugin.rounding import round_half_away
 
 __all__ = ["DEFAULT_CUBES", "SynthConfig", "generate"]
 
@@ -119,7 +120,8 @@ def generate(config: SynthConfig) -> Iterator[LogRecord]:
     width = len(str(config.players - 1))
     names = [f"p{i:0{width}d}" for i in range(config.players)]
     skills = [rng.gauss(1500.0, config.skill_sd) for _ in names]
-    heavy = set(rng.sample(range(config.players), round(config.heavy_share * config.players)))
+    heavy_count = round_half_away(config.heavy_share * config.players)
+    heavy = set(rng.sample(range(config.players), heavy_count))
     weights = [config.heavy_weight if i in heavy else 1.0 for i in range(config.players)]
     cumulative = list(accumulate(weights))
     total = cumulative[-1]
@@ -156,15 +158,15 @@ def generate(config: SynthConfig) -> Iterator[LogRecord]:
             seq,
             f"m{seq}" if is_fibs else f"g{seq}",  # ids are unique across both ladders
             next(reasons),
-            round(finished, 3),
+            round_half_away(finished * 1000) / 1000,
             next(cubes),
             length,
             names[winner],
             names[loser],
             0,
             0,
-            winner_skill=round(skills[winner], 2),
-            loser_skill=round(skills[loser], 2),
+            winner_skill=round_half_away(skills[winner] * 100) / 100,
+            loser_skill=round_half_away(skills[loser] * 100) / 100,
         )
         yield _fill(game, replayer, config)
         if not is_fibs and config.podium_every and (i + 1) % config.podium_every == 0:
@@ -174,7 +176,7 @@ def generate(config: SynthConfig) -> Iterator[LogRecord]:
             award = PodiumRecord(
                 seq,
                 f"t{podium}",
-                round(finished, 3),
+                round_half_away(finished * 1000) / 1000,
                 tuple(
                     PodiumEntry(names[p], prize)
                     for p, prize in zip(places, (50, 25, 15), strict=True)
@@ -200,7 +202,8 @@ def _fill(game: GameRecord, replayer: Replayer, config: SynthConfig) -> GameReco
     if config.ratings == "skill":
         w_skill, l_skill = game.winner_skill or 0.0, game.loser_skill or 0.0
         if game.ladder == "table42":
-            return replace(game, winner_before=round(w_skill), loser_before=round(l_skill))
+            return replace(game, winner_before=round_half_away(w_skill),
+                           loser_before=round_half_away(l_skill))
         return replace(game, winner_before=w_skill, loser_before=l_skill)
     fields: dict[str, Any] = {
         "winner_before": done.before[0],
