@@ -198,25 +198,35 @@ async def runner_key(redis_url: str, key_prefix: str) -> str:
     return out.decode().strip()
 
 
+async def new_tournament(
+    http: aiohttp.ClientSession, url: str, auth: dict[str, str], body: dict[str, Any],
+    names: list[str],
+) -> str:
+    """Create a tournament with the runner's ``auth``, register ``names`` (new accounts) in
+    it, and return its id."""
+    async with http.post(f"{url}/api/tournaments", headers=auth, json=body) as resp:
+        assert resp.status == 201, await resp.text()
+        tid = str((await resp.json())["tournament"]["id"])
+    for name in names:
+        async with http.post(f"{url}/api/register",
+                             json={"name": name, "password": "correct horse"}) as resp:
+            assert resp.status == 201
+        async with http.post(f"{url}/api/tournaments/{tid}/players",
+                             json={"player": name}, headers=auth) as resp:
+            assert resp.status < 300, await resp.text()
+    return tid
+
+
 async def test_a_bracket_is_drawn_from_the_tournament_endpoints(
     server: Any, new_player: NewPlayer, redis_url: str, key_prefix: str, artifacts: Path
 ) -> None:
     auth = {"Authorization": f"Bearer {await runner_key(redis_url, key_prefix)}"}
     names = ["olga", "pete", "quin", "rosa"]
     async with aiohttp.ClientSession() as http:
-        async with http.post(f"{server.url}/api/tournaments", headers=auth, json={
+        tid = await new_tournament(http, server.url, auth, {
             "name": "Friday cup", "visibility": "public", "prizes": [50, 25, 15],
             "format": {"kind": "game"},
-        }) as resp:
-            assert resp.status == 201, await resp.text()
-            tid = (await resp.json())["tournament"]["id"]
-        for name in names:
-            async with http.post(f"{server.url}/api/register",
-                                 json={"name": name, "password": "correct horse"}) as resp:
-                assert resp.status == 201
-            async with http.post(f"{server.url}/api/tournaments/{tid}/players",
-                                 json={"player": name}, headers=auth) as resp:
-                assert resp.status < 300, await resp.text()
+        }, names)
         async with http.post(f"{server.url}/api/tournaments/{tid}/bracket",
                              json={"no_show_seconds": 120}, headers=auth) as resp:
             assert resp.status < 300, await resp.text()
@@ -241,19 +251,10 @@ async def test_a_tournament_without_a_bracket_shows_its_players_and_podium(
     auth = {"Authorization": f"Bearer {await runner_key(redis_url, key_prefix)}"}
     names = ["tina", "umar", "vera"]
     async with aiohttp.ClientSession() as http:
-        async with http.post(f"{server.url}/api/tournaments", headers=auth, json={
-            "name": "Spring open", "visibility": "public", "format": {"kind": "match",
-                                                                     "length": 3},
-        }) as resp:
-            assert resp.status == 201, await resp.text()
-            tid = (await resp.json())["tournament"]["id"]
-        for name in names:
-            async with http.post(f"{server.url}/api/register",
-                                 json={"name": name, "password": "correct horse"}) as resp:
-                assert resp.status == 201
-            async with http.post(f"{server.url}/api/tournaments/{tid}/players",
-                                 json={"player": name}, headers=auth) as resp:
-                assert resp.status < 300, await resp.text()
+        tid = await new_tournament(http, server.url, auth, {
+            "name": "Spring open", "visibility": "public",
+            "format": {"kind": "match", "length": 3},
+        }, names)
         async with http.post(f"{server.url}/api/tournaments/{tid}/podium",
                              json={"players": ["vera", "tina", "umar"]}, headers=auth) as resp:
             assert resp.status == 200, await resp.text()
