@@ -883,18 +883,23 @@ class RatingStore:
         self, ladder: Ladder | str, *, batch: int = 1000
     ) -> AsyncIterator[Settlement | PodiumAward]:
         """Every settlement of a rated ladder in applied order (``seq`` 1, 2, ...; Table42
-        podium awards in their place), streamed: ``batch`` (1..10,000) records per round
-        trip (one LRANGE of the ladder's log, one MGET of the records), so memory stays
+        podium awards in their place), streamed: ``batch`` (1..10,000) records at a time
+        (one round trip for the counter and the log's length, then per batch one LRANGE of
+        the ladder's log and one MGET of the records), so memory stays
         that of one batch whatever the length of the log. Lists what was applied when the
         call began (later settlements are left for the next call). Raises
         :class:`LogIncompleteError` when the log lacks settlements applied before the store
         kept it."""
         rated = _ladder(ladder, RATED_LADDERS)
         batch = _check_int(batch, "batch", 1, 10_000)
-        settled_raw = await self.redis.get(self.keys.seq(rated))
-        settled = 0 if settled_raw is None else int(settled_raw)
         log_key = self.keys.log(rated)
-        logged = int(await cast("Awaitable[int]", self.redis.llen(log_key)))
+        # The counter and the log's length in one round trip (both keys carry {rated}).
+        pipe = cast("Pipeline", self.redis.pipeline(transaction=False))
+        pipe.get(self.keys.seq(rated))
+        pipe.llen(log_key)
+        settled_raw, logged_raw = await pipe.execute()
+        settled = 0 if settled_raw is None else int(settled_raw)
+        logged = int(logged_raw)
         if logged < settled:
             raise LogIncompleteError(str(rated), settled, logged)
         for start in range(0, settled, batch):

@@ -3,8 +3,8 @@
 -- Reads both ratings and both 7-day windows, scores the game with the Table42 formula
 -- (rating_plugin.table42.change: same operations in the same order), records the game in both
 -- windows and trims them, then writes ratings, counts, the leaderboard, both histories, the
--- applied-order log and the settlement record, all in one atomic step. A game id that already has a record (on either
--- rated ladder) changes nothing.
+-- applied-order log and the settlement record, all in one atomic step. A game id that
+-- already has a record (on either rated ladder) changes nothing.
 --
 -- KEYS[1]  settlement record, string (below)               P{rated}:game:<game_id>
 -- KEYS[2]  Table42 sequence counter, string (integer)      P{rated}:table42:seq

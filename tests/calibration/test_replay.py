@@ -8,9 +8,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from rating_plugin import fibs, table42
 from rating_plugin.errors import InvalidInputError
 from rating_plugin.gamelog import GameRecord, PodiumEntry, PodiumRecord
-from rating_plugin.replay import Replayer, Rules, compare, mismatch, spread
+from rating_plugin.replay import PlayerState, Replayer, Rules, compare, mismatch, spread
 from rating_plugin.rounding import round_half_away
 from rating_plugin.synth import SynthConfig, generate
 from rating_plugin.table42 import CubeRule
@@ -204,3 +205,43 @@ def test_the_replayed_windows_are_the_stores_windows(
         assert done.recent == expected
         for window in windows:
             window.record(finish, retention)
+
+
+_RATINGS = (1500.0, 1200.0, 1850.0, 1500.0 + 1e-9, 3000.0, -400.0)
+
+
+@pytest.mark.parametrize("version", ["1.3.1", "1.2.0", "1.0.5", "pre-1.0.5"])
+def test_replay_scores_as_table42_change(version: str) -> None:
+    """The replay's inlined Table42 arithmetic gives table42.change's numbers, bit for bit."""
+    rules = Rules.from_version(version)
+    for w in _RATINGS:
+        for lo in _RATINGS:
+            for cube in table42.CUBE_VALUES:
+                replayer = Replayer(rules)
+                replayer.table42["a"] = PlayerState(w)
+                replayer.table42["b"] = PlayerState(lo)
+                done = replayer.apply(game(1, "a", "b", T0, cube))
+                expected = table42.change(w, lo, cube=cube, version=version)
+                assert done.after == (w + expected.winner, lo + expected.loser)
+
+
+def test_replay_scores_as_fibs_change() -> None:
+    """The replay's inlined FIBS arithmetic gives fibs.change's numbers, bit for bit."""
+    for w in _RATINGS:
+        for lo in _RATINGS:
+            for length in (1, 3, 7, 25):
+                for w_exp, l_exp in ((0, 0), (150, 399), (400, 9), (1000, 250)):
+                    replayer = Replayer()
+                    replayer.fibs["a"] = PlayerState(w)
+                    replayer.fibs["b"] = PlayerState(lo)
+                    replayer.fibs["a"].experience = w_exp
+                    replayer.fibs["b"].experience = l_exp
+                    record = GameRecord(
+                        "fibs", 1, "m1", "normal", T0, 1, length, "a", "b", w, lo
+                    )
+                    done = replayer.apply(record)
+                    expected = fibs.change(
+                        w, lo, match_length=length, winner_experience=w_exp,
+                        loser_experience=l_exp,
+                    )
+                    assert done.after == (w + expected.winner, lo + expected.loser)
