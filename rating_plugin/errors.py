@@ -9,7 +9,8 @@ the standard library can still catch it::
           │    ├── SamePlayerError   the same player on both sides (or twice on a podium)
           │    └── UnknownLadderError  a ladder name the store does not know
           ├── AlreadySettledConflict  a game or tournament id reused with other players/terms
-          └── LogIncompleteError      the store's applied-order log lacks early settlements
+          ├── LogIncompleteError      the store's applied-order log lacks early settlements
+          └── LogRecordMissingError   a record the applied-order log names is gone
 
 The store layer adds its own subclasses of :class:`RatingError` here (a reused game id, an
 unknown ladder, ...). Each error carries a stable ``code`` string that a server can forward to
@@ -22,6 +23,7 @@ __all__ = [
     "AlreadySettledConflict",
     "InvalidInputError",
     "LogIncompleteError",
+    "LogRecordMissingError",
     "RatingError",
     "SamePlayerError",
     "UnknownLadderError",
@@ -110,3 +112,20 @@ class LogIncompleteError(RatingError):
         self.ladder = ladder
         self.settled = settled
         self.logged = logged
+
+
+class LogRecordMissingError(RatingError):
+    """A record the applied-order log names is not in the store (records are kept forever,
+    so it was deleted by hand): an export would silently lack a game. ``ladder``, ``seq``
+    (the record's place in the applied order) and ``key`` say which."""
+
+    code = "log_record_missing"
+
+    def __init__(self, ladder: str, seq: int, key: str) -> None:
+        super().__init__(
+            f"{ladder}: settlement {seq} of the applied order ({key}) is missing from the "
+            "store; the export would be incomplete"
+        )
+        self.ladder = ladder
+        self.seq = seq
+        self.key = key

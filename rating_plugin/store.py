@@ -38,6 +38,7 @@ from rating_plugin.errors import (
     AlreadySettledConflict,
     InvalidInputError,
     LogIncompleteError,
+    LogRecordMissingError,
     SamePlayerError,
     UnknownLadderError,
 )
@@ -889,7 +890,7 @@ class RatingStore:
         that of one batch whatever the length of the log. Lists what was applied when the
         call began (later settlements are left for the next call). Raises
         :class:`LogIncompleteError` when the log lacks settlements applied before the store
-        kept it."""
+        kept it, :class:`LogRecordMissingError` when a record it names is gone."""
         rated = _ladder(ladder, RATED_LADDERS)
         batch = _check_int(batch, "batch", 1, 10_000)
         log_key = self.keys.log(rated)
@@ -911,9 +912,13 @@ class RatingStore:
             records = await cast(
                 "Awaitable[list[bytes | str | None]]", self.redis.mget(record_keys)
             )
-            for raw in records:
-                if raw is None:  # records are kept forever; a missing one was deleted by hand
-                    continue
+            for offset, raw in enumerate(records):
+                if raw is None:  # records are kept forever: a missing one was deleted by hand
+                    key = record_keys[offset]
+                    raise LogRecordMissingError(
+                        str(rated), start + offset + 1,
+                        key.decode() if isinstance(key, bytes) else key,
+                    )
                 if _fields(raw)[0] == "podium/1":
                     yield _podium(raw, False)
                 else:

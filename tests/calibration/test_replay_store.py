@@ -16,7 +16,7 @@ import pytest
 import redis.asyncio as aioredis
 
 from rating_plugin import gamelog
-from rating_plugin.errors import LogIncompleteError
+from rating_plugin.errors import LogIncompleteError, LogRecordMissingError
 from rating_plugin.gamelog import GameRecord, LogRecord, PodiumRecord
 from rating_plugin.replay import Replayer, Rules, mismatch, standings
 from rating_plugin.store import RatingStore
@@ -128,6 +128,16 @@ async def test_settlements_older_than_the_log_make_the_export_refuse(
     await store.settle("g1", ladder="table42", winner="a", loser="b", finished_at=1e9)
     await redis_client.incrby(store.keys.seq("table42"), 4)  # as if 4 came before the log
     with pytest.raises(LogIncompleteError, match=r"^table42: 5 settlements applied but only 1"):
+        await store.export_log(io.StringIO())
+
+
+async def test_a_record_deleted_by_hand_makes_the_export_refuse(
+    store: RatingStore, redis_client: aioredis.Redis
+) -> None:
+    await store.settle("g1", ladder="table42", winner="a", loser="b", finished_at=1e9)
+    await store.settle("g2", ladder="table42", winner="b", loser="a", finished_at=1e9 + 60)
+    await redis_client.delete(store.keys.game("g2"))
+    with pytest.raises(LogRecordMissingError, match=r"^table42: settlement 2 of the applied"):
         await store.export_log(io.StringIO())
 
 
