@@ -19,7 +19,7 @@ from concurrent.futures import Executor
 from dataclasses import dataclass, field
 from typing import Any
 
-from server.bot.strategy import Level, decide
+from server.bot.strategy import Decision, Level, decide
 from server.client import Client, ServerError, TableEvent
 
 log = logging.getLogger(__name__)
@@ -163,8 +163,5 @@ class BotPlayer:
             record.doubles += 1
         elif kind in ("take", "drop"):
             record.answers[kind] = record.answers.get(kind, 0) + 1
-        message: dict[str, Any] = {"type": kind, "table": table}
-        if play is not None:
-            message["play"] = [list(step) for step in play]
-        await self.client.send(message)
+        await self.client.send(Decision(kind, play).to_message(table))
         return v

@@ -300,7 +300,7 @@ class Client:
         try:
             async for frame in ws:
                 try:
-                    message = decode(frame)
+                    message = self._decode(frame)
                 except ValueError:
                     log.warning("undecodable frame from %s", self.url)
                     continue
@@ -327,6 +327,10 @@ class Client:
                 task.add_done_callback(self._background.discard)
             else:
                 self._events.put_nowait(None)  # next_event raises ConnectionLost
+
+    def _decode(self, frame: bytes | str) -> Message:
+        """One received frame as a message (a subclass may check the frame itself)."""
+        return decode(frame)
 
     async def _reconnect_later(self) -> None:
         for attempt in range(self.max_reconnects):

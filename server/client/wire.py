@@ -10,13 +10,12 @@ view keeps the decoded message as ``raw``, so nothing the server adds later is l
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from enum import StrEnum
 from typing import Any
 
-import msgpack
+from server.protocol import codec
+from server.protocol.codec import WireFormat
 
 Message = dict[str, Any]
 WirePlay = tuple[tuple[int, int], ...]
@@ -31,23 +30,23 @@ TABLE_REPLIES = frozenset({"resume", "sync", "watching"})
 """Replies that carry a table's whole ``state``."""
 
 
-class Format(StrEnum):
-    JSON = "json"  # text frames
-    MSGPACK = "msgpack"  # binary frames
+Format = WireFormat
+"""The frame format: ``json`` (text frames) or ``msgpack`` (binary frames); the server's
+own :class:`server.protocol.codec.WireFormat`."""
 
 
 def encode(message: Mapping[str, Any], fmt: Format) -> bytes | str:
-    """One frame for ``message``: msgpack bytes or compact JSON text."""
-    if fmt is Format.MSGPACK:
-        packed: bytes = msgpack.packb(message, use_bin_type=True)
-        return packed
-    return json.dumps(message, separators=(",", ":"))
+    """One frame for ``message`` with the server's codec: msgpack bytes (a binary frame) or
+    compact JSON text (a text frame)."""
+    data = codec.encode(message, fmt)
+    return data if fmt is Format.MSGPACK else data.decode("utf-8")
 
 
 def decode(frame: bytes | str) -> Message:
-    """A received frame as a dict (binary = msgpack, text = JSON). Raises ValueError when
-    the frame is not an object."""
-    obj = msgpack.unpackb(frame) if isinstance(frame, bytes) else json.loads(frame)
+    """A received frame as a dict (binary = msgpack, text = JSON), read by the server's
+    codec. Raises ValueError (:class:`server.protocol.errors.FrameError`) when the frame is
+    not a document or not an object."""
+    obj = codec.decode(frame, Format.MSGPACK if isinstance(frame, bytes) else Format.JSON)
     if not isinstance(obj, dict):
         raise ValueError(f"a server message is an object, got {type(obj).__name__}")
     return obj

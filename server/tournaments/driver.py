@@ -106,8 +106,7 @@ class BracketDriver:
             await self.step(tid)
 
     async def step(self, tid: str) -> None:
-        t = await self.store.get(tid)
-        state = await self.store.bracket(tid)
+        t, state = await self.store.get_with_bracket(tid)
         if t is None or state is None or state.get("awarded"):
             await self.store.done_running(tid)
             return
@@ -116,15 +115,17 @@ class BracketDriver:
         length = int(t["format"].get("length", 0))
         now = time.time()
         b = Bracket.from_dict(state["bracket"])
-        for m in b.matches():
-            if m.status is MatchStatus.PLAYING and m.table is not None:
-                outcome = await self._outcome(m.table, length)
-                if outcome == LOST:
-                    log.info("tournament %s: table %s of %s is gone; ready again", tid,
-                             m.table, m.match)
-                    b = b.table_lost(m.match, now)
-                elif outcome is not None:
-                    b = b.record_result(m.match, outcome)
+        playing = {m.table: m for m in b.matches()
+                   if m.status is MatchStatus.PLAYING and m.table is not None}
+        results_of = await self.store.table_results_of(list(playing))
+        for table, m in playing.items():
+            outcome = await self._outcome(table, length, results_of[table])
+            if outcome == LOST:
+                log.info("tournament %s: table %s of %s is gone; ready again", tid,
+                         table, m.match)
+                b = b.table_lost(m.match, now)
+            elif outcome is not None:
+                b = b.record_result(m.match, outcome)
         b = b.resolve(now)
         b = await self._announce(tid, b, announced)
         for m in b.matches():
@@ -192,9 +193,11 @@ class BracketDriver:
             log.exception("tournament %s: %s", t["id"], m.match)
             return b
 
-    async def _outcome(self, table: str, length: int) -> str | None:
-        """The winner of ``table``, LOST when it is gone without one, None while it plays."""
-        winner = deciding_winner(await self.store.table_results(table), length)
+    async def _outcome(self, table: str, length: int,
+                       results: list[dict[str, Any]]) -> str | None:
+        """The winner of ``table`` (``results``: its stored results), LOST when it is gone
+        without one, None while it plays."""
+        winner = deciding_winner(results, length)
         if winner is not None:
             return winner
         live = self.lobby.tables.get(table)

@@ -80,17 +80,19 @@ class TournamentStore:
             pipe.hgetall(self.keys.tournament(tid))
             pipe.zrange(self.keys.players(tid), 0, -1)
             raw, players = await pipe.execute()
-        if not raw:
-            return None
-        data = {_text(k): _text(v) for k, v in raw.items()}
-        return {
-            "id": data["id"], "name": data["name"], "visibility": data["visibility"],
-            "prizes": json.loads(data["prizes"]), "format": json.loads(data["format"]),
-            "runner": data["runner"], "status": data["status"],
-            "created_at": float(data["created_at"]), "bracket": data.get("bracket") == "1",
-            "players": [_text(p) for p in players],
-            "podium": json.loads(data["podium"]) if "podium" in data else None,
-        }
+        return _record(raw, players)
+
+    async def get_with_bracket(
+        self, tid: str
+    ) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
+        """The tournament's record (as :meth:`get`) and its bracket state (as :meth:`bracket`),
+        in one round trip."""
+        async with self.redis.pipeline(transaction=False) as pipe:
+            pipe.hgetall(self.keys.tournament(tid))
+            pipe.zrange(self.keys.players(tid), 0, -1)
+            pipe.get(self.keys.bracket(tid))
+            raw, players, state = await pipe.execute()
+        return _record(raw, players), None if state is None else dict(json.loads(state))
 
     async def list_public(self, offset: int, limit: int) -> tuple[list[dict[str, Any]], int]:
         """Public tournaments, newest first, and how many there are."""
@@ -126,20 +128,22 @@ class TournamentStore:
     async def tables(self, tid: str) -> list[str]:
         return [_text(t) for t in await _aw(self.redis.lrange(self.keys.tables(tid), 0, -1))]
 
-    async def table_results(self, table: str) -> list[dict[str, Any]]:
-        """The finished games of a table (as the table wrote them), oldest first."""
-        raw = await _aw(self.redis.lrange(self.server_keys.table_results(table), 0, -1))
-        return [json.loads(r) for r in raw]
-
-    async def results(self, tid: str) -> list[dict[str, Any]]:
-        tables = await self.tables(tid)
+    async def table_results_of(self, tables: list[str]) -> dict[str, list[dict[str, Any]]]:
+        """The finished games of each of ``tables`` (as the table wrote them, oldest first),
+        in one round trip."""
         if not tables:
-            return []
+            return {}
         async with self.redis.pipeline(transaction=False) as pipe:
             for table in tables:
                 pipe.lrange(self.server_keys.table_results(table), 0, -1)
             replies = await pipe.execute()
-        return [json.loads(r) for rows in replies for r in rows]
+        return {table: [json.loads(r) for r in rows]
+                for table, rows in zip(tables, replies, strict=True)}
+
+    async def results(self, tid: str) -> list[dict[str, Any]]:
+        tables = await self.tables(tid)
+        of_table = await self.table_results_of(tables)
+        return [result for table in tables for result in of_table[table]]
 
     async def set_podium(self, tid: str, podium: dict[str, Any]) -> None:
         await _aw(self.redis.hset(self.keys.tournament(tid), mapping={
@@ -176,3 +180,18 @@ class TournamentStore:
 
     async def release_lease(self, tid: str, node: str) -> None:
         await self._release(keys=[self.keys.lease(tid)], args=[node])
+
+
+def _record(raw: Any, players: Any) -> dict[str, Any] | None:
+    """A tournament's record from its hash and its players (None when there is no hash)."""
+    if not raw:
+        return None
+    data = {_text(k): _text(v) for k, v in raw.items()}
+    return {
+        "id": data["id"], "name": data["name"], "visibility": data["visibility"],
+        "prizes": json.loads(data["prizes"]), "format": json.loads(data["format"]),
+        "runner": data["runner"], "status": data["status"],
+        "created_at": float(data["created_at"]), "bracket": data.get("bracket") == "1",
+        "players": [_text(p) for p in players],
+        "podium": json.loads(data["podium"]) if "podium" in data else None,
+    }

@@ -85,9 +85,14 @@ class Client(LibraryClient):
         self._read = 0
         self._next_id = 0
 
-    @property
-    def _arrived(self) -> asyncio.Event:
-        return self.arrived
+    def _decode(self, frame: bytes | str) -> dict[str, Any]:
+        """The server answers in the client's format: binary (msgpack) frames to a msgpack
+        client, text (JSON) frames to a JSON client."""
+        if isinstance(frame, bytes):
+            assert self.binary, "binary frame on a JSON client"
+        else:
+            assert not self.binary, "text frame on a msgpack client"
+        return super()._decode(frame)
 
     def start(self) -> None:
         """Kept for older tests: the library starts its reader when it connects."""
