@@ -424,19 +424,24 @@ class Lobby:
             if seat is not None:
                 await self._send_attach(self.actor_of(conn), seat)
             inbox = await self.persistence.inbox(player)
+            # Every id read goes in ``ids``, also one a live push already wrote to this
+            # socket: otherwise the count would fall short and the positional ``ack_inbox``
+            # below could drop an entry written after the read (never delivered).
             ids: list[str] = []
+            pushed = 0
             for event in inbox:
                 event_id = event.get("event_id")
                 if isinstance(event_id, str):
+                    ids.append(event_id)
                     if event_id in conn.delivered:
                         continue
                     conn.delivered.add(event_id)
-                    ids.append(event_id)
+                    pushed += 1
                 self.hub.push(conn, Outgoing(event))
             if inbox:
                 await self.flush()
                 if not conn.closed:
-                    self.metrics.rating_events.labels("inbox").inc(len(ids))
+                    self.metrics.rating_events.labels("inbox").inc(pushed)
                     if len(ids) == len(inbox):
                         await self.persistence.inbox_remove(player, ids)
                     else:  # entries written before events had ids
