@@ -375,7 +375,9 @@ class Persistence:
                                                ttl_ms, cap)
         except BaseException:
             # Nothing of it is lost: the events and snapshot go back to the buffer, and the
-            # caller tries again (the result append is idempotent by game id, see below).
+            # caller tries again. A pipeline that failed after Redis ran part of it may leave
+            # an event twice (events_since keeps each version once) or the result twice in
+            # the table's results (not deduped: a reader of that list may see a game twice).
             self._put_back({table: events} if events else {},
                            {table: snapshot} if snapshot is not None else {})
             self.redis_up = False
