@@ -289,7 +289,6 @@ class Persistence:
         nodes as soon as its players can see it)."""
         interval = self._settings.flush_interval
         slow = max(interval, min(SLOW_FLUSH_MAX, interval * SLOW_FLUSH_FACTOR))
-        loop = asyncio.get_running_loop()
         while True:
             await self._wake.wait()
             self._wake.clear()
@@ -298,10 +297,8 @@ class Persistence:
             if not self._urgent and self._count < FLUSH_BATCH and slow > interval:
                 # A slow pace: wait for more events (or something urgent) before writing.
                 self._hurry.clear()
-                hurry = loop.create_task(self._hurry.wait())
-                with contextlib.suppress(asyncio.TimeoutError):
-                    await asyncio.wait_for(asyncio.shield(hurry), slow - interval)
-                hurry.cancel()
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._hurry.wait(), slow - interval)
             try:
                 await self.flush()
             except (RedisError, OSError) as exc:
