@@ -75,8 +75,6 @@ class AccountError(ProtocolError):
     """A register/login/token request is refused; ``code`` says why. ``retry_after`` (seconds)
     is set on ``rate_limited``."""
 
-    retry_after: float | None = None
-
 
 def throttled(message: str, wait: float) -> AccountError:
     err = AccountError(ErrorCode.RATE_LIMITED, message)

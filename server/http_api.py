@@ -68,9 +68,8 @@ def error_response(exc: ProtocolError) -> web.Response:
         body["field"] = exc.field
     response = web.json_response({"error": body},
                                  status=STATUS.get(ErrorCode(exc.code), 400))
-    retry_after = getattr(exc, "retry_after", None)
-    if retry_after is not None:
-        response.headers["Retry-After"] = str(max(1, math.ceil(retry_after)))
+    if exc.retry_after is not None:
+        response.headers["Retry-After"] = str(max(1, math.ceil(exc.retry_after)))
     return response
 
 

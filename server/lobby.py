@@ -22,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import math
 import secrets
 from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping
 from dataclasses import asdict, dataclass
@@ -66,7 +67,7 @@ RATING_EVENTS = frozenset({"rating", "boosted"})
 
 def retry_message(exc: ProtocolError, retry_after: float) -> ProtocolError:
     """``exc`` with the seconds to wait (``rate_limited``: the reply's ``retry_after``)."""
-    exc.retry_after = max(1, int(retry_after + 0.999))  # type: ignore[attr-defined]
+    exc.retry_after = max(1, math.ceil(retry_after))
     return exc
 
 
@@ -116,9 +117,8 @@ def error_message(
         message["ref"] = ref
     if table is not None:
         message["table"] = table
-    retry_after = getattr(exc, "retry_after", None)
-    if retry_after is not None:
-        message["retry_after"] = retry_after
+    if exc.retry_after is not None:
+        message["retry_after"] = exc.retry_after
     return message
 
 
