@@ -219,8 +219,15 @@ class Persistence:
             for table, snapshot in self._dirty.items():
                 if (everything or table in urgent
                         or now - snapshot_at.get(table, -SNAPSHOT_INTERVAL) >= SNAPSHOT_INTERVAL):
-                    batch.add(b"SET", keys.table_snapshot(table).encode(),
-                              _packer.pack(snapshot()), b"PX", log_ttl)
+                    try:
+                        packed = _packer.pack(snapshot())
+                    except Exception:
+                        # A bug in one table's state must not lose the events already taken
+                        # from the buffer (nor stop the flusher): that snapshot is skipped.
+                        log.exception("table %s: snapshot not written", table)
+                        continue
+                    batch.add(b"SET", keys.table_snapshot(table).encode(), packed, b"PX",
+                              log_ttl)
                     snapshot_at[table] = now
                     taken[table] = snapshot
                 else:
@@ -305,6 +312,12 @@ class Persistence:
                 # Everything the batch held is back in the buffer: tried again, in order,
                 # once Redis answers (the retry waits for the health check).
                 log.warning("write-behind flush failed (kept, retrying): %s", exc)
+                self._wake.set()
+                await asyncio.sleep(self._settings.redis_check_interval)
+            except Exception:
+                # Not Redis: logged, and the flusher goes on (a dead flusher would leave
+                # every later event of every table of this node unwritten).
+                log.exception("write-behind flush failed")
                 self._wake.set()
                 await asyncio.sleep(self._settings.redis_check_interval)
 
