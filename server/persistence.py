@@ -39,6 +39,7 @@ from redis.exceptions import RedisError
 from server.config import Settings
 from server.keys import Keys
 from server.metrics import Metrics
+from server.protocol.messages import TableMode
 
 log = logging.getLogger(__name__)
 
@@ -55,8 +56,8 @@ FLUSH_BATCH = 64
 human pace one write carries many moves: a write costs about the same CPU for 1 event or 50."""
 SLOW_FLUSH_FACTOR = 10
 SLOW_FLUSH_MAX = 0.5
-LISTED_MODES = ("competitive", "boosted", "private", "tournament")
-"""Every table mode (server.protocol.messages.TableMode), for unlisting without a mode."""
+LISTED_MODES = tuple(str(mode) for mode in TableMode)
+"""Every table mode, for unlisting without a mode (and the modes a list request may name)."""
 PAGE_CACHE_MAX = 1024
 """Table-list pages kept at once (see :meth:`Persistence.table_page_raw`)."""
 EXPIRE_REFRESH = 60.0
