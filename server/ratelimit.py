@@ -24,6 +24,18 @@ class Bucket:
     tokens: float
     updated: float
 
+    def spend(self, rate: float, burst: float, now: float) -> float:
+        """Refill at ``rate`` up to ``burst`` tokens, then spend one. Returns 0.0 when there
+        was one, else the seconds until one is back (nothing is spent then; infinite at rate
+        0). Time going backwards refills nothing."""
+        if now > self.updated:
+            self.tokens = min(burst, self.tokens + (now - self.updated) * rate)
+            self.updated = now
+        if self.tokens >= 1.0:
+            self.tokens -= 1.0
+            return 0.0
+        return (1.0 - self.tokens) / rate if rate > 0 else float("inf")
+
 
 class RateLimiter:
     """Buckets of ``burst`` tokens refilled at ``rate`` per second, one per key."""
@@ -56,11 +68,5 @@ class RateLimiter:
             bucket = Bucket(self.burst, now)
             if len(self._buckets) >= self.max_keys:
                 del self._buckets[next(iter(self._buckets))]
-        elif now > bucket.updated:
-            bucket.tokens = min(self.burst, bucket.tokens + (now - bucket.updated) * self.rate)
-            bucket.updated = now
         self._buckets[key] = bucket
-        if bucket.tokens >= 1.0:
-            bucket.tokens -= 1.0
-            return 0.0
-        return (1.0 - bucket.tokens) / self.rate
+        return bucket.spend(self.rate, self.burst, now)
