@@ -75,8 +75,6 @@ class AccountError(ProtocolError):
     """A register/login/token request is refused; ``code`` says why. ``retry_after`` (seconds)
     is set on ``rate_limited``."""
 
-    retry_after: float | None = None
-
 
 def throttled(message: str, wait: float) -> AccountError:
     err = AccountError(ErrorCode.RATE_LIMITED, message)
@@ -310,8 +308,15 @@ class Accounts:
         record = json.loads(raw)
         new = validate_new_password(new_password, str(record["name"]))
         cost = ScryptCost(int(record["n"]), int(record["r"]), int(record["p"]))
+        # The current password is checked under the same per-account throttle as a login:
+        # a token (stolen, or a socket left open) must not guess it faster than a login can.
+        wait = await self._login_step(identity.player, "check", address)
+        if wait > 0:
+            raise throttled("too many failed password checks for this account from this "
+                            "address; retry later", wait)
         digest = await self._hash(password, bytes.fromhex(record["salt"]), cost, address)
         if not hmac.compare_digest(digest, bytes.fromhex(record["hash"])):
+            await self._login_step(identity.player, "fail", address)
             raise AccountError(ErrorCode.INVALID_CREDENTIALS, "wrong password")
         salt = secrets.token_bytes(SALT_BYTES)
         new_digest = await self._hash(new, salt, self._cost, address)

@@ -33,7 +33,7 @@ from server.addresses import client_address
 from server.config import Settings
 from server.matchmaking.policy import network_key
 from server.metrics import CONTENT_TYPE_LATEST, Metrics
-from server.persistence import Persistence
+from server.persistence import LISTED_MODES, Persistence
 from server.protocol.errors import ErrorCode, ProtocolError
 from server.ratelimit import RateLimiter
 from server.ratings import SAME_NETWORK_IPV6_PREFIX
@@ -68,9 +68,8 @@ def error_response(exc: ProtocolError) -> web.Response:
         body["field"] = exc.field
     response = web.json_response({"error": body},
                                  status=STATUS.get(ErrorCode(exc.code), 400))
-    retry_after = getattr(exc, "retry_after", None)
-    if retry_after is not None:
-        response.headers["Retry-After"] = str(max(1, math.ceil(retry_after)))
+    if exc.retry_after is not None:
+        response.headers["Retry-After"] = str(max(1, math.ceil(exc.retry_after)))
     return response
 
 
@@ -234,20 +233,23 @@ class AccountRoutes:
     async def tables(self, request: web.Request) -> web.Response:
         """A page of the lobby index: one Redis round trip, whatever the number of tables."""
         mode = request.query.get("mode") or None
-        if mode is not None and mode not in ("competitive", "boosted", "private",
-                                             "tournament"):
+        if mode is not None and mode not in LISTED_MODES:
             return error_response(ProtocolError(ErrorCode.BAD_FIELD, "unknown mode",
                                                 field="mode"))
-        try:
-            offset = int(request.query.get("offset", "0"))
-            limit = int(request.query.get("limit", str(self.list_limit)))
-        except ValueError:
-            return error_response(ProtocolError(ErrorCode.BAD_FIELD,
-                                                "offset and limit are integers", field="offset"))
-        if not 0 <= offset <= MAX_LIST_OFFSET or not 1 <= limit <= self.list_limit:
-            return error_response(ProtocolError(
-                ErrorCode.BAD_FIELD,
-                f"offset 0..{MAX_LIST_OFFSET}, limit 1..{self.list_limit}", field="offset"))
+        values: dict[str, int] = {}
+        for name, default, low, high in (("offset", 0, 0, MAX_LIST_OFFSET),
+                                         ("limit", self.list_limit, 1, self.list_limit)):
+            raw = request.query.get(name)
+            try:
+                value = default if raw is None else int(raw)
+            except ValueError:
+                value = low - 1
+            if not low <= value <= high:
+                return error_response(ProtocolError(
+                    ErrorCode.BAD_FIELD, f"{name} must be an integer in {low}..{high}",
+                    field=name))
+            values[name] = value
+        offset, limit = values["offset"], values["limit"]
         total, rows = await self.persistence.table_page_raw(mode, offset, limit)
         # The summaries are stored as JSON: spliced in as they are, not parsed again.
         body = b'{"tables":[' + b",".join(rows) + b'],"total":%d,"offset":%d}' % (total, offset)

@@ -22,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import math
 import secrets
 from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping
 from dataclasses import asdict, dataclass
@@ -66,7 +67,7 @@ RATING_EVENTS = frozenset({"rating", "boosted"})
 
 def retry_message(exc: ProtocolError, retry_after: float) -> ProtocolError:
     """``exc`` with the seconds to wait (``rate_limited``: the reply's ``retry_after``)."""
-    exc.retry_after = max(1, int(retry_after + 0.999))  # type: ignore[attr-defined]
+    exc.retry_after = max(1, math.ceil(retry_after))
     return exc
 
 
@@ -116,9 +117,8 @@ def error_message(
         message["ref"] = ref
     if table is not None:
         message["table"] = table
-    retry_after = getattr(exc, "retry_after", None)
-    if retry_after is not None:
-        message["retry_after"] = retry_after
+    if exc.retry_after is not None:
+        message["retry_after"] = exc.retry_after
     return message
 
 
@@ -424,19 +424,24 @@ class Lobby:
             if seat is not None:
                 await self._send_attach(self.actor_of(conn), seat)
             inbox = await self.persistence.inbox(player)
+            # Every id read goes in ``ids``, also one a live push already wrote to this
+            # socket: otherwise the count would fall short and the positional ``ack_inbox``
+            # below could drop an entry written after the read (never delivered).
             ids: list[str] = []
+            pushed = 0
             for event in inbox:
                 event_id = event.get("event_id")
                 if isinstance(event_id, str):
+                    ids.append(event_id)
                     if event_id in conn.delivered:
                         continue
                     conn.delivered.add(event_id)
-                    ids.append(event_id)
+                    pushed += 1
                 self.hub.push(conn, Outgoing(event))
             if inbox:
                 await self.flush()
                 if not conn.closed:
-                    self.metrics.rating_events.labels("inbox").inc(len(ids))
+                    self.metrics.rating_events.labels("inbox").inc(pushed)
                     if len(ids) == len(inbox):
                         await self.persistence.inbox_remove(player, ids)
                     else:  # entries written before events had ids

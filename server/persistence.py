@@ -39,6 +39,7 @@ from redis.exceptions import RedisError
 from server.config import Settings
 from server.keys import Keys
 from server.metrics import Metrics
+from server.protocol.messages import TableMode
 
 log = logging.getLogger(__name__)
 
@@ -55,8 +56,8 @@ FLUSH_BATCH = 64
 human pace one write carries many moves: a write costs about the same CPU for 1 event or 50."""
 SLOW_FLUSH_FACTOR = 10
 SLOW_FLUSH_MAX = 0.5
-LISTED_MODES = ("competitive", "boosted", "private", "tournament")
-"""Every table mode (server.protocol.messages.TableMode), for unlisting without a mode."""
+LISTED_MODES = tuple(str(mode) for mode in TableMode)
+"""Every table mode, for unlisting without a mode (and the modes a list request may name)."""
 PAGE_CACHE_MAX = 1024
 """Table-list pages kept at once (see :meth:`Persistence.table_page_raw`)."""
 EXPIRE_REFRESH = 60.0
@@ -219,8 +220,15 @@ class Persistence:
             for table, snapshot in self._dirty.items():
                 if (everything or table in urgent
                         or now - snapshot_at.get(table, -SNAPSHOT_INTERVAL) >= SNAPSHOT_INTERVAL):
-                    batch.add(b"SET", keys.table_snapshot(table).encode(),
-                              _packer.pack(snapshot()), b"PX", log_ttl)
+                    try:
+                        packed = _packer.pack(snapshot())
+                    except Exception:
+                        # A bug in one table's state must not lose the events already taken
+                        # from the buffer (nor stop the flusher): that snapshot is skipped.
+                        log.exception("table %s: snapshot not written", table)
+                        continue
+                    batch.add(b"SET", keys.table_snapshot(table).encode(), packed, b"PX",
+                              log_ttl)
                     snapshot_at[table] = now
                     taken[table] = snapshot
                 else:
@@ -289,7 +297,6 @@ class Persistence:
         nodes as soon as its players can see it)."""
         interval = self._settings.flush_interval
         slow = max(interval, min(SLOW_FLUSH_MAX, interval * SLOW_FLUSH_FACTOR))
-        loop = asyncio.get_running_loop()
         while True:
             await self._wake.wait()
             self._wake.clear()
@@ -298,16 +305,20 @@ class Persistence:
             if not self._urgent and self._count < FLUSH_BATCH and slow > interval:
                 # A slow pace: wait for more events (or something urgent) before writing.
                 self._hurry.clear()
-                hurry = loop.create_task(self._hurry.wait())
-                with contextlib.suppress(asyncio.TimeoutError):
-                    await asyncio.wait_for(asyncio.shield(hurry), slow - interval)
-                hurry.cancel()
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._hurry.wait(), slow - interval)
             try:
                 await self.flush()
             except (RedisError, OSError) as exc:
                 # Everything the batch held is back in the buffer: tried again, in order,
                 # once Redis answers (the retry waits for the health check).
                 log.warning("write-behind flush failed (kept, retrying): %s", exc)
+                self._wake.set()
+                await asyncio.sleep(self._settings.redis_check_interval)
+            except Exception:
+                # Not Redis: logged, and the flusher goes on (a dead flusher would leave
+                # every later event of every table of this node unwritten).
+                log.exception("write-behind flush failed")
                 self._wake.set()
                 await asyncio.sleep(self._settings.redis_check_interval)
 
@@ -375,7 +386,9 @@ class Persistence:
                                                ttl_ms, cap)
         except BaseException:
             # Nothing of it is lost: the events and snapshot go back to the buffer, and the
-            # caller tries again (the result append is idempotent by game id, see below).
+            # caller tries again. A pipeline that failed after Redis ran part of it may leave
+            # an event twice (events_since keeps each version once) or the result twice in
+            # the table's results (not deduped: a reader of that list may see a game twice).
             self._put_back({table: events} if events else {},
                            {table: snapshot} if snapshot is not None else {})
             self.redis_up = False

@@ -1,4 +1,7 @@
-"""Token buckets per client key: the pure core of the HTTP rate limit (no asyncio or aiohttp).
+"""Token buckets per client key, pure (no asyncio or aiohttp): the core of every rate limit
+(HTTP requests in server/http_middleware.py, guest/register/login in server/http_api.py,
+table creation in server/lobby.py; one socket's messages use :class:`Bucket` through
+server/session.py's ``TokenBucket``).
 
 Each key (a client address, or the digest of a bearer credential) has a bucket of ``burst``
 tokens refilled continuously at ``rate`` tokens per second; a request spends one. A request
@@ -23,6 +26,18 @@ class Bucket:
 
     tokens: float
     updated: float
+
+    def spend(self, rate: float, burst: float, now: float) -> float:
+        """Refill at ``rate`` up to ``burst`` tokens, then spend one. Returns 0.0 when there
+        was one, else the seconds until one is back (nothing is spent then; infinite at rate
+        0). Time going backwards refills nothing."""
+        if now > self.updated:
+            self.tokens = min(burst, self.tokens + (now - self.updated) * rate)
+            self.updated = now
+        if self.tokens >= 1.0:
+            self.tokens -= 1.0
+            return 0.0
+        return (1.0 - self.tokens) / rate if rate > 0 else float("inf")
 
 
 class RateLimiter:
@@ -56,11 +71,5 @@ class RateLimiter:
             bucket = Bucket(self.burst, now)
             if len(self._buckets) >= self.max_keys:
                 del self._buckets[next(iter(self._buckets))]
-        elif now > bucket.updated:
-            bucket.tokens = min(self.burst, bucket.tokens + (now - bucket.updated) * self.rate)
-            bucket.updated = now
         self._buckets[key] = bucket
-        if bucket.tokens >= 1.0:
-            bucket.tokens -= 1.0
-            return 0.0
-        return (1.0 - bucket.tokens) / self.rate
+        return bucket.spend(self.rate, self.burst, now)

@@ -45,6 +45,7 @@ from server.protocol.messages import (
     parse_message,
     ref_of,
 )
+from server.ratelimit import Bucket
 
 CLOSE_POLICY_VIOLATION = 1008
 
@@ -56,13 +57,12 @@ class SessionState(StrEnum):
 
 
 @dataclass(slots=True)
-class TokenBucket:
-    """``burst`` tokens at most, refilled continuously at ``rate`` tokens per second."""
+class TokenBucket(Bucket):
+    """``burst`` tokens at most, refilled continuously at ``rate`` tokens per second (the
+    bucket of :mod:`server.ratelimit`, with its own rate and burst: one per socket)."""
 
     rate: float
     burst: float
-    tokens: float
-    updated: float
 
     @classmethod
     def full(cls, rate: float, burst: float, now: float) -> TokenBucket:
@@ -70,14 +70,7 @@ class TokenBucket:
 
     def take(self, now: float) -> bool:
         """Spend one token if there is one; refill first. Time going backwards refills nothing."""
-        elapsed = now - self.updated
-        if elapsed > 0:
-            self.tokens = min(self.burst, self.tokens + elapsed * self.rate)
-            self.updated = now
-        if self.tokens >= 1.0:
-            self.tokens -= 1.0
-            return True
-        return False
+        return self.spend(self.rate, self.burst, now) == 0.0
 
 
 @dataclass(frozen=True, slots=True)

@@ -865,13 +865,13 @@ class Table:
             }, broadcast=False))
         persistence = self.lobby.persistence
         try:
-            stored = await self._retry(game_id, "the result", persistence.write_result,
-                                       self.id, result, ())
+            await self._retry(game_id, "the result", persistence.write_result, self.id, result,
+                              ())
         except BaseException:
             settling.cancel()
             raise
         self.lobby.metrics.settlements.inc()
-        if stored and match_over:
+        if match_over:
             # Every event is in the table's Redis log now; a finished table lingers for a
             # while, and sync reads the log instead of holding the events in memory.
             self.recent.clear()
@@ -911,7 +911,7 @@ class Table:
         )
 
     async def _retry(self, game_id: str, what: str, write: Callable[..., Awaitable[Any]],
-                     *args: Any, **kwargs: Any) -> bool:
+                     *args: Any, **kwargs: Any) -> None:
         """``await write(*args, **kwargs)``, tried again on Redis errors with back-off (up to
         ``STORE_MAX_DELAY`` between tries) until it is stored; only a node shutdown (the task
         is cancelled) stops it, and that is logged with the game id."""
@@ -920,7 +920,7 @@ class Table:
         while True:
             try:
                 await write(*args, **kwargs)
-                return True
+                return
             except (RedisError, OSError) as exc:
                 attempt += 1
                 self.lobby.metrics.settlement_retries.inc()

@@ -243,7 +243,7 @@ class SocketHandler:
                     lobby.metrics.error(outcome.error.code)
                     if outcome.error.code == ErrorCode.RATE_LIMITED:
                         lobby.metrics.refused("socket_messages")
-                        outcome.error.retry_after = 1  # type: ignore[attr-defined]
+                        outcome.error.retry_after = 1
                     hub.push(conn, Outgoing(error_message(outcome.error, outcome.ref)))
                     await hub.flush()
                 elif isinstance(outcome, CloseConnection):

@@ -73,8 +73,11 @@ class ProtocolError(ValueError):
     """Something a client sent is refused. ``field`` names the offending field when there is one.
 
     ``close_code`` is set only for faults that end the connection (for example 1008 for a
-    flood); the connection stays open otherwise.
+    flood); the connection stays open otherwise. ``retry_after`` (seconds) is set on a
+    ``rate_limited`` refusal: the reply's ``retry_after`` field, or HTTP ``Retry-After``.
     """
+
+    retry_after: float | None = None
 
     def __init__(
         self,

@@ -156,6 +156,27 @@ async def test_login_failures_delay_then_lock_one_address_not_the_owner(
     assert (await _login(server, OTHER, "correct horse"))[0] == 200
 
 
+async def test_password_change_guesses_share_the_login_failure_throttle(
+    start_server: StartServer,
+) -> None:
+    server = await start_server(limits=True, login_free_failures=3, login_delay_base=30.0,
+                                login_lock_after=5, login_lock_time=600.0, login_rate=0.0)
+    token = await register(server, "alice", "correct horse")
+    statuses = []
+    for _ in range(10):  # a token holder guessing the current password, bounded
+        status, headers, _body = await http_json(
+            "POST", server.http + "/api/password",
+            headers=_from(FLOODER, Authorization=f"Bearer {token}"),
+            json_body={"password": "wrong guess!", "new_password": "a brand new secret"})
+        statuses.append(status)
+        if status == 429:
+            assert int(headers["Retry-After"]) >= 1
+    assert statuses[:3] == [401, 401, 401] and set(statuses[3:]) == {429}
+    # The failures count against logins from that address too, not from another one.
+    assert (await _login(server, FLOODER, "correct horse"))[0] == 429
+    assert (await _login(server, OTHER, "correct horse"))[0] == 200
+
+
 async def test_account_wide_failures_only_let_known_addresses_in(
     start_server: StartServer,
 ) -> None:

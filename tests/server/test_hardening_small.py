@@ -117,3 +117,16 @@ async def test_a_presence_left_after_its_key_is_gone_does_not_stay_for_good(
     await redis_client.delete(key)  # expired, or deleted while the node was closing
     await persistence.presence_leave("ghost", "n1")
     assert await redis_client.pttl(key) > 0
+
+
+@pytest.mark.parametrize(("query", "field"), [
+    ("offset=-1", "offset"), ("offset=x", "offset"), ("limit=0", "limit"),
+    ("limit=x", "limit"), ("limit=100000", "limit"), ("mode=nope", "mode"),
+])
+async def test_a_bad_table_list_query_names_its_field(
+    start_server: StartServer, query: str, field: str,
+) -> None:
+    server = await start_server()
+    status, _headers, body = await http_json("GET", f"{server.http}/api/tables?{query}")
+    assert status == 400
+    assert body["error"]["code"] == "bad_field" and body["error"]["field"] == field
