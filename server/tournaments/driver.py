@@ -128,6 +128,7 @@ class BracketDriver:
                 b = b.record_result(m.match, outcome)
         b = b.resolve(now)
         b = await self._announce(tid, b, announced)
+        b = await self._adopt_orphans(tid, b)
         for m in b.matches():
             if m.status is not MatchStatus.READY:
                 continue
@@ -165,6 +166,37 @@ class BracketDriver:
         await self.service.deliver(results)
         if awarded:
             await self.store.done_running(tid)
+
+    async def _adopt_orphans(self, tid: str, b: Bracket) -> Bracket:
+        """A table this tournament opened whose step was never saved (the lease lost, Redis
+        refusing the save, the node dying between opening and saving) is the table of the
+        ready match whose two players sit at it or whose result it holds: the match goes on
+        there instead of its players forfeiting as no-shows (they are seated, so never
+        "ready"). One read of the tournament's tables while a match is ready."""
+        ready = [m for m in b.matches() if m.status is MatchStatus.READY]
+        if not ready:
+            return b
+        used = {table for m in b.matches() for table in m.tables}
+        orphans = [table for table in await self.store.tables(tid) if table not in used]
+        if not orphans:
+            return b
+        results_of = await self.store.table_results_of(orphans)
+        for m in ready:
+            a, c = m.players
+            assert a is not None and c is not None  # a ready match has both players
+            pair = {a, c}
+            for table in orphans:
+                played = any({r.get("winner"), r.get("loser")} == pair
+                             for r in results_of[table])
+                seated = played or all([await self.persistence.seat_of(p) == table
+                                        for p in pair])
+                if seated:
+                    log.info("tournament %s: %s adopts table %s (its step was not saved)",
+                             tid, m.match, table)
+                    b = b.open_table(m.match, table)
+                    orphans.remove(table)
+                    break
+        return b
 
     async def _announce(self, tid: str, b: Bracket, announced: set[str]) -> Bracket:
         events = []

@@ -4,6 +4,7 @@ lost, the game in flight replayed on a new table), the third-place match and the
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import redis.asyncio as aioredis
@@ -11,6 +12,7 @@ from server_helpers import Client, RunningServer, StartServer, connect, play_out
 from tournament_helpers import call, new_runner_key, new_tournament
 
 from rating_plugin.store import RatingStore
+from server.app import BRACKETS
 
 SETTINGS: dict[str, Any] = {"tournament_tick": 0.1, "tournament_lease": 2.0}
 NO_SHOW = 3
@@ -156,3 +158,54 @@ async def test_private_two_player_bracket_of_matches(
     assert clients["alice"].of_type("rating") == []
     ratings = RatingStore(redis_client, key_prefix)
     assert (await ratings.rating("alice", "table42")).rating == 1500
+
+
+async def test_a_table_opened_by_a_step_that_was_not_saved_is_adopted(
+    start_server: StartServer, redis_url: str, key_prefix: str
+) -> None:
+    """The driver opens a table, then its save of the bracket is refused (as when the lease
+    is lost): the next step finds the players seated at that table and the match goes on
+    there; nobody forfeits as a no-show, and the table's result decides the match."""
+    server = await start_server(dice_factory=scripted(5), **SETTINGS)
+    tokens = {name: await register(server, name) for name in ("alice", "bob")}
+    key = await new_runner_key(redis_url, key_prefix, "club")
+    clients = {n: await connect(server, t) for n, t in tokens.items()}
+    tid = await new_tournament(server, key, ["bob", "alice"])
+    store = server.app[BRACKETS].store
+    save = store.save_bracket
+    refused: list[dict[str, Any]] = []
+
+    async def refuse_the_first_open(tid: str, node: str, state: dict[str, Any],
+                                    status: str) -> bool:
+        opened = any(m.get("status") == "playing"
+                     for r in state["bracket"]["rounds"] for m in r)
+        if opened and not refused:
+            refused.append(state)
+            return False
+        return await save(tid, node, state, status)
+
+    store.save_bracket = refuse_the_first_open  # type: ignore[method-assign]
+    status, body = await call(server, "POST", f"/api/tournaments/{tid}/bracket", key=key,
+                              body={"no_show_seconds": NO_SHOW})
+    assert status == 201, body
+    table = await table_for(clients["alice"], "r1m1")
+    await clients["bob"].expect("game_start", table=table)
+    for _ in range(100):  # the step that opened the table saves after announcing it
+        if refused:
+            break
+        await asyncio.sleep(0.05)
+    assert refused, "the step that opened the table was saved"
+    for _ in range(100):  # the next steps adopt the table
+        view = await bracket(server, tid)
+        if match(view, "r1m1")["status"] == "playing":
+            break
+        await asyncio.sleep(0.1)
+    assert match(view, "r1m1")["table"] == table
+    await asyncio.sleep(NO_SHOW + 0.5)  # past the no-show deadline: still playing
+    view = await bracket(server, tid)
+    assert match(view, "r1m1")["status"] == "playing" and match(view, "r1m1")["table"] == table
+    await clients["bob"].send({"type": "leave", "table": table})
+    done = await clients["alice"].expect("tournament_over", timeout=20)
+    assert done["podium"] == ["alice", "bob"]
+    view = await bracket(server, tid)
+    assert match(view, "r1m1")["status"] == "done" and match(view, "r1m1")["winner"] == "alice"
