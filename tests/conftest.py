@@ -34,8 +34,12 @@ def redis_url() -> Iterator[str]:
 
 
 @pytest.fixture(scope="session")
-def redis_cluster_url() -> Iterator[str]:
-    """A one-node Redis Cluster (embedded, all slots): it refuses keys that span two slots."""
+def redis_cluster_url(redis_url: str) -> Iterator[str]:
+    """A Redis Cluster: the one of ``REDIS_URL=redis+cluster://...``, else a one-node cluster
+    (embedded, all slots). Either refuses keys that span two slots."""
+    if redis_url.startswith(CLUSTER_SCHEME):
+        yield "redis://" + redis_url[len(CLUSTER_SCHEME):]
+        return
     with EmbeddedRedis(cluster=True) as embedded:
         yield embedded.url
 
@@ -49,10 +53,19 @@ async def redis_cluster(
     try:
         yield client
     finally:
-        keys = [key async for key in client.scan_iter(match=f"{key_prefix}*", count=1000)]
-        for key in keys:
-            await client.unlink(key)
+        await delete_prefix_on_cluster(client, key_prefix)
         await client.aclose()
+
+
+async def delete_prefix_on_cluster(cluster: aioredis.RedisCluster, prefix: str) -> None:
+    """Delete every key under ``prefix`` on every master, one key at a time (a cluster
+    refuses a command whose keys span two slots)."""
+    await cluster.initialize()
+    for node in cluster.get_primaries():
+        async with aioredis.Redis(host=node.host, port=int(node.port)) as shard:
+            keys = [key async for key in shard.scan_iter(match=f"{prefix}*", count=1000)]
+            for key in keys:
+                await shard.unlink(key)
 
 
 @pytest.fixture
@@ -68,12 +81,7 @@ async def redis_client(redis_url: str, key_prefix: str) -> AsyncIterator[aioredi
         try:
             yield cast(aioredis.Redis, cluster)
         finally:
-            await cluster.initialize()
-            for node in cluster.get_primaries():
-                async with aioredis.Redis(host=node.host, port=int(node.port)) as shard:
-                    keys = [key async for key in shard.scan_iter(match=f"{key_prefix}*")]
-                    for key in keys:  # one by one: a cluster refuses keys of two slots
-                        await shard.unlink(key)
+            await delete_prefix_on_cluster(cluster, key_prefix)
             await cluster.aclose()
         return
     client = aioredis.Redis.from_url(redis_url)
