@@ -13,15 +13,14 @@ import os
 import sys
 from collections.abc import Sequence
 
-import redis.asyncio as aioredis
-
 from server.accounts import Accounts
 from server.config import Settings
 from server.keys import Keys
+from server.redis_client import redis_client
 
 
 async def _revoke(url: str, prefix: str, player: str) -> int:
-    redis = aioredis.Redis.from_url(url)
+    redis = redis_client(url)
     try:
         accounts = Accounts(redis, Keys(prefix), Settings(redis_url=url, key_prefix=prefix))
         return await accounts.revoke_player(player.lower(), "revoked by an operator")

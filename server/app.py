@@ -35,6 +35,7 @@ from server.matchmaker import Matchmaker
 from server.metrics import Metrics
 from server.persistence import Persistence
 from server.public_api import PublicRoutes
+from server.redis_client import redis_client
 from server.rules import DiceSource, SecretDice
 from server.static_files import add_static_routes
 from server.tournaments.api import TournamentRoutes
@@ -48,10 +49,6 @@ from server.ws import SocketHandler
 log = logging.getLogger(__name__)
 
 DiceFactory = Callable[[], DiceSource]
-REDIS_MAX_CONNECTIONS = 512
-"""Redis connections one node keeps at most (the node bus's subscription holds one). A command
-holds its connection until the event loop reads the reply, which under full load is as long
-as a move's round trip, so a few hundred can be busy at once with a thousand games."""
 
 SETTINGS = web.AppKey("settings", Settings)
 REDIS = web.AppKey("redis", aioredis.Redis)
@@ -93,12 +90,7 @@ def create_app(settings: Settings, *, dice_factory: DiceFactory | None = None) -
 async def _services(app: web.Application) -> AsyncIterator[None]:
     settings = app[SETTINGS]
     assert settings.redis_url is not None
-    # A bounded pool: a burst (a thousand games starting at once) waits for a connection
-    # instead of opening one per waiting command and keeping them all for good.
-    redis = aioredis.Redis.from_pool(aioredis.BlockingConnectionPool.from_url(
-        settings.redis_url, max_connections=REDIS_MAX_CONNECTIONS, timeout=20,
-        socket_connect_timeout=5.0, health_check_interval=30,
-    ))
+    redis = redis_client(settings.redis_url)  # a cluster client for redis+cluster://
     keys = Keys(settings.key_prefix)
     metrics = app[METRICS]
     persistence = Persistence(redis, keys, settings, metrics)

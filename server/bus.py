@@ -42,6 +42,8 @@ class NodeBus:
 
     def __init__(self, redis: aioredis.Redis, keys: Keys, node_id: str) -> None:
         self._redis = redis
+        # On a cluster, pub/sub and PUBLISH use a plain client of one node (server/redis_client.py).
+        self._pubsub_redis: aioredis.Redis = getattr(redis, "seed", redis)
         self._keys = keys
         self.node_id = node_id
         self._handler: Handler | None = None
@@ -53,7 +55,7 @@ class NodeBus:
 
     async def start(self, handler: Handler) -> None:
         self._handler = handler
-        self._pubsub = self._redis.pubsub(ignore_subscribe_messages=True)
+        self._pubsub = self._pubsub_redis.pubsub(ignore_subscribe_messages=True)
         # Its own channel, and the one every node hears (ended tokens).
         await self._pubsub.subscribe(self._keys.node_channel(self.node_id),
                                      self._keys.broadcast_channel)
@@ -96,7 +98,7 @@ class NodeBus:
     async def _drain(self) -> None:
         while self._queue:
             batch = [self._queue.popleft() for _ in range(min(MAX_BATCH, len(self._queue)))]
-            async with self._redis.pipeline(transaction=False) as pipe:
+            async with self._pubsub_redis.pipeline(transaction=False) as pipe:
                 for channel, data in batch:
                     pipe.publish(channel, data)
                 await pipe.execute()

@@ -77,13 +77,15 @@ class _Batch:
     raises, like a pipeline would.
     """
 
-    __slots__ = ("count", "parts")
+    __slots__ = ("commands", "count", "parts")
 
     def __init__(self) -> None:
+        self.commands: list[tuple[bytes, ...]] = []
         self.parts: list[bytes] = []
         self.count = 0
 
     def add(self, *args: bytes) -> None:
+        self.commands.append(args)
         parts = self.parts
         parts.append(b"*%d\r\n" % len(args))
         for arg in args:
@@ -91,6 +93,13 @@ class _Batch:
         self.count += 1
 
     async def execute(self, redis: aioredis.Redis) -> list[Any]:
+        if isinstance(redis, aioredis.RedisCluster):
+            # A cluster: redis-py's cluster pipeline sends each command to its slot's node
+            # (one round trip per node); the replies come back in order.
+            async with redis.pipeline(transaction=False) as pipe:
+                for command in self.commands:
+                    pipe.execute_command(command[0].decode(), *command[1:])
+                return list(await pipe.execute())
         pool: Any = redis.connection_pool  # get_connection is not typed in redis-py 5.2
         conn = await pool.get_connection("_")
         try:

@@ -14,10 +14,10 @@ import sys
 import time
 from collections.abc import Mapping, Sequence
 
-import redis.asyncio as aioredis
 from redis.exceptions import RedisError
 
 from server.config import SettingsError, settings_from_env
+from server.redis_client import redis_client
 from server.tournaments.keys import TournamentKeys
 from server.tournaments.runner_keys import RunnerKeyError, RunnerKeys
 
@@ -39,7 +39,7 @@ def _parser() -> argparse.ArgumentParser:
 
 
 async def _run(args: argparse.Namespace, redis_url: str, prefix: str) -> int:
-    client = aioredis.Redis.from_url(redis_url)
+    client = redis_client(redis_url)
     try:
         keys = RunnerKeys(client, TournamentKeys(prefix))
         if args.command == "create":
