@@ -205,10 +205,14 @@ async def two_nodes(
                 await proc.wait()
 
 
+@pytest.fixture
+def haproxy() -> str:
+    return _haproxy()
+
+
 async def test_websockets_pass_through_haproxy_to_both_nodes(
-    two_nodes: list[int], tmp_path: Path
+    haproxy: str, two_nodes: list[int], tmp_path: Path
 ) -> None:
-    haproxy = _haproxy()
     lb_port = _free_port()
     config = tmp_path / "haproxy.cfg"
     config.write_text(local_variant(lb_port, two_nodes))
