@@ -637,6 +637,19 @@ class Lobby:
         until = self.peers.get(node)
         return until is None or until > time.time()
 
+    def is_node_fresh(self, node: str) -> bool:
+        """Whether ``node`` renewed its heartbeat within the last two renewal periods: a
+        node that missed one is not trusted to hand a player a game (it may be dying)."""
+        if node == self.node_id:
+            return True
+        if node in self.dead_nodes:
+            return False
+        until = self.peers.get(node)
+        if until is None:
+            return True
+        heard = until - self.settings.lease_ttl
+        return heard + 2 * self.settings.lease_renew > time.time()
+
     def answered_by_owner(self, conn_id: str, frame: Mapping[str, Any]) -> bool:
         """An answer from another node for one of this node's sockets: False when that
         request was answered already (``unavailable``, the owner was thought dead), so this

@@ -376,6 +376,12 @@ class Matchmaker:
                 await self.queue.requeue(ticket)
             return
 
+        if not all(self.lobby.is_node_fresh(t.node) for t in (first, second) if t.node):
+            # A node that queued one of them missed a heartbeat: wait until it is known
+            # alive again (or dead, and its tickets gone) before handing anyone a game.
+            for ticket in (first, second):
+                await self.queue.requeue(ticket)
+            return
         gone = [t for t in (first, second) if not await self._is_connected(t)]
         if gone:
             # Never a game for a player who is not there: their ticket is dropped (it was

@@ -14,7 +14,7 @@ import redis.asyncio as aioredis
 
 from server.config import Settings
 from server.keys import Keys
-from server.persistence import FENCED_OUT, Fenced, Persistence
+from server.persistence import FENCED_OUT, Fenced, Persistence, _aw
 
 
 def _store(redis: aioredis.Redis, settings: Settings) -> Persistence:
@@ -22,12 +22,12 @@ def _store(redis: aioredis.Redis, settings: Settings) -> Persistence:
 
 
 def _event(v: int) -> bytes:
-    return msgpack.packb({"type": "move", "v": v})
+    return bytes(msgpack.packb({"type": "move", "v": v}))
 
 
 async def _expire(redis: aioredis.Redis, store: Persistence, table: str) -> None:
     """As if the owner had stopped renewing the lease long ago."""
-    await redis.hset(store.keys.table_lease(table), "expires", 0)
+    await _aw(redis.hset(store.keys.table_lease(table), "expires", "0"))
     await redis.zadd(store.keys.lease_index, {table: 0})
 
 
@@ -131,7 +131,7 @@ async def test_result_is_fenced_and_atomic(
     old.append_event("t1", 1, _event(1))
     result: dict[str, Any] = {"game_id": "g1", "winner": "p"}
     await old.write_result("t1", result, [("p", {"type": "rating", "event_id": "e1"})])
-    raw = await redis_client.lrange(old.keys.table_results("t1"), 0, -1)
+    raw = await _aw(redis_client.lrange(old.keys.table_results("t1"), 0, -1))
     assert [json.loads(r) for r in raw] == [result]
     assert [e["v"] for e in await old.events_since("t1", 0)] == [1]
     assert [e["event_id"] for e in await old.inbox("p")] == ["e1"]
@@ -144,7 +144,7 @@ async def test_result_is_fenced_and_atomic(
         pass
     else:  # pragma: no cover
         raise AssertionError("a stale owner stored a result")
-    assert len(await redis_client.lrange(old.keys.table_results("t1"), 0, -1)) == 1
+    assert len(await _aw(redis_client.lrange(old.keys.table_results("t1"), 0, -1))) == 1
     assert [e["v"] for e in await new.events_since("t1", 0)] == [1]
     assert [e["event_id"] for e in await old.inbox("p")] == ["e1"]
 
