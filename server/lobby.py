@@ -1,15 +1,28 @@
 """The lobby: tables owned by this node, routing to tables on other nodes, and player delivery.
 
-Routing. Every table has one owner node (``{t:T}:owner`` in Redis). A command from a socket on
-this node goes straight to the table when this node owns it, otherwise it is sent to the
-owner's channel (``bus.py``) as ``{"op": "cmd", "actor": ..., "msg": ...}``. The owner's replies
+Routing. Every table has one owner node, the holder of its lease (``{t:T}:lease`` in Redis,
+see ``ownership.py``). A command from a socket on this node goes straight to the table when
+this node owns it, otherwise it is sent to the owner's channel (``bus.py``) as
+``{"op": "cmd", "actor": ..., "msg": ...}``. A request (with an ``id``) gets exactly one
+answer: while the owner is dead and nobody has taken the table over yet it is answered here
+with ``unavailable`` and ``retry_after``; one forwarded to an owner that dies before it answers
+is answered so when the death is seen (a late answer from that owner is then dropped); a node
+that no longer holds the table passes the command on to the new owner. The owner's replies
 and events come back as ``{"op": "deliver", ...}`` to the node holding the socket. A seated
 player's table knows on which nodes the player has sockets (``attach`` / ``detach`` ops, sent
 when a player's first socket on a node opens and its last one closes), so events go only
 where they are needed; on a single node all of this stays in-process.
 
-Node ops: ``cmd`` (actor, msg), ``deliver`` (player or conns, frame), ``attach`` (actor),
-``detach`` (player, node), ``unwatch`` (table, node, conn), ``push`` (player, frame).
+Node ops: ``cmd`` (actor, msg, hops?), ``deliver`` (player or conns, frame), ``attach``
+(actor), ``detach`` (player, node), ``unwatch`` (table, node, conn), ``push`` (player, frame),
+``revoke`` (tokens, reason); on the broadcast channel ``taken_over`` (table, node, players: a
+node took a table over) and ``released`` (node: a draining node handed its tables over). A
+message that does not fit its op is logged and dropped.
+
+Ownership: a table made here gets its first lease (:meth:`Lobby._claim_new`); a table claimed
+from a dead node is rebuilt or cleaned up by :meth:`Lobby.restore_table`; a dead node's seats,
+watchers, forwarded requests and tickets are cleaned up by :meth:`Lobby.node_died`; a drain
+gives every table away (:meth:`Lobby.hand_over`).
 
 For matchmaking: :meth:`Lobby.start_rated_game` seats two players at a new Competitive table
 (a single game or a match to n), :meth:`Lobby.start_boosted_game` at a new Boosted one, and
