@@ -708,7 +708,16 @@ class Persistence:
                 return None
             current = await self.redis.get(key)
         held = current.decode() if isinstance(current, bytes) else str(current)
-        return None if held == table else held
+        if held == table:
+            return None
+        lease = await self.lease(held)
+        if lease is not None and lease.done:
+            # That table finished or was cleaned up after its node died, without this seat
+            # being freed (its node died first): free it now.
+            await self.release_seat(player, held)
+            if await self.redis.set(key, table, nx=True, px=self._seat_ttl_ms):
+                return None
+        return held
 
     async def release_seat(self, player: str, table: str) -> None:
         await self._release_seat(keys=[self.keys.seat(player)], args=[table])

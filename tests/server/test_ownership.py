@@ -32,8 +32,7 @@ from server.matchmaking.queue import MatchmakingQueue
 from server.persistence import _aw
 from server.table import Table
 
-FAST = {"lease_ttl": 0.6, "lease_renew": 0.2, "takeover_scan": 0.1}
-"""Lease timings short enough for a test (production: 6 s, 2 s, 1 s)."""
+StartNodes = Callable[..., Awaitable[list[RunningServer]]]
 
 
 async def eventually(check: Callable[[], Awaitable[bool] | bool], timeout: float = 10.0
@@ -68,10 +67,9 @@ def answers(client: Client, ref: int) -> list[dict[str, Any]]:
 
 
 async def test_request_to_a_dead_owner_gets_one_answer_and_the_seat_is_not_held(
-    start_server: StartServer,
+    start_nodes: StartNodes,
 ) -> None:
-    one = await start_server(dice_factory=scripted(7), node_id="n1", **FAST)
-    two = await start_server(dice_factory=scripted(7), node_id="n2", **FAST)
+    one, two = await start_nodes(2, dice_factory=scripted(7))
     a = await connect(one, await register(one, "alice"))
     b = await connect(two, await register(two, "bob"))
     table, _ = await seat_two(one, a, b)  # owned by n1; bob plays through n2
@@ -99,11 +97,10 @@ async def _claimed(server: RunningServer, table: str) -> bool:
 
 
 async def test_a_dead_nodes_seats_watchers_and_tickets_are_cleaned_up(
-    start_server: StartServer, redis_client: aioredis.Redis, key_prefix: str
+    start_nodes: StartNodes, redis_client: aioredis.Redis, key_prefix: str
 ) -> None:
-    one = await start_server(dice_factory=scripted(7), node_id="n1", **FAST)
-    two = await start_server(dice_factory=scripted(7), node_id="n2", **FAST,
-                             matchmaking_pass_interval=0.05, matchmaking_hold=0.0)
+    one, two = await start_nodes(2, dice_factory=scripted(7), matchmaking_pass_interval=0.05,
+                                 matchmaking_hold=0.0)
     c = await connect(two, await register(two, "carol"))
     d = await connect(one, await register(one, "dave"))
     w = await connect(one, await guest(one))
@@ -133,10 +130,9 @@ async def _no_ticket(queue: MatchmakingQueue, player: str) -> bool:
 
 
 async def test_a_stale_owner_writes_nothing_and_lets_go(
-    start_server: StartServer, redis_client: aioredis.Redis, key_prefix: str
+    start_nodes: StartNodes, redis_client: aioredis.Redis, key_prefix: str
 ) -> None:
-    one = await start_server(dice_factory=scripted(7), node_id="n1", **FAST)
-    two = await start_server(dice_factory=scripted(7), node_id="n2", **FAST)
+    one, two = await start_nodes(2, dice_factory=scripted(7))
     a = await connect(one, await register(one, "alice"))
     b = await connect(one, await register(one, "bob"))
     table, _ = await seat_two(one, a, b)
@@ -158,9 +154,8 @@ async def test_a_stale_owner_writes_nothing_and_lets_go(
     assert versions == list(range(1, len(versions) + 1))
 
 
-async def test_drain_hands_tables_to_a_live_peer(start_server: StartServer) -> None:
-    one = await start_server(dice_factory=scripted(7), node_id="n1", **FAST)
-    two = await start_server(dice_factory=scripted(7), node_id="n2", **FAST)
+async def test_drain_hands_tables_to_a_live_peer(start_nodes: StartNodes) -> None:
+    one, two = await start_nodes(2, dice_factory=scripted(7))
     a = await connect(one, await register(one, "alice"))
     b = await connect(two, await register(two, "bob"))
     table, _ = await seat_two(one, a, b)

@@ -177,3 +177,17 @@ async def test_group_commit_starts_at_once(
         await store.stop()
     assert seen[-1] == 3 and seen == sorted(seen)
     assert [e["v"] for e in await store.events_since("t1", 0)] == [1, 2, 3]
+
+
+async def test_a_seat_at_a_done_table_is_freed_when_taken(
+    redis_client: aioredis.Redis, make_settings: Callable[..., Settings]
+) -> None:
+    """A table cleaned up after its node died may leave a seat behind: it does not hold."""
+    store = _store(redis_client, make_settings())
+    store.adopt("t1", (await store.claim("t1", "a", new=True))[0])
+    store.adopt("t2", (await store.claim("t2", "a", new=True))[0])
+    assert await store.take_seat("p", "t1") is None
+    assert await store.take_seat("p", "t2") == "t1"  # live: held
+    await store.release("t1", done=True)
+    assert await store.take_seat("p", "t2") is None
+    assert await store.seat_of("p") == "t2"
