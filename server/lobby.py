@@ -409,6 +409,8 @@ class Lobby:
                 for player in (first, second):
                     with contextlib.suppress(RedisError, OSError):
                         await self.persistence.release_seat(player, table_id)
+                with contextlib.suppress(RedisError, OSError):
+                    await self.persistence.release(table_id, done=True)
                 raise
             table = self._new_table(table_id, mode, length, tournament_id)
             table.seat_pair(seats)
