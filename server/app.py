@@ -4,11 +4,16 @@ Application-wide objects live under typed ``web.AppKey``s and are opened and clo
 ``cleanup_ctx`` (Redis client, write-behind flusher, node bus, lobby, matchmaking). Shutdown
 order:
 
-1. ``on_shutdown``: every WebSocket is closed with 1001 (going away); the lobby stops its
-   timers first, so closing sockets forfeits nobody;
+1. ``on_shutdown``: with live peers (a rolling restart) the node drains: its tables stop,
+   what is buffered is stored, each table's lease is given back and the peers are told, so
+   one of them takes each table over at once (``Lobby.hand_over``), and every WebSocket is
+   closed with 1012 (service restart: reconnect, to another node). With no live peer every
+   WebSocket is closed with 1001 (going away); the lobby stops its timers first, so closing
+   sockets forfeits nobody, and a node that starts later takes the tables over;
 2. cleanup: matchmaking stops pairing and removes this node's tickets; in-flight game
    settlements are awaited (``shutdown_timeout``), the write-behind
-   buffer is flushed, the node bus says goodbye, the Redis client closes.
+   buffer is flushed, the node says it is gone (peers clean up after it), the node bus says
+   goodbye, the Redis client closes.
 
 A finished result is written before it is announced, so nothing a player saw is lost.
 """
@@ -20,6 +25,7 @@ from collections.abc import AsyncIterator, Callable
 
 import redis.asyncio as aioredis
 from aiohttp import web
+from redis.exceptions import RedisError
 
 from rating_plugin.store import RatingStore
 from server.accounts import Accounts
@@ -33,6 +39,7 @@ from server.keys import Keys
 from server.lobby import Lobby
 from server.matchmaker import Matchmaker
 from server.metrics import Metrics
+from server.ownership import Ownership
 from server.persistence import Persistence
 from server.public_api import PublicRoutes
 from server.redis_client import redis_client
@@ -64,6 +71,9 @@ BRACKETS = web.AppKey("brackets", BracketDriver)
 METRICS = web.AppKey("metrics", Metrics)
 ACCOUNT_ROUTES = web.AppKey("account_routes", AccountRoutes)
 COMPUTER = web.AppKey("computer", ComputerOpponents)
+OWNERSHIP = web.AppKey("ownership", Ownership)
+CLOSE_SERVICE_RESTART = 1012
+"""WebSocket close code for a drain: the client reconnects (to another node) at once."""
 
 
 def create_app(settings: Settings, *, dice_factory: DiceFactory | None = None) -> web.Application:
@@ -96,7 +106,8 @@ async def _services(app: web.Application) -> AsyncIterator[None]:
     persistence = Persistence(redis, keys, settings, metrics)
     accounts = Accounts(redis, keys, settings)
     ratings = RatingStore(redis, settings.key_prefix)
-    bus = NodeBus(redis, keys, settings.node_id)
+    bus = NodeBus(redis, keys, settings.node_id, alive_ttl=settings.lease_ttl,
+                  alive_refresh=settings.lease_renew)
     hub = Hub(settings.max_send_buffer)
     hub.on_token_end = lambda reason: metrics.tokens_ended.labels(reason).inc()
     lobby = Lobby(settings, persistence, bus, hub, ratings, app[DICE_FACTORY], metrics)
@@ -107,6 +118,8 @@ async def _services(app: web.Application) -> AsyncIterator[None]:
     app[BUS] = bus
     app[HUB] = hub
     app[LOBBY] = lobby
+    ownership = Ownership(settings, persistence, lobby)
+    app[OWNERSHIP] = ownership
     matchmaker = Matchmaker(settings, redis, lobby, hub, ratings, persistence)
     app[MATCHMAKER] = matchmaker
     account_routes = AccountRoutes(accounts, persistence, settings.node_id,
@@ -128,8 +141,10 @@ async def _services(app: web.Application) -> AsyncIterator[None]:
     app.router.add_post("/api/bot", account_routes.limited_by("guest", computer.issue_token))
     app.router.add_get("/ws", SocketHandler(settings, accounts, lobby, hub, matchmaker,
                                             computer).handle)
+    await persistence.load_scripts()
     persistence.start()
     await bus.start(lobby.on_node_message)
+    await ownership.start()
     await matchmaker.start()
     brackets.start()
     log.info("node %s ready (key prefix %r)", settings.node_id, settings.key_prefix)
@@ -141,6 +156,7 @@ async def _services(app: web.Application) -> AsyncIterator[None]:
         await computer.stop()
         await lobby.drain(settings.shutdown_timeout)
         await persistence.stop()
+        await ownership.stop()
         await bus.stop()
         await redis.aclose()
         log.info("node %s stopped", settings.node_id)
@@ -166,8 +182,24 @@ async def _close_sockets(app: web.Application) -> None:
     computer = app.get(COMPUTER)
     if computer is not None:
         await computer.stop()
-    for table in lobby.tables.values():
-        table.shutdown()
+    ownership = app.get(OWNERSHIP)
+    peers: list[str] = []
+    if ownership is not None:
+        try:
+            peers = await ownership.peers_alive()
+        except (RedisError, OSError) as exc:
+            log.warning("shutdown: cannot tell whether peers are alive (%s)", exc)
+    if peers:
+        # Drain: the games go on at the peers; the clients reconnect to one of them.
+        try:
+            await lobby.hand_over()
+        except (RedisError, OSError) as exc:
+            log.warning("drain: handing tables over failed (%s); their leases expire", exc)
+        code, reason = CLOSE_SERVICE_RESTART, "service restart"
+    else:
+        for table in lobby.tables.values():
+            table.shutdown()
+        code, reason = CLOSE_GOING_AWAY, "server shutting down"
     await hub.flush()
     for conn in hub.all():
-        await conn.close(CLOSE_GOING_AWAY, "server shutting down")
+        await conn.close(code, reason)

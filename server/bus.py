@@ -37,13 +37,31 @@ MAX_BATCH = 512
 Handler = Callable[[dict[str, Any]], Awaitable[None]]
 
 
+def _decode(data: Any) -> dict[str, Any] | None:
+    """A node message: a msgpack map with a text ``op``. Anything else (a bug in a peer, a
+    stranger publishing on the channel) is logged and dropped: None."""
+    try:
+        payload = msgpack.unpackb(data, raw=False) if isinstance(data, bytes) else None
+    except Exception as exc:  # msgpack raises several types for bad input
+        log.warning("bus: a message that is not msgpack dropped (%d bytes): %r",
+                    len(data) if isinstance(data, bytes) else 0, exc)
+        return None
+    if not isinstance(payload, dict) or not isinstance(payload.get("op"), str):
+        log.warning("bus: a message that is not a map with an op dropped: %.200r", payload)
+        return None
+    return payload
+
+
 class NodeBus:
     """Publish to other nodes' channels; deliver this node's channel to ``handler``."""
 
-    def __init__(self, redis: aioredis.Redis, keys: Keys, node_id: str) -> None:
+    def __init__(self, redis: aioredis.Redis, keys: Keys, node_id: str, *,
+                 alive_ttl: float = ALIVE_TTL, alive_refresh: float = ALIVE_REFRESH) -> None:
         self._redis = redis
         # On a cluster, pub/sub and PUBLISH use a plain client of one node (server/redis_client.py).
         self._pubsub_redis: aioredis.Redis = getattr(redis, "seed", redis)
+        self._alive_ttl_ms = int(alive_ttl * 1000)
+        self._alive_refresh = alive_refresh
         self._keys = keys
         self.node_id = node_id
         self._handler: Handler | None = None
@@ -59,7 +77,7 @@ class NodeBus:
         # Its own channel, and the one every node hears (ended tokens).
         await self._pubsub.subscribe(self._keys.node_channel(self.node_id),
                                      self._keys.broadcast_channel)
-        await self._redis.set(self._keys.node_alive(self.node_id), "1", px=int(ALIVE_TTL * 1000))
+        await self._redis.set(self._keys.node_alive(self.node_id), "1", px=self._alive_ttl_ms)
         self._tasks = [
             asyncio.create_task(self._listen(), name="bus-listen"),
             asyncio.create_task(self._publish_loop(), name="bus-publish"),
@@ -88,6 +106,11 @@ class NodeBus:
     def send(self, node: str, message: dict[str, Any]) -> None:
         """Queue ``message`` for ``node`` (never this node; callers deliver locally)."""
         self._queue.append((self._keys.node_channel(node), msgpack.packb(message)))
+        self._wake.set()
+
+    def broadcast(self, message: dict[str, Any]) -> None:
+        """Queue ``message`` for every node (this one hears it too)."""
+        self._queue.append((self._keys.broadcast_channel, msgpack.packb(message)))
         self._wake.set()
 
     async def is_alive(self, node: str) -> bool:
@@ -126,10 +149,11 @@ class NodeBus:
                 continue
             if message is None or message.get("type") != "message":
                 continue
+            payload = _decode(message.get("data"))
+            if payload is None:
+                continue
             try:
-                payload = msgpack.unpackb(message["data"], raw=False)
-                if isinstance(payload, dict):
-                    await self._handler(payload)
+                await self._handler(payload)
             except asyncio.CancelledError:
                 raise
             except Exception:
@@ -138,8 +162,8 @@ class NodeBus:
     async def _keep_alive(self) -> None:
         key = self._keys.node_alive(self.node_id)
         while True:
-            await asyncio.sleep(ALIVE_REFRESH)
+            await asyncio.sleep(self._alive_refresh)
             try:
-                await self._redis.set(key, "1", px=int(ALIVE_TTL * 1000))
+                await self._redis.set(key, "1", px=self._alive_ttl_ms)
             except (RedisError, OSError) as exc:
                 log.warning("bus: alive refresh failed: %s", exc)

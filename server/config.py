@@ -104,6 +104,16 @@ class Settings:
     matchmaking_max_tickets: int = 100_000
     matchmaking_status_interval: float = 5.0
 
+    # Ownership (server/ownership.py, docs/operations.md "Node loss and takeover"): each live
+    # table's owner lease lasts lease_ttl unless renewed (every lease_renew); every node looks
+    # for expired leases every takeover_scan. A table is taken over at most
+    # lease_ttl + takeover_scan after its owner's last renewal (7 s by default).
+    lease_ttl: float = 6.0
+    lease_renew: float = 2.0
+    takeover_scan: float = 1.0
+    takeover_allowance: float = 10.0  # extra seconds on the clock of the player to act
+    forward_timeout: float = 30.0  # a request forwarded to a live owner that never answers
+
     # Tournaments: the bracket driver's period and the lease a node holds on a bracket
     tournament_tick: float = 1.0
     tournament_lease: float = 10.0
@@ -246,6 +256,12 @@ def _check(s: Settings) -> None:
     if s.matchmaking_max_tickets < 0:
         raise SettingsError("matchmaking_max_tickets must be >= 0 (0 = no limit)")
     positive("tournament_tick")
+    for name in ("lease_ttl", "lease_renew", "takeover_scan", "forward_timeout"):
+        positive(name)
+    if not s.takeover_allowance >= 0:
+        raise SettingsError("takeover_allowance must be >= 0 seconds")
+    if not s.lease_ttl >= 2 * s.lease_renew:
+        raise SettingsError("lease_ttl must be at least twice lease_renew")
     if not s.tournament_lease > 2 * s.tournament_tick:
         raise SettingsError("tournament_lease must be more than twice tournament_tick")
 
@@ -324,7 +340,8 @@ OPTIONS: tuple[Option, ...] = (
     Option("list_limit", int, "most tables one list reply carries"),
     Option("finished_linger", float, "seconds a finished table stays for sync/watchers"),
     Option("next_game_delay", float, "pause between the games of a match, seconds"),
-    Option("flush_interval", float, "write-behind flush period, seconds"),
+    Option("flush_interval", float,
+           "unused: writes are group-committed (kept so existing configurations parse)"),
     Option("recent_events", int, "events kept in memory per table for sync (older: Redis)"),
     Option("event_log_max", int, "events kept per table in Redis"),
     Option("event_log_ttl", float, "seconds a table's event log is kept after its last event"),
@@ -348,6 +365,16 @@ OPTIONS: tuple[Option, ...] = (
     Option("matchmaking_max_tickets", int, "matchmaking: tickets one pool may hold (0 = any)"),
     Option("matchmaking_status_interval", float,
            "matchmaking: seconds between queue_status pushes to a waiting player"),
+    Option("lease_ttl", float,
+           "ownership: seconds a table's owner lease lasts unless its node renews it"),
+    Option("lease_renew", float, "ownership: seconds between two renewals of a node's leases"),
+    Option("takeover_scan", float,
+           "ownership: seconds between two looks for tables whose owner's lease expired"),
+    Option("takeover_allowance", float,
+           "ownership: seconds added to the clock of the player to act at a taken-over table"),
+    Option("forward_timeout", float,
+           "ownership: seconds a request forwarded to a live owner may go unanswered before "
+           "the sender answers it with unavailable"),
     Option("tournament_tick", float, "tournaments: seconds between two steps of a bracket"),
     Option("tournament_lease", float,
            "tournaments: seconds a node's lease on a bracket lasts unless renewed"),

@@ -39,8 +39,10 @@ class Keys:
         return f"{self.prefix}{{p:{player}}}:presence"
 
     # Tables
-    def table_owner(self, table: str) -> str:
-        return f"{self.prefix}{{t:{table}}}:owner"
+    def table_lease(self, table: str) -> str:
+        """Hash of the table's owner lease: ``node``, ``epoch``, ``expires`` (Redis ms),
+        ``done`` (see ``server/lua/lease_claim.lua``)."""
+        return f"{self.prefix}{{t:{table}}}:lease"
 
     def table_events(self, table: str) -> str:
         """List of the table's events (msgpack maps), each with its version ``v``; capped."""
@@ -79,7 +81,19 @@ class Keys:
         """Set of the digests of the player's live tokens (ended on a password change or revoke)."""
         return f"{self.prefix}{{a:{player}}}:tokens"
 
+    @property
+    def lease_index(self) -> str:
+        """Sorted set of live tables scored by their lease's expiry (ms, the owner's clock):
+        a hint for the takeover scan; each table's lease key is the truth."""
+        return f"{self.prefix}{{leases}}:index"
+
     # Nodes
+    @property
+    def nodes(self) -> str:
+        """Sorted set of node ids scored by when each stops counting as alive (ms): how a
+        node learns that a peer died (its tickets, seats and watchers are cleaned up)."""
+        return f"{self.prefix}{{nodes}}:alive"
+
     def node_alive(self, node: str) -> str:
         return f"{self.prefix}node:{node}:alive"
 

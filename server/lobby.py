@@ -1,15 +1,28 @@
 """The lobby: tables owned by this node, routing to tables on other nodes, and player delivery.
 
-Routing. Every table has one owner node (``{t:T}:owner`` in Redis). A command from a socket on
-this node goes straight to the table when this node owns it, otherwise it is sent to the
-owner's channel (``bus.py``) as ``{"op": "cmd", "actor": ..., "msg": ...}``. The owner's replies
+Routing. Every table has one owner node, the holder of its lease (``{t:T}:lease`` in Redis,
+see ``ownership.py``). A command from a socket on this node goes straight to the table when
+this node owns it, otherwise it is sent to the owner's channel (``bus.py``) as
+``{"op": "cmd", "actor": ..., "msg": ...}``. A request (with an ``id``) gets exactly one
+answer: while the owner is dead and nobody has taken the table over yet it is answered here
+with ``unavailable`` and ``retry_after``; one forwarded to an owner that dies before it answers
+is answered so when the death is seen (a late answer from that owner is then dropped); a node
+that no longer holds the table passes the command on to the new owner. The owner's replies
 and events come back as ``{"op": "deliver", ...}`` to the node holding the socket. A seated
 player's table knows on which nodes the player has sockets (``attach`` / ``detach`` ops, sent
 when a player's first socket on a node opens and its last one closes), so events go only
 where they are needed; on a single node all of this stays in-process.
 
-Node ops: ``cmd`` (actor, msg), ``deliver`` (player or conns, frame), ``attach`` (actor),
-``detach`` (player, node), ``unwatch`` (table, node, conn), ``push`` (player, frame).
+Node ops: ``cmd`` (actor, msg, hops?), ``deliver`` (player or conns, frame), ``attach``
+(actor), ``detach`` (player, node), ``unwatch`` (table, node, conn), ``push`` (player, frame),
+``revoke`` (tokens, reason); on the broadcast channel ``taken_over`` (table, node, players: a
+node took a table over) and ``released`` (node: a draining node handed its tables over). A
+message that does not fit its op is logged and dropped.
+
+Ownership: a table made here gets its first lease (:meth:`Lobby._claim_new`); a table claimed
+from a dead node is rebuilt or cleaned up by :meth:`Lobby.restore_table`; a dead node's seats,
+watchers, forwarded requests and tickets are cleaned up by :meth:`Lobby.node_died`; a drain
+gives every table away (:meth:`Lobby.hand_over`).
 
 For matchmaking: :meth:`Lobby.start_rated_game` seats two players at a new Competitive table
 (a single game or a match to n), :meth:`Lobby.start_boosted_game` at a new Boosted one, and
@@ -24,6 +37,8 @@ import contextlib
 import logging
 import math
 import secrets
+import time
+from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping
 from dataclasses import asdict, dataclass
 from typing import Any
@@ -37,7 +52,7 @@ from server.config import Settings
 from server.connection import Connection, Hub
 from server.matchmaking.policy import network_key
 from server.metrics import Metrics
-from server.persistence import Persistence
+from server.persistence import Lease, Persistence
 from server.protocol.codec import Outgoing
 from server.protocol.errors import ErrorCode, ProtocolError
 from server.protocol.messages import (
@@ -61,6 +76,13 @@ from server.table import Table, TableStatus
 log = logging.getLogger(__name__)
 
 OWNER_CACHE_MAX = 10_000
+FORWARDED_MAX = 100_000
+"""Requests forwarded to other nodes and not answered yet that one node tracks at most."""
+MAX_HOPS = 2
+"""Times a command is passed on between nodes after the first (to a table's new owner)."""
+ANSWERED_MAX = 10_000
+"""(socket, request id) pairs answered ``unavailable`` on the owner's behalf, remembered so a
+late answer from that owner is dropped (one answer per request)."""
 RATING_EVENTS = frozenset({"rating", "boosted"})
 """Events kept in a player's inbox until delivered once (they carry an ``event_id``)."""
 
@@ -157,6 +179,18 @@ class Lobby:
         self.closing = False
         # Called (in the background) with the players who just sat down at a table.
         self.on_seated: Callable[[list[str]], Coroutine[Any, Any, None]] | None = None
+        # Peers (node id -> epoch seconds until which it counts as alive), kept by the
+        # ownership loop; nodes seen dead (cleaned up once), and who is told of a death.
+        self.peers: dict[str, float] = {}
+        self.dead_nodes: set[str] = set()
+        self.on_node_dead: list[Callable[[str], Awaitable[None]]] = []
+        # Requests forwarded to another node that wait for its answer:
+        # (conn id, request id) -> (owner node, table id, loop time sent).
+        self._forwarded: dict[tuple[str, Any], tuple[str, str, float]] = {}
+        self._answered: OrderedDict[tuple[str, Any], None] = OrderedDict()
+        self.on_released: Callable[[], None] | None = None  # a peer handed tables over
+        persistence.on_stored = self._table_stored
+        persistence.on_fenced = self._table_fenced
 
     # --- tasks -----------------------------------------------------------------------------
 
@@ -364,7 +398,7 @@ class Lobby:
         ready = self._starting[table_id] = asyncio.Event()
         try:
             try:
-                await self.persistence.set_owner(table_id, self.node_id)
+                await self._claim_new(table_id)
                 self._owners[table_id] = self.node_id
                 if announce is not None:
                     await announce(table_id)
@@ -375,6 +409,8 @@ class Lobby:
                 for player in (first, second):
                     with contextlib.suppress(RedisError, OSError):
                         await self.persistence.release_seat(player, table_id)
+                with contextlib.suppress(RedisError, OSError):
+                    await self.persistence.release(table_id, done=True)
                 raise
             table = self._new_table(table_id, mode, length, tournament_id)
             table.seat_pair(seats)
@@ -484,10 +520,15 @@ class Lobby:
             if not table.attach(actor):
                 await self.persistence.release_seat(actor.player, table_id)
             return
-        owner = await self._owner(table_id)
-        if owner is None or owner == self.node_id or not await self.bus.is_alive(owner):
-            # The table is gone (its node stopped, or it ended without us): free the seat.
-            await self.persistence.release_seat(actor.player, table_id)
+        try:
+            owner = await self._owner_to_ask(table_id)
+        except ProtocolError as exc:
+            if exc.code == ErrorCode.NO_SUCH_TABLE:
+                # The table is gone (it ended without us, or it was cleaned up after its
+                # node): free the seat.
+                await self.persistence.release_seat(actor.player, table_id)
+            # Else its owner died and the table waits for another node to take it over:
+            # the seat stays, and the new owner attaches the player (``taken_over``).
             return
         self.bus.send(owner, {"op": "attach", "table": table_id, "actor": actor.to_dict()})
 
@@ -557,11 +598,116 @@ class Lobby:
         if table is not None:
             await table.handle(actor, msg)
             return
-        owner = await self._owner(msg.table)
-        if owner is None or owner == self.node_id:
-            raise ProtocolError(ErrorCode.NO_SUCH_TABLE, f"no table {msg.table}", field="table")
-        self.bus.send(owner, {"op": "cmd", "actor": actor.to_dict(),
-                              "msg": message_to_dict(msg)})
+        owner = await self._owner_to_ask(msg.table)
+        self._forward(owner, actor, message_to_dict(msg), msg.ref, msg.table)
+
+    def _forward(self, owner: str, actor: Actor, msg: dict[str, Any], ref: Any,
+                 table_id: str) -> None:
+        """Send a command to ``owner``; a request with an id is remembered until its answer
+        comes back (if the owner dies first, :meth:`sweep_forwarded` answers it)."""
+        if ref is not None and actor.node == self.node_id:
+            if len(self._forwarded) >= FORWARDED_MAX:
+                self._forwarded.pop(next(iter(self._forwarded)))
+            self._forwarded[(actor.conn, ref)] = (owner, table_id,
+                                                  asyncio.get_running_loop().time())
+        self.bus.send(owner, {"op": "cmd", "actor": actor.to_dict(), "msg": msg})
+
+    async def _owner_to_ask(self, table_id: str) -> str:
+        """The live node that owns ``table_id`` (not this one). Raises ``no_such_table``
+        when there is no such table (or it finished and its node is gone), ``unavailable``
+        (with ``retry_after``) while its owner is dead and no node has taken it over yet."""
+        owner = self._owners.get(table_id)
+        if owner is not None and owner != self.node_id and self.is_node_live(owner):
+            return owner
+        lease = await self.persistence.lease(table_id)
+        if lease is None:
+            raise ProtocolError(ErrorCode.NO_SUCH_TABLE, f"no table {table_id}", field="table")
+        if lease.node != self.node_id and self.is_node_live(lease.node) \
+                and (lease.done or not self._lease_expired(lease)):
+            self._remember_owner(table_id, lease.node)
+            return lease.node
+        if lease.done:
+            raise ProtocolError(ErrorCode.NO_SUCH_TABLE, f"no table {table_id}", field="table")
+        raise self.takeover_pending(table_id)
+
+    def takeover_pending(self, table_id: str) -> ProtocolError:
+        """The error for a request to a table whose owner is gone and that another node
+        will take over: retry after about the documented takeover time."""
+        return retry_message(ProtocolError(
+            ErrorCode.UNAVAILABLE,
+            f"table {table_id}: its server is gone; another takes it over, retry"),
+            self.settings.lease_ttl + self.settings.takeover_scan)
+
+    @staticmethod
+    def _lease_expired(lease: Lease) -> bool:
+        return lease.expires <= time.time() * 1000
+
+    def is_node_live(self, node: str) -> bool:
+        """Whether ``node`` counts as alive (this node always does; an unknown one does
+        until the ownership loop has heard of it, so a new node is not shunned)."""
+        if node == self.node_id:
+            return True
+        if node in self.dead_nodes:
+            return False
+        until = self.peers.get(node)
+        return until is None or until > time.time()
+
+    def is_node_fresh(self, node: str) -> bool:
+        """Whether ``node`` renewed its heartbeat within the last two renewal periods: a
+        node that missed one is not trusted to hand a player a game (it may be dying)."""
+        if node == self.node_id:
+            return True
+        if node in self.dead_nodes:
+            return False
+        until = self.peers.get(node)
+        if until is None:
+            return True
+        heard = until - self.settings.lease_ttl
+        return heard + 2 * self.settings.lease_renew > time.time()
+
+    def answered_by_owner(self, conn_id: str, frame: Mapping[str, Any]) -> bool:
+        """An answer from another node for one of this node's sockets: False when that
+        request was answered already (``unavailable``, the owner was thought dead), so this
+        late second answer is dropped."""
+        ref = frame.get("ref")
+        if ref is None:
+            return True
+        key = (conn_id, ref)
+        try:
+            hash(key)
+        except TypeError:
+            return True
+        if self._forwarded.pop(key, None) is not None:
+            return True
+        return key not in self._answered
+
+    def sweep_forwarded(self, *, node: str | None = None, table: str | None = None,
+                        retry_after: float | None = None) -> int:
+        """Answer ``unavailable`` every forwarded request that will get no answer: its owner
+        is dead (or is ``node``), the table was taken over (``table``), or it waited past
+        ``forward_timeout``. Returns how many were answered."""
+        now = asyncio.get_running_loop().time()
+        timeout = self.settings.forward_timeout
+        wait = self.settings.lease_ttl + self.settings.takeover_scan \
+            if retry_after is None else retry_after
+        answered = 0
+        for key, (owner, table_id, sent) in list(self._forwarded.items()):
+            if not (owner == node or table_id == table or not self.is_node_live(owner)
+                    or now - sent > timeout):
+                continue
+            del self._forwarded[key]
+            self._answered[key] = None
+            if len(self._answered) > ANSWERED_MAX:
+                self._answered.popitem(last=False)
+            conn_id, ref = key
+            err = retry_message(ProtocolError(
+                ErrorCode.UNAVAILABLE, f"table {table_id}: no answer from its server, retry"),
+                wait)
+            self.hub.push_conn_id(conn_id, Outgoing(error_message(err, ref, table_id)))
+            answered += 1
+        if answered:
+            self.hub.flush_soon()
+        return answered
 
     async def _owner(self, table_id: str) -> str | None:
         owner = self._owners.get(table_id)
@@ -629,10 +775,15 @@ class Lobby:
             raise ProtocolError(ErrorCode.ALREADY_SEATED,
                                 f"you already hold a seat at table {held}", field="table")
         tournament = msg.tournament_id if msg.mode is TableMode.TOURNAMENT else None
+        try:
+            await self._claim_new(table_id)
+        except BaseException:
+            with contextlib.suppress(RedisError, OSError):
+                await self.persistence.release_seat(actor.player, table_id)
+            raise
         table = self._new_table(table_id, msg.mode, msg.match_length, tournament)
         address = table.creator_address = network_key(actor.address)
         self._open_by_address[address] = self._open_by_address.get(address, 0) + 1
-        await self.persistence.set_owner(table_id, self.node_id)
         self.reply(actor, {"type": "table_created", "ref": msg.ref, "table": table_id,
                            "summary": table.summary()})
         table.seat_creator(actor)
@@ -716,11 +867,176 @@ class Lobby:
             del self.tables[table.id]
             self._owners.pop(table.id, None)
             self.metrics.tables.set(len(self.tables))
+            # Finished or closed: its lease is done (never claimed again).
+            self.spawn(self._release_done(table.id))
+
+    async def _release_done(self, table_id: str) -> None:
+        delay = 0.05
+        for _ in range(30):  # Redis away: tried for a while; else the lease just expires
+            try:
+                await self.persistence.flush()
+                await self.persistence.release(table_id, done=True)
+                return
+            except (RedisError, OSError):
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, 1.0)
+
+    # --- ownership (server/ownership.py runs the loops) ------------------------------------
+
+    async def _claim_new(self, table_id: str) -> None:
+        """Take the first owner lease of a table made here; its writes are fenced with it."""
+        epoch, _ = await self.persistence.claim(table_id, self.node_id, new=True)
+        if not epoch:
+            raise ProtocolError(ErrorCode.INTERNAL, "table id taken; retry")
+        self.persistence.adopt(table_id, epoch)
+
+    def _table_stored(self, table_id: str, version: int) -> None:
+        """The flush stored the table's events up to ``version``: it may announce them."""
+        table = self.tables.get(table_id)
+        stored = getattr(table, "stored", None)
+        if stored is not None:
+            stored(version)
+
+    def _table_fenced(self, table_id: str) -> None:
+        """A write of the table was refused: another node owns it now. Stop it and forget
+        it here (its seats belong to the table, which lives on at its new owner)."""
+        table = self.tables.get(table_id)
+        if table is None:
+            return
+        fenced = getattr(table, "fenced", None)
+        if fenced is not None:
+            fenced()
+        else:
+            table.shutdown()
+        self.table_lost(table)
+
+    def table_lost(self, table: Table) -> None:
+        """``table`` is not this node's any more (lease lost, or handed over): forget it
+        without releasing anything in Redis."""
+        handle = self._timers.pop(table.id, None)
+        if handle is not None:
+            handle.cancel()
+        self.table_opened_elsewhere(table)
+        if self.tables.get(table.id) is table:
+            del self.tables[table.id]
+            self._owners.pop(table.id, None)
+            self.metrics.tables.set(len(self.tables))
+        self.sweep_forwarded(table=table.id, retry_after=1.0)
+
+    async def restore_table(self, table_id: str, snapshot: dict[str, Any] | None,
+                            events: list[dict[str, Any]]) -> Table | None:
+        """This node just claimed ``table_id`` (an owner died or handed it over): rebuild it
+        from its stored log and carry on, or, for a table with no game to carry on (open,
+        closed, or no way to rebuild it), clean it up: seats released, unlisted, its lease
+        done. Returns the live table, or None when it was cleaned up."""
+        summary = dict((snapshot or {}).get("summary") or {})
+        status = str(summary.get("status") or "")
+        players = [str(p) for p in summary.get("players") or () if p]
+        restore = getattr(Table, "restore", None)
+        if restore is not None and status in ("playing", "finished") and events:
+            table: Table = restore(self, table_id, snapshot, events, time.time())
+            self.tables[table_id] = table
+            self._remember_owner(table_id, self.node_id)
+            self.metrics.tables.set(len(self.tables))
+            log.info("table %s taken over at version %s", table_id, table.version)
+            if table.status in (TableStatus.OPEN, TableStatus.PLAYING):
+                await self._publish_listing(table)
+            self.bus.broadcast({"op": "taken_over", "table": table_id, "node": self.node_id,
+                                "players": table.seated_players()})
+            await self._taken_over(table_id, self.node_id, table.seated_players())
+            return table
+        if status == "playing":
+            log.warning("table %s: game in progress lost with its node (no way to rebuild "
+                        "it here)", table_id)
+        for player in players:
+            await self.persistence.release_seat(player, table_id)
+        await self.persistence.unlist_table(table_id, str(summary.get("mode") or "") or None)
+        await self.persistence.release(table_id, done=True)
+        self.bus.broadcast({"op": "taken_over", "table": table_id, "node": self.node_id,
+                            "players": []})
+        await self._taken_over(table_id, self.node_id, [])
+        return None
+
+    async def _taken_over(self, table_id: str, node: str, players: list[str]) -> None:
+        """``node`` took ``table_id`` over: route there from now on, answer the requests that
+        waited for the old owner (``unavailable``: retry now), and attach this node's
+        sockets of its seated players (they get ``resume``)."""
+        self._remember_owner(table_id, node)
+        if node != self.node_id:
+            table = self.tables.get(table_id)
+            if table is not None:  # this node thought it owned it: it does not
+                self._table_fenced(table_id)
+        self.sweep_forwarded(table=table_id, retry_after=1.0)
+        for player in players:
+            conns = self.hub.by_player.get(player)
+            if conns:
+                await self._send_attach(self.actor_of(next(iter(conns))), table_id)
+
+    async def node_died(self, node: str) -> None:
+        """``node`` stopped saying it is alive: its sockets are gone. Its players leave the
+        seats of this node's tables (their grace period starts), its watchers go, requests
+        waiting for its answer are answered, and :attr:`on_node_dead` is told (matchmaking
+        drops the tickets queued through it)."""
+        if node == self.node_id or node in self.dead_nodes:
+            return
+        self.dead_nodes.add(node)
+        log.warning("node %s is gone: cleaning up after it", node)
+        for table in list(self.tables.values()):
+            for key in [k for k in table.watchers if k[0] == node]:
+                table.unwatch(*key)
+            for player in table.seated_players():
+                table.detach(player, node)
+        self.sweep_forwarded(node=node)
+        for callback in self.on_node_dead:
+            try:
+                await callback(node)
+            except (RedisError, OSError) as exc:
+                log.warning("cleaning up after node %s: %s", node, exc)
+        await self.flush()
+
+    def node_back(self, node: str) -> None:
+        """A node seen dead says it is alive again (restarted under the same id)."""
+        self.dead_nodes.discard(node)
+
+    async def hand_over(self) -> list[str]:
+        """Drain (SIGTERM with live peers): stop every table here, store what is buffered,
+        and give each lease back so a peer claims the table at once; peers are told. The
+        tables are forgotten here (their commands go to the new owners). Returns the ids
+        handed over."""
+        self.closing = True
+        for table in self.tables.values():
+            table.shutdown()
+        if self._tasks:  # settlements in flight finish first (they write under the lease)
+            await asyncio.wait(set(self._tasks), timeout=self.settings.shutdown_timeout)
+        await self.persistence.flush(everything=True)
+        handed: list[str] = []
+        for table in list(self.tables.values()):
+            over = table.status in (TableStatus.FINISHED, TableStatus.CLOSED)
+            try:
+                if await self.persistence.release(table.id, done=over) and not over:
+                    handed.append(table.id)
+            except (RedisError, OSError) as exc:
+                log.warning("drain: table %s not handed over (%s); its lease will expire",
+                            table.id, exc)
+            self.table_lost(table)
+        if handed:
+            self.bus.broadcast({"op": "released", "node": self.node_id})
+        log.info("drain: %d tables handed over to peers", len(handed))
+        return handed
 
     # --- messages from other nodes ---------------------------------------------------------
 
     async def on_node_message(self, payload: dict[str, Any]) -> None:
+        """One message from another node (see the module docstring for the ops). A message
+        that is not what its op needs (a bug or a stranger on the bus) is logged and dropped."""
         op = payload.get("op")
+        try:
+            await self._node_op(op, payload)
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            log.warning("bus: malformed %r message dropped: %r", op, exc)
+        await self.flush()
+
+    async def _node_op(self, op: Any, payload: dict[str, Any]) -> None:
         if op == "deliver":
             frame = payload.get("frame")
             if not isinstance(frame, dict):
@@ -733,7 +1049,8 @@ class Lobby:
             elif isinstance(player, str):
                 self.hub.push_player(player, out)
             for conn_id in payload.get("conns") or ():
-                self.hub.push_conn_id(str(conn_id), out)
+                if self.answered_by_owner(str(conn_id), frame):
+                    self.hub.push_conn_id(str(conn_id), out)
         elif op == "push":
             frame = payload.get("frame")
             player = payload.get("player")
@@ -762,7 +1079,18 @@ class Lobby:
             table = self.tables.get(str(payload.get("table")))
             if table is not None:
                 table.unwatch(str(payload.get("node")), str(payload.get("conn")))
-        await self.flush()
+        elif op == "taken_over":
+            node = payload["node"]
+            if not isinstance(node, str) or not isinstance(payload["table"], str):
+                raise TypeError("taken_over needs a table and a node")
+            if node != self.node_id:  # broadcasts come back to their sender too
+                await self._taken_over(payload["table"], node,
+                                       [str(p) for p in payload.get("players") or ()])
+        elif op == "released":
+            if payload.get("node") != self.node_id and self.on_released is not None:
+                self.on_released()
+        else:
+            raise ValueError(f"unknown op {op!r}")
 
     async def _remote_command(self, payload: dict[str, Any]) -> None:
         actor = Actor.from_dict(payload["actor"])
@@ -773,8 +1101,14 @@ class Lobby:
                 raise ProtocolError(ErrorCode.UNKNOWN_TYPE, "not a table command")
             table = await self._started(msg.table)
             if table is None:
-                raise ProtocolError(ErrorCode.NO_SUCH_TABLE, f"no table {msg.table}",
-                                    field="table")
+                # Not here (any more): handed over or taken over, the new owner answers.
+                hops = int(payload.get("hops") or 0)
+                owner = await self._owner_to_ask(msg.table)
+                if hops >= MAX_HOPS:  # owners disagree for a moment: let the client retry
+                    raise self.takeover_pending(msg.table)
+                self.bus.send(owner, {"op": "cmd", "actor": actor.to_dict(),
+                                      "msg": message_to_dict(msg), "hops": hops + 1})
+                return
             await table.handle(actor, msg)
         except ProtocolError as exc:
             ref = None if msg is None else msg.ref

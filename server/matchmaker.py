@@ -134,6 +134,7 @@ class Matchmaker:
     async def start(self) -> None:
         """Drop tickets an earlier run of this node left, then start pairing and status."""
         self.lobby.on_seated = self.players_seated
+        self.lobby.on_node_dead.append(self.node_died)
         await self._remove_node_tickets("start-up")
         self._tasks = [
             asyncio.create_task(pairing_loop(self.queue, self.on_pass), name="mm-pairing"),
@@ -165,6 +166,28 @@ class Matchmaker:
         if removed:
             log.info("matchmaking: %d tickets of node %s removed at %s", len(removed),
                      self.node_id, when)
+
+    async def node_died(self, node: str) -> None:
+        """A node is gone, and with it its sockets: the tickets queued through it go."""
+        removed = await self.queue.remove_node_tickets(node)
+        for ticket in removed:
+            self._waiting.discard(ticket.player)
+        if removed:
+            log.info("matchmaking: %d tickets of dead node %s removed", len(removed), node)
+
+    async def _is_connected(self, ticket: Ticket) -> bool:
+        """Whether the ticket's player may be handed a game: the node that queued them is
+        alive and the player has a socket on a live node (a ticket dies with its session)."""
+        lobby = self.lobby
+        if ticket.node and not lobby.is_node_live(ticket.node):
+            return False
+        if ticket.node == self.node_id:
+            return bool(self.hub.by_player.get(ticket.player))
+        try:
+            nodes, _ = await self.persistence.presence(ticket.player)
+        except (RedisError, OSError):
+            return True  # not known: the game start finds out
+        return any(lobby.is_node_live(n) for n in nodes)
 
     # --- messages from this node's sockets ---------------------------------------------------
 
@@ -351,6 +374,27 @@ class Matchmaker:
             # already waited (this node's tickets are removed by stop()).
             for ticket in (first, second):
                 await self.queue.requeue(ticket)
+            return
+
+        if not all(self.lobby.is_node_fresh(t.node) for t in (first, second) if t.node):
+            # A node that queued one of them missed a heartbeat: wait until it is known
+            # alive again (or dead, and its tickets gone) before handing anyone a game.
+            for ticket in (first, second):
+                await self.queue.requeue(ticket)
+            return
+        gone = [t for t in (first, second) if not await self._is_connected(t)]
+        if gone:
+            # Never a game for a player who is not there: their ticket is dropped (it was
+            # claimed), the other goes back with the time already waited.
+            for ticket in gone:
+                self._waiting.discard(ticket.player)
+                log.info("matchmaking: %s not connected any more; ticket dropped",
+                         ticket.player)
+                if ticket.node and not self.lobby.is_node_live(ticket.node):
+                    await self.node_died(ticket.node)
+            for ticket in (first, second):
+                if ticket not in gone:
+                    await self.queue.requeue(ticket)
             return
 
         async def announce(table: str) -> None:

@@ -2,22 +2,29 @@
 the lobby index and rating inboxes. The one module (with ``accounts``) that talks to Redis for
 games; its methods return plain values.
 
-Write-behind: the per-move path never waits for Redis. :meth:`Persistence.append_event` and
-:meth:`Persistence.mark_dirty` only buffer; a flusher task writes everything buffered every
-``flush_interval`` seconds in one pipeline for all tables. Each Redis command costs the client
-several microseconds to pack and its reply to parse, so a flush sends as few as it can: one
-``RPUSH`` per table with new events; ``PEXPIRE`` on a log only when it was not refreshed in
-the last :data:`EXPIRE_REFRESH` seconds; ``LTRIM`` only once a log has grown past
-``event_log_max`` (the ``RPUSH`` reply says its length); the snapshot ``SET`` at most every
+Write-behind with group commit: the per-move path never waits for Redis.
+:meth:`Persistence.append_event` and :meth:`Persistence.mark_dirty` only buffer; when something
+is buffered and no flush is in flight, a flush starts at once (the flusher task wakes on the
+next turn of the event loop), and whatever is buffered while a flush is in flight goes with
+the next one, right after it. So one write carries every event of every table buffered during
+the previous round trip: under load many moves share a write, at a human pace a move waits one
+round trip. Each Redis command costs the client several microseconds to pack and its reply to
+parse, so a flush is one hand-packed batch (:class:`_Batch`) of one ``EVALSHA`` of
+``fenced_append.lua`` per table; the snapshot goes with it at most every
 :data:`SNAPSHOT_INTERVAL` seconds per table, except that a snapshot marked urgent (the table's
-status changed) goes out with a flush that starts at once. A finished game is different:
-:meth:`write_result` writes that table's buffered events and snapshot, the result and the
-rating inbox entries in one awaited pipeline of its own, before anyone is told the game ended.
-Periodic flushes hold one lock, so they reach Redis in order; a result's pipeline does not
-wait for them, so a log may hold a few events out of order and is read sorted by version.
+status changed) goes with the next flush.
+
+Fencing (issue 11): each table this node owns has an owner epoch (:meth:`adopt`, from the
+lease claim in ``ownership.py``); every write of its log, snapshot and result goes through a
+script that refuses it when the epoch in Redis is not the writer's. After a flush each table
+hears, through :attr:`on_stored`, the highest version now stored (store before announce), or,
+through :attr:`on_fenced`, that its lease was lost. A finished game is different:
+:meth:`write_result` writes that table's buffered events and snapshot and the result in one
+fenced script, awaited, before anyone is told the game ended; the rating inbox entries (per
+player: another hash slot) follow in a pipeline of their own.
 
 Keys (see ``keys.py``): ``{t:T}:events`` (capped list of events: msgpack, the same maps
-clients receive), ``{t:T}:snapshot`` (msgpack), ``{t:T}:results`` (JSON), ``{t:T}:owner``,
+clients receive), ``{t:T}:snapshot`` (msgpack), ``{t:T}:results`` (JSON), ``{t:T}:lease``,
 ``{p:P}:seat``, ``{p:P}:presence``, ``{p:P}:inbox`` (JSON), ``lobby:tables``.
 """
 
@@ -30,11 +37,12 @@ import json
 import logging
 import time
 from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass
 from typing import Any, TypeVar, cast
 
 import msgpack
 import redis.asyncio as aioredis
-from redis.exceptions import RedisError
+from redis.exceptions import NoScriptError, RedisError
 
 from server.config import Settings
 from server.keys import Keys
@@ -50,18 +58,12 @@ SNAPSHOT_INTERVAL = 60.0
 holds every change; the snapshot is what other nodes read for a table's status, and a new
 status is written at once (urgent), so the periodic write only refreshes the state it shows
 (at 5 s it came on nearly every other move at human pace)."""
-FLUSH_BATCH = 64
-"""Buffered events that make a flush go at ``flush_interval``; fewer wait up to
-``flush_interval`` × :data:`SLOW_FLUSH_FACTOR` (capped at :data:`SLOW_FLUSH_MAX`), so that at a
-human pace one write carries many moves: a write costs about the same CPU for 1 event or 50."""
-SLOW_FLUSH_FACTOR = 10
-SLOW_FLUSH_MAX = 0.5
+FENCED_OUT = -1
+"""The epoch of a table whose write was refused: every later write of it is refused too."""
 LISTED_MODES = tuple(str(mode) for mode in TableMode)
 """Every table mode, for unlisting without a mode (and the modes a list request may name)."""
 PAGE_CACHE_MAX = 1024
 """Table-list pages kept at once (see :meth:`Persistence.table_page_raw`)."""
-EXPIRE_REFRESH = 60.0
-"""Seconds between two ``PEXPIRE`` of one table's event log (capped at a tenth of its TTL)."""
 T = TypeVar("T")
 
 
@@ -128,6 +130,29 @@ def _load_script(name: str) -> str:
     return importlib.resources.files("server").joinpath("lua", name).read_text("utf-8")
 
 
+class Fenced(Exception):
+    """A write was refused: another node claimed the table (its owner epoch in Redis is newer
+    than this node's). The table must stop: it is not this node's any more."""
+
+    def __init__(self, table: str) -> None:
+        super().__init__(f"table {table}: owner lease lost to another node")
+        self.table = table
+
+
+@dataclass(frozen=True, slots=True)
+class Lease:
+    """A table's owner lease as stored: ``expires`` is Redis time in ms (0: released)."""
+
+    node: str
+    epoch: int
+    expires: int
+    done: bool
+
+
+def _text(raw: Any) -> str:
+    return raw.decode() if isinstance(raw, bytes) else str(raw)
+
+
 class Persistence:
     def __init__(self, redis: aioredis.Redis, keys: Keys, settings: Settings,
                  metrics: Metrics | None = None) -> None:
@@ -142,39 +167,55 @@ class Persistence:
         self.keys = keys
         self._settings = settings
         self._events: dict[str, list[bytes]] = {}
-        self._count = 0  # events buffered in _events
-        self._hurry = asyncio.Event()  # set with an urgent snapshot or a full batch
+        self._versions: dict[str, int] = {}  # table -> version of its last buffered event
         self._dirty: dict[str, SnapshotFn] = {}
         self._urgent: set[str] = set()
-        self._trim: set[str] = set()
         self._snapshot_at: dict[str, float] = {}  # loop time of each table's last snapshot
-        self._expire_at: dict[str, float] = {}  # loop time of each log's last PEXPIRE
         self._pruned_at = 0.0
         self._later: asyncio.TimerHandle | None = None
         self._lock = asyncio.Lock()
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
+        # Owner epoch of each table this node owns (FENCED_OUT once a write was refused).
+        self.epochs: dict[str, int] = {}
+        # Told after each flush: a table's events up to this version are stored; a table's
+        # lease was lost. Set by the lobby.
+        self.on_stored: Callable[[str, int], None] | None = None
+        self.on_fenced: Callable[[str], None] | None = None
         self._release_seat = redis.register_script(_load_script("release_seat.lua"))
         self._inbox_remove = redis.register_script(_load_script("inbox_remove.lua"))
         self._lobby_list = redis.register_script(_load_script("lobby_list.lua"))
         self._lobby_page = redis.register_script(_load_script("lobby_page.lua"))
+        self._lease_claim = redis.register_script(_load_script("lease_claim.lua"))
+        self._lease_renew = redis.register_script(_load_script("lease_renew.lua"))
+        self._lease_release = redis.register_script(_load_script("lease_release.lua"))
+        self._fenced_append = redis.register_script(_load_script("fenced_append.lua"))
+        self._fenced_result = redis.register_script(_load_script("fenced_result.lua"))
+        self._append_sha = self._fenced_append.sha.encode()
         self._log_ttl_ms = int(settings.event_log_ttl * 1000)
-        self._expire_refresh = min(EXPIRE_REFRESH, settings.event_log_ttl / 10)
         self._seat_ttl_ms = int(max(settings.event_log_ttl, 3600.0) * 1000)
 
     # --- write-behind ------------------------------------------------------------------
 
-    def append_event(self, table: str, event: bytes) -> None:
-        """Buffer one event (already msgpack-encoded) for the table's log. Never blocks."""
+    def append_event(self, table: str, version: int | bytes, packed: bytes | None = None
+                     ) -> None:
+        """Buffer one event (already msgpack-encoded) of version ``version`` for the table's
+        log; a flush starts at once unless one is in flight. Never blocks.
+
+        ``append_event(table, packed)`` (no version) is the older form: the event is stored
+        the same way, but :attr:`on_stored` is not told about it."""
+        if packed is None:
+            assert isinstance(version, bytes)
+            packed = version
+        else:
+            assert isinstance(version, int)
+            self._versions[table] = version
         pending = self._events.get(table)
         if pending is None:
-            self._events[table] = [event]
+            self._events[table] = [packed]
             self._wake.set()
         else:
-            pending.append(event)
-        self._count += 1
-        if self._count == FLUSH_BATCH:
-            self._hurry.set()
+            pending.append(packed)
 
     def mark_dirty(self, table: str, snapshot: SnapshotFn, *, urgent: bool = False) -> None:
         """Ask for the table's snapshot to be written (computed when it is written): with the
@@ -183,12 +224,43 @@ class Persistence:
         self._dirty[table] = snapshot
         if urgent:
             self._urgent.add(table)
-            self._hurry.set()
             self._wake.set()
 
     @property
     def pending_events(self) -> int:
         return sum(len(v) for v in self._events.values())
+
+    # --- ownership epochs ----------------------------------------------------------------
+
+    def adopt(self, table: str, epoch: int) -> None:
+        """From now on this node writes ``table`` under owner ``epoch`` (its lease claim's)."""
+        self.epochs[table] = epoch
+
+    def disown(self, table: str) -> int | None:
+        """Stop writing ``table`` as its owner; its epoch (None: it had none)."""
+        return self.epochs.pop(table, None)
+
+    def _epoch_arg(self, table: str) -> bytes:
+        epoch = self.epochs.get(table)
+        return b"" if epoch is None else b"%d" % epoch
+
+    def fenced_out(self, table: str) -> None:
+        """A write or renewal of ``table`` was refused (another node claimed it): nothing
+        of it is written any more, and :attr:`on_fenced` is told."""
+        if self.epochs.get(table) == FENCED_OUT:
+            return
+        log.warning("table %s: owner lease lost (a newer owner claimed it); letting go", table)
+        self.epochs[table] = FENCED_OUT
+        self._events.pop(table, None)
+        self._versions.pop(table, None)
+        self._dirty.pop(table, None)
+        self._urgent.discard(table)
+        self.metrics.error("fenced")
+        if self.on_fenced is not None:
+            try:
+                self.on_fenced(table)
+            except Exception:
+                log.exception("table %s: letting go after the lease was lost failed", table)
 
     async def flush(self, *, everything: bool = False) -> None:
         """Write what is buffered now (one round trip); with ``everything``, also the
@@ -198,30 +270,16 @@ class Persistence:
 
     def _queue_buffered(
         self, batch: _Batch, *, everything: bool
-    ) -> tuple[list[str], dict[str, list[bytes]], dict[str, SnapshotFn]]:
-        """Queue the buffered writes on ``batch``; the tables whose ``RPUSH`` come first, in
-        order, and what was taken from the buffers (put back if the batch fails). Snapshots
-        not yet due stay buffered unless ``everything``."""
+    ) -> tuple[list[str], dict[str, list[bytes]], dict[str, SnapshotFn], dict[str, int]]:
+        """Queue one fenced append per table on ``batch``; the tables in batch order, and what
+        was taken from the buffers (put back if the batch fails). Snapshots not yet due stay
+        buffered unless ``everything``."""
         now = asyncio.get_running_loop().time()
         keys = self.keys
         events, self._events = self._events, {}
-        self._count = 0
+        versions, self._versions = self._versions, {}
         taken: dict[str, SnapshotFn] = {}
-        expire_at = self._expire_at
-        refresh = self._expire_refresh
-        log_ttl = b"%d" % self._log_ttl_ms
-        pushed = list(events)
-        for table, items in events.items():
-            batch.add(b"RPUSH", keys.table_events(table).encode(), *items)
-        for table in pushed:
-            if now - expire_at.get(table, -refresh) >= refresh:
-                batch.add(b"PEXPIRE", keys.table_events(table).encode(), log_ttl)
-                expire_at[table] = now
-        if self._trim:
-            cap = b"%d" % -self._settings.event_log_max
-            for table in self._trim:
-                batch.add(b"LTRIM", keys.table_events(table).encode(), cap, b"-1")
-            self._trim = set()
+        packed_snapshots: dict[str, bytes] = {}
         if self._dirty:
             snapshot_at = self._snapshot_at
             urgent, self._urgent = self._urgent, set()
@@ -230,14 +288,12 @@ class Persistence:
                 if (everything or table in urgent
                         or now - snapshot_at.get(table, -SNAPSHOT_INTERVAL) >= SNAPSHOT_INTERVAL):
                     try:
-                        packed = _packer.pack(snapshot())
+                        packed_snapshots[table] = _packer.pack(snapshot())
                     except Exception:
                         # A bug in one table's state must not lose the events already taken
                         # from the buffer (nor stop the flusher): that snapshot is skipped.
                         log.exception("table %s: snapshot not written", table)
                         continue
-                    batch.add(b"SET", keys.table_snapshot(table).encode(), packed, b"PX",
-                              log_ttl)
                     snapshot_at[table] = now
                     taken[table] = snapshot
                 else:
@@ -247,19 +303,29 @@ class Persistence:
                 self._later = asyncio.get_running_loop().call_later(
                     SNAPSHOT_INTERVAL, self._wake_later
                 )
-        if now - self._pruned_at > refresh:
+        ttl = b"%d" % self._log_ttl_ms
+        cap = b"%d" % self._settings.event_log_max
+        sha = self._append_sha
+        order: list[str] = []
+        for table in dict.fromkeys([*events, *packed_snapshots]):
+            batch.add(b"EVALSHA", sha, b"3", keys.table_lease(table).encode(),
+                      keys.table_events(table).encode(), keys.table_snapshot(table).encode(),
+                      self._epoch_arg(table), ttl, cap, packed_snapshots.get(table, b""),
+                      *events.get(table, ()))
+            order.append(table)
+        if now - self._pruned_at > SNAPSHOT_INTERVAL:
             self._prune(now)
-        return pushed, events, taken
+        return order, events, taken, versions
 
-    def _put_back(self, events: dict[str, list[bytes]], snapshots: dict[str, SnapshotFn]
-                  ) -> None:
+    def _put_back(self, events: dict[str, list[bytes]], snapshots: dict[str, SnapshotFn],
+                  versions: dict[str, int] | None = None) -> None:
         """A write failed: its events go back in front of what was buffered since (so the
         log keeps every version), its snapshots back unless a newer one is waiting."""
         for table, items in events.items():
             newer = self._events.get(table)
             self._events[table] = items if newer is None else items + newer
-            self._count += len(items)
-            self._expire_at.pop(table, None)
+        for table, version in (versions or {}).items():
+            self._versions.setdefault(table, version)
         for table, snapshot in snapshots.items():
             self._dirty.setdefault(table, snapshot)
             self._snapshot_at.pop(table, None)
@@ -272,52 +338,51 @@ class Persistence:
     def _prune(self, now: float) -> None:
         """Forget the times of tables that have been quiet (their next write starts afresh)."""
         self._pruned_at = now
-        refresh = self._expire_refresh
-        self._expire_at = {t: at for t, at in self._expire_at.items() if now - at < refresh}
         self._snapshot_at = {
             t: at for t, at in self._snapshot_at.items() if now - at < SNAPSHOT_INTERVAL
         }
 
     async def _flush_locked(self, *, everything: bool = False) -> None:
-        if not self._events and not self._dirty and not self._trim:
+        if not self._events and not self._dirty:
             return
         batch = _Batch()
-        pushed, events, snapshots = self._queue_buffered(batch, everything=everything)
+        order, events, snapshots, versions = self._queue_buffered(batch, everything=everything)
         if not batch.count:
             return
         started = time.perf_counter()
         try:
             replies = await batch.execute(self.redis)
+        except NoScriptError:
+            self._put_back(events, snapshots, versions)
+            await self.load_scripts()
+            raise
         except BaseException:
-            self._put_back(events, snapshots)
+            self._put_back(events, snapshots, versions)
             self.redis_up = False
             raise
         self.metrics.redis_rtt.observe(time.perf_counter() - started)
-        cap = self._settings.event_log_max
-        for table, length in zip(pushed, replies, strict=False):
-            if isinstance(length, int) and length > cap:
-                self._trim.add(table)
-        if self._trim:
-            self._wake.set()
+        on_stored = self.on_stored
+        for table, reply in zip(order, replies, strict=True):
+            if reply == -1:
+                self.fenced_out(table)
+            elif on_stored is not None:
+                version = versions.get(table)
+                if version is not None:
+                    try:
+                        on_stored(table, version)
+                    except Exception:
+                        log.exception("table %s: announcing stored events failed", table)
 
     async def run_flusher(self) -> None:
-        """Flush every ``flush_interval`` while there is something to write, until cancelled;
-        at once when a snapshot is urgent (a table's new status should be visible to other
-        nodes as soon as its players can see it)."""
-        interval = self._settings.flush_interval
-        slow = max(interval, min(SLOW_FLUSH_MAX, interval * SLOW_FLUSH_FACTOR))
+        """Flush whenever something is buffered, until cancelled: at once when no flush is in
+        flight, else right after it (group commit)."""
         while True:
             await self._wake.wait()
             self._wake.clear()
-            if not self._urgent:
-                await asyncio.sleep(interval)
-            if not self._urgent and self._count < FLUSH_BATCH and slow > interval:
-                # A slow pace: wait for more events (or something urgent) before writing.
-                self._hurry.clear()
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self._hurry.wait(), slow - interval)
             try:
                 await self.flush()
+            except NoScriptError:
+                self._wake.set()  # the script is loaded again: retried at once
             except (RedisError, OSError) as exc:
                 # Everything the batch held is back in the buffer: tried again, in order,
                 # once Redis answers (the retry waits for the health check).
@@ -347,6 +412,10 @@ class Persistence:
             self.metrics.redis_up.set(1 if up else 0)
             await asyncio.sleep(interval)
 
+    async def load_scripts(self) -> None:
+        """Load the fenced append now: the flush sends it by hash (``EVALSHA``)."""
+        await self.redis.script_load(self._fenced_append.script)
+
     def start(self) -> None:
         self._task = asyncio.create_task(self.run_flusher(), name="write-behind")
         self._monitor = asyncio.create_task(self.run_monitor(), name="redis-monitor")
@@ -373,60 +442,50 @@ class Persistence:
     async def write_result(
         self, table: str, result: dict[str, Any], inbox: Iterable[tuple[str, dict[str, Any]]]
     ) -> None:
-        """Write ``table``'s buffered events and snapshot, append ``result`` to its results and
-        each ``(player, event)`` to that player's inbox, in one awaited pipeline.
-
-        It does not wait for a periodic flush in flight (the end of a game is on the path to
-        both players' rating events), so this table's events may reach its list just before
-        older ones still in that flush: readers order the log by version
-        (:meth:`events_since`).
-        """
+        """Write ``table``'s buffered events and snapshot and append ``result`` to its results
+        in one fenced script (``fenced_result.lua``), then each ``(player, event)`` to that
+        player's inbox (a pipeline of its own: another hash slot). Waits for a flush in
+        flight first, so the log stays in version order and :attr:`on_stored` is told the
+        truth. Raises :class:`Fenced` (nothing written) when another node owns the table."""
         result_json = json.dumps(result, separators=(",", ":"))
         entries = [(p, json.dumps(e, separators=(",", ":"))) for p, e in inbox]
-        ttl_ms = int(self._settings.inbox_ttl * 1000)
-        cap = self._settings.inbox_max
-        events = self._events.pop(table, None)
-        if events:
-            self._count -= len(events)
-        snapshot = self._dirty.pop(table, None)
-        self._urgent.discard(table)
-        try:
-            replies = await self._write_result(table, events, snapshot, result_json, entries,
-                                               ttl_ms, cap)
-        except BaseException:
-            # Nothing of it is lost: the events and snapshot go back to the buffer, and the
-            # caller tries again. A pipeline that failed after Redis ran part of it may leave
-            # an event twice (events_since keeps each version once) or the result twice in
-            # the table's results (not deduped: a reader of that list may see a game twice).
-            self._put_back({table: events} if events else {},
-                           {table: snapshot} if snapshot is not None else {})
-            self.redis_up = False
-            raise
-        if events and isinstance(replies[0], int) and replies[0] > self._settings.event_log_max:
-            self._trim.add(table)
-            self._wake.set()
-
-    async def _write_result(
-        self, table: str, events: list[bytes] | None, snapshot: SnapshotFn | None,
-        result_json: str, entries: list[tuple[str, str]], ttl_ms: int, cap: int,
-    ) -> list[Any]:
-        keys = self.keys
-        async with self.redis.pipeline(transaction=False) as pipe:
-            if events:
-                pipe.rpush(keys.table_events(table), *events)
-                pipe.pexpire(keys.table_events(table), self._log_ttl_ms)
-            if snapshot is not None:
-                pipe.set(keys.table_snapshot(table), _packer.pack(snapshot()),
-                         px=self._log_ttl_ms)
-            key = keys.table_results(table)
-            pipe.rpush(key, result_json)
-            pipe.pexpire(key, self._log_ttl_ms)
-            for player, entry in entries:
-                inbox_key = keys.inbox(player)
-                pipe.rpush(inbox_key, entry)
-                pipe.ltrim(inbox_key, -cap, -1)
-                pipe.pexpire(inbox_key, ttl_ms)
-            return list(await pipe.execute())
+        async with self._lock:
+            events = self._events.pop(table, None)
+            version = self._versions.pop(table, None)
+            snapshot = self._dirty.pop(table, None)
+            self._urgent.discard(table)
+            keys = self.keys
+            try:
+                packed = b"" if snapshot is None else _packer.pack(snapshot())
+                reply = await self._fenced_result(
+                    keys=[keys.table_lease(table), keys.table_events(table),
+                          keys.table_snapshot(table), keys.table_results(table)],
+                    args=[self._epoch_arg(table), self._log_ttl_ms,
+                          self._settings.event_log_max, packed, result_json, *(events or ())],
+                )
+            except BaseException:
+                # Nothing of it is lost: the events and snapshot go back to the buffer, and
+                # the caller tries again.
+                self._put_back({table: events} if events else {},
+                               {table: snapshot} if snapshot is not None else {},
+                               {table: version} if version is not None else {})
+                self.redis_up = False
+                raise
+        if int(reply) == -1:
+            self.fenced_out(table)
+            raise Fenced(table)
+        if version is not None and self.on_stored is not None:
+            self.on_stored(table, version)
+        if entries:
+            ttl_ms = int(self._settings.inbox_ttl * 1000)
+            cap = self._settings.inbox_max
+            async with self.redis.pipeline(transaction=False) as pipe:
+                for player, entry in entries:
+                    inbox_key = keys.inbox(player)
+                    pipe.rpush(inbox_key, entry)
+                    pipe.ltrim(inbox_key, -cap, -1)
+                    pipe.pexpire(inbox_key, ttl_ms)
+                await pipe.execute()
 
     async def write_inbox(
         self, inbox: Iterable[tuple[str, dict[str, Any]]], *, table: str | None = None,
@@ -479,17 +538,104 @@ class Persistence:
         raw = await self.redis.get(self.keys.table_snapshot(table))
         return None if raw is None else dict(msgpack.unpackb(raw))
 
-    # --- ownership and lobby index -------------------------------------------------------
+    # --- ownership (leases) and lobby index --------------------------------------------
 
-    async def set_owner(self, table: str, node: str) -> None:
-        await self.redis.set(self.keys.table_owner(table), node, px=self._log_ttl_ms)
+    async def claim(self, table: str, node: str, *, new: bool) -> tuple[int, str]:
+        """Claim ``table``'s owner lease for ``node``: ``new`` for a table just made here
+        (no lease may exist yet), else a takeover (only an expired lease). Returns (the new
+        epoch, the previous owner node): epoch 0 when not claimed. The table is entered in
+        the lease index; the caller :meth:`adopt`\\ s the epoch."""
+        ttl_ms = int(self._settings.lease_ttl * 1000)
+        reply = await self._lease_claim(
+            keys=[self.keys.table_lease(table)],
+            args=[node, ttl_ms, self._log_ttl_ms, "new" if new else "takeover"],
+        )
+        epoch, previous = int(reply[0]), _text(reply[1])
+        if epoch:
+            await _aw(self.redis.zadd(self.keys.lease_index,
+                                      {table: int(time.time() * 1000) + ttl_ms}))
+        return epoch, previous
+
+    async def renew_leases(self, node: str, node_ttl: float) -> list[str]:
+        """Renew the lease of every table this node owns, say this node is alive (for
+        ``node_ttl`` seconds) and refresh the lease index, in one pipeline. Returns the
+        tables whose lease another node holds now (their writes are refused already; the
+        caller lets them go)."""
+        owned = [(t, e) for t, e in self.epochs.items() if e != FENCED_OUT]
+        ttl_ms = int(self._settings.lease_ttl * 1000)
+        now_ms = int(time.time() * 1000)
+        async with self.redis.pipeline(transaction=False) as pipe:
+            for table, epoch in owned:
+                await self._lease_renew(keys=[self.keys.table_lease(table)],
+                                        args=[epoch, ttl_ms], client=pipe)
+            if owned:
+                pipe.zadd(self.keys.lease_index, {t: now_ms + ttl_ms for t, _ in owned})
+            pipe.zadd(self.keys.nodes, {node: now_ms + int(node_ttl * 1000)})
+            replies = await pipe.execute()
+        return [t for (t, e), ok in zip(owned, replies, strict=False)
+                if not int(ok) and self.epochs.get(t) == e]
+
+    async def release(self, table: str, *, done: bool) -> bool:
+        """Give back the lease of ``table`` (this node stops owning it): ``done`` when the
+        table finished or closed (never claimed again), else for a peer to claim it at once.
+        False when the lease was not this node's any more."""
+        epoch = self.epochs.get(table)
+        if epoch is None or epoch == FENCED_OUT:
+            return False
+        ok = await self._lease_release(keys=[self.keys.table_lease(table)],
+                                       args=[epoch, "done" if done else "free"])
+        # Handed over: a write still buffered for it is refused from now on; finished: it
+        # has nothing more to write.
+        self._versions.pop(table, None)
+        if done:
+            self.epochs.pop(table, None)
+        else:
+            self.epochs[table] = FENCED_OUT
+        if done:
+            await _aw(self.redis.zrem(self.keys.lease_index, table))
+        else:
+            await _aw(self.redis.zadd(self.keys.lease_index, {table: 0}))
+        return bool(int(ok))
+
+    async def lease(self, table: str) -> Lease | None:
+        """``table``'s owner lease as stored, or None (no such table, or long gone)."""
+        node, epoch, expires, done = await _aw(self.redis.hmget(
+            self.keys.table_lease(table), ["node", "epoch", "expires", "done"]))
+        if epoch is None:
+            return None
+        return Lease(_text(node), int(epoch), int(expires or 0), _text(done or b"") == "1")
+
+    async def expired_leases(self, limit: int) -> list[str]:
+        """Tables of the lease index whose lease should have run out by this node's clock
+        (a hint: the claim checks the lease itself); at most ``limit``, oldest first."""
+        now_ms = int(time.time() * 1000)
+        raw = await _aw(self.redis.zrangebyscore(self.keys.lease_index, "-inf", now_ms,
+                                                 start=0, num=limit))
+        return [_text(t) for t in raw]
+
+    async def unindex(self, tables: list[str]) -> None:
+        """Take ``tables`` out of the lease index (finished, or gone with their keys)."""
+        if tables:
+            await _aw(self.redis.zrem(self.keys.lease_index, *tables))
+
+    async def nodes(self) -> dict[str, float]:
+        """Every node that said it is alive, with the time (epoch seconds, by its clock)
+        until which it counts as alive."""
+        raw = await _aw(self.redis.zrange(self.keys.nodes, 0, -1, withscores=True))
+        return {_text(node): float(score) / 1000 for node, score in raw}
+
+    async def node_gone(self, node: str) -> None:
+        """``node`` stops (shutdown): it counts as dead from now on."""
+        await _aw(self.redis.zadd(self.keys.nodes, {node: int(time.time() * 1000)}))
+
+    async def forget_nodes(self, nodes: list[str]) -> None:
+        if nodes:
+            await _aw(self.redis.zrem(self.keys.nodes, *nodes))
 
     async def owner_of(self, table: str) -> str | None:
-        raw = await self.redis.get(self.keys.table_owner(table))
-        return None if raw is None else raw.decode() if isinstance(raw, bytes) else str(raw)
-
-    async def drop_owner(self, table: str) -> None:
-        await self.redis.delete(self.keys.table_owner(table))
+        """The node holding (or last holding) ``table``'s lease; None when there is none."""
+        raw = await _aw(self.redis.hget(self.keys.table_lease(table), "node"))
+        return None if raw is None else _text(raw)
 
     async def list_table(self, table: str, summary: dict[str, Any]) -> None:
         """List (or update) ``table`` in the lobby index (one script, one round trip)."""
@@ -571,7 +717,16 @@ class Persistence:
                 return None
             current = await self.redis.get(key)
         held = current.decode() if isinstance(current, bytes) else str(current)
-        return None if held == table else held
+        if held == table:
+            return None
+        lease = await self.lease(held)
+        if lease is not None and lease.done:
+            # That table finished or was cleaned up after its node died, without this seat
+            # being freed (its node died first): free it now.
+            await self.release_seat(player, held)
+            if await self.redis.set(key, table, nx=True, px=self._seat_ttl_ms):
+                return None
+        return held
 
     async def release_seat(self, player: str, table: str) -> None:
         await self._release_seat(keys=[self.keys.seat(player)], args=[table])

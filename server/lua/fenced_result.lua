@@ -1,0 +1,33 @@
+-- Store a finished game: the table's last events, its snapshot and the game's result, in one
+-- step and only under the current owner epoch (a stale owner stores nothing). The rating
+-- inbox entries are per player (another hash slot) and are written after, by the caller.
+--
+-- KEYS[1]  the table's lease ({t:<table>}:lease), a hash (see lease_claim.lua)
+-- KEYS[2]  the table's event log ({t:<table>}:events), a list of msgpack events
+-- KEYS[3]  the table's snapshot ({t:<table>}:snapshot), a msgpack string
+-- KEYS[4]  the table's results ({t:<table>}:results), a list of JSON results
+-- ARGV[1]  the writer's epoch; "" writes without the check (see fenced_append.lua)
+-- ARGV[2]  time-to-live of the log, snapshot and results, milliseconds
+-- ARGV[3]  the most events the log keeps (older ones are trimmed)
+-- ARGV[4]  the new snapshot, or "" for none
+-- ARGV[5]  the result (JSON)
+-- ARGV[6..] events to append, in version order (may be none)
+--
+-- Returns the results list's length, or -1 when the epoch is stale (nothing was written).
+if ARGV[1] ~= '' and redis.call('HGET', KEYS[1], 'epoch') ~= ARGV[1] then
+    return -1
+end
+if #ARGV > 5 then
+    local length = redis.call('RPUSH', KEYS[2], unpack(ARGV, 6))
+    redis.call('PEXPIRE', KEYS[2], ARGV[2])
+    local cap = tonumber(ARGV[3])
+    if length > cap then
+        redis.call('LTRIM', KEYS[2], -cap, -1)
+    end
+end
+if ARGV[4] ~= '' then
+    redis.call('SET', KEYS[3], ARGV[4], 'PX', ARGV[2])
+end
+local count = redis.call('RPUSH', KEYS[4], ARGV[5])
+redis.call('PEXPIRE', KEYS[4], ARGV[2])
+return count

@@ -1,0 +1,193 @@
+"""The owner lease and fenced writes on a real Redis (server/lua/lease_*.lua, fenced_*.lua
+through Persistence): one claimant wins, a renewal needs the current epoch, a stale owner
+writes nothing (events, snapshot, result), and the flush tells each table what was stored."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Callable
+from typing import Any
+
+import msgpack
+import redis.asyncio as aioredis
+
+from server.config import Settings
+from server.keys import Keys
+from server.persistence import FENCED_OUT, Fenced, Persistence, _aw
+
+
+def _store(redis: aioredis.Redis, settings: Settings) -> Persistence:
+    return Persistence(redis, Keys(settings.key_prefix), settings)
+
+
+def _event(v: int) -> bytes:
+    return bytes(msgpack.packb({"type": "move", "v": v}))
+
+
+async def _expire(redis: aioredis.Redis, store: Persistence, table: str) -> None:
+    """As if the owner had stopped renewing the lease long ago."""
+    await _aw(redis.hset(store.keys.table_lease(table), "expires", "0"))
+    await redis.zadd(store.keys.lease_index, {table: 0})
+
+
+async def test_claim_one_winner_and_epochs(
+    redis_client: aioredis.Redis, make_settings: Callable[..., Settings]
+) -> None:
+    store = _store(redis_client, make_settings())
+    assert await store.claim("t1", "a", new=True) == (1, "")
+    assert (await store.claim("t1", "b", new=True))[0] == 0  # exists already
+    assert (await store.claim("t1", "b", new=False))[0] == 0  # still running
+    await _expire(redis_client, store, "t1")
+    replies = await asyncio.gather(*(store.claim("t1", n, new=False) for n in "bcde"))
+    winners = [r for r in replies if r[0]]
+    assert winners == [(2, "a")]
+    lease = await store.lease("t1")
+    assert lease is not None and lease.epoch == 2 and not lease.done
+    assert lease.node == "bcde"[replies.index(winners[0])]
+    assert await store.owner_of("t1") == lease.node
+    assert await store.lease("nope") is None
+    assert (await store.claim("nope", "b", new=False))[0] == 0
+
+
+async def test_renew_only_with_current_epoch(
+    redis_client: aioredis.Redis, make_settings: Callable[..., Settings]
+) -> None:
+    settings = make_settings()
+    a, b = _store(redis_client, settings), _store(redis_client, settings)
+    epoch, _ = await a.claim("t1", "a", new=True)
+    a.adopt("t1", epoch)
+    assert await a.renew_leases("a", 6.0) == []
+    await _expire(redis_client, a, "t1")
+    assert await a.renew_leases("a", 6.0) == []  # expired, unclaimed: still a's
+    await _expire(redis_client, a, "t1")
+    assert "t1" in await b.expired_leases(10)
+    epoch_b, previous = await b.claim("t1", "b", new=False)
+    assert (epoch_b, previous) == (2, "a")
+    assert await a.renew_leases("a", 6.0) == ["t1"]
+    assert (await b.lease("t1")).node == "b"  # type: ignore[union-attr]
+    assert "a" in await a.nodes()
+
+
+async def test_release_free_and_done(
+    redis_client: aioredis.Redis, make_settings: Callable[..., Settings]
+) -> None:
+    store = _store(redis_client, make_settings())
+    store.adopt("t1", (await store.claim("t1", "a", new=True))[0])
+    assert await store.release("t1", done=False)
+    assert "t1" in await store.expired_leases(10)
+    assert (await store.claim("t1", "b", new=False))[0] == 2  # a peer claims at once
+    store.adopt("t2", (await store.claim("t2", "a", new=True))[0])
+    assert await store.release("t2", done=True)
+    assert "t2" not in await store.expired_leases(10)
+    assert (await store.claim("t2", "b", new=False))[0] == 0  # finished: never again
+    assert not await store.release("t2", done=True)  # no epoch any more
+
+
+async def test_flush_is_fenced_and_tells_each_table(
+    redis_client: aioredis.Redis, make_settings: Callable[..., Settings]
+) -> None:
+    settings = make_settings(event_log_max=5)
+    old, new = _store(redis_client, settings), _store(redis_client, settings)
+    stored: list[tuple[str, int]] = []
+    fenced: list[str] = []
+    old.on_stored = lambda t, v: stored.append((t, v))
+    old.on_fenced = fenced.append
+    await old.load_scripts()
+    for table in ("t1", "t2"):
+        old.adopt(table, (await old.claim(table, "a", new=True))[0])
+    for v in range(1, 8):
+        old.append_event("t1", v, _event(v))
+    old.append_event("t2", 1, _event(1))
+    old.mark_dirty("t1", lambda: {"v": 7}, urgent=True)
+    await old.flush()
+    assert sorted(stored) == [("t1", 7), ("t2", 1)]
+    assert [e["v"] for e in await old.events_since("t1", 0)] == [3, 4, 5, 6, 7]  # trimmed
+    assert await old.snapshot("t1") == {"v": 7}
+    assert await redis_client.pttl(old.keys.table_events("t1")) > 0
+    # Another node claims t1: old's next write of t1 lands nowhere, t2's still does.
+    await _expire(redis_client, old, "t1")
+    new.adopt("t1", (await new.claim("t1", "b", new=False))[0])
+    stored.clear()
+    old.append_event("t1", 8, _event(8))
+    old.append_event("t2", 2, _event(2))
+    old.mark_dirty("t1", lambda: {"v": 8}, urgent=True)
+    await old.flush()
+    assert fenced == ["t1"] and stored == [("t2", 2)]
+    assert old.epochs["t1"] == FENCED_OUT
+    assert [e["v"] for e in await new.events_since("t1", 0)] == [3, 4, 5, 6, 7]
+    assert await new.snapshot("t1") == {"v": 7}
+    old.append_event("t1", 9, _event(9))  # refused from now on, whatever the lease says
+    await old.flush()
+    assert [e["v"] for e in await new.events_since("t1", 0)][-1] == 7
+
+
+async def test_result_is_fenced_and_atomic(
+    redis_client: aioredis.Redis, make_settings: Callable[..., Settings]
+) -> None:
+    settings = make_settings()
+    old, new = _store(redis_client, settings), _store(redis_client, settings)
+    old.adopt("t1", (await old.claim("t1", "a", new=True))[0])
+    old.append_event("t1", 1, _event(1))
+    result: dict[str, Any] = {"game_id": "g1", "winner": "p"}
+    await old.write_result("t1", result, [("p", {"type": "rating", "event_id": "e1"})])
+    raw = await _aw(redis_client.lrange(old.keys.table_results("t1"), 0, -1))
+    assert [json.loads(r) for r in raw] == [result]
+    assert [e["v"] for e in await old.events_since("t1", 0)] == [1]
+    assert [e["event_id"] for e in await old.inbox("p")] == ["e1"]
+    await _expire(redis_client, old, "t1")
+    new.adopt("t1", (await new.claim("t1", "b", new=False))[0])
+    old.append_event("t1", 2, _event(2))
+    try:
+        await old.write_result("t1", {"game_id": "g2"}, [("p", {"event_id": "e2"})])
+    except Fenced:
+        pass
+    else:  # pragma: no cover
+        raise AssertionError("a stale owner stored a result")
+    assert len(await _aw(redis_client.lrange(old.keys.table_results("t1"), 0, -1))) == 1
+    assert [e["v"] for e in await new.events_since("t1", 0)] == [1]
+    assert [e["event_id"] for e in await old.inbox("p")] == ["e1"]
+
+
+async def test_group_commit_starts_at_once(
+    redis_client: aioredis.Redis, make_settings: Callable[..., Settings]
+) -> None:
+    """No fixed wait: the flusher writes on the next turn of the loop, and what is buffered
+    while a flush is in flight goes with the one right after it."""
+    store = _store(redis_client, make_settings(flush_interval=60.0))
+    await store.load_scripts()
+    done = asyncio.Event()
+    seen: list[int] = []
+
+    def on_stored(table: str, version: int) -> None:
+        seen.append(version)
+        if version == 3:
+            done.set()
+
+    store.on_stored = on_stored
+    store.adopt("t1", (await store.claim("t1", "a", new=True))[0])
+    store.start()
+    try:
+        store.append_event("t1", 1, _event(1))
+        await asyncio.sleep(0)
+        store.append_event("t1", 2, _event(2))
+        store.append_event("t1", 3, _event(3))
+        await asyncio.wait_for(done.wait(), 5.0)
+    finally:
+        await store.stop()
+    assert seen[-1] == 3 and seen == sorted(seen)
+    assert [e["v"] for e in await store.events_since("t1", 0)] == [1, 2, 3]
+
+
+async def test_a_seat_at_a_done_table_is_freed_when_taken(
+    redis_client: aioredis.Redis, make_settings: Callable[..., Settings]
+) -> None:
+    """A table cleaned up after its node died may leave a seat behind: it does not hold."""
+    store = _store(redis_client, make_settings())
+    store.adopt("t1", (await store.claim("t1", "a", new=True))[0])
+    store.adopt("t2", (await store.claim("t2", "a", new=True))[0])
+    assert await store.take_seat("p", "t1") is None
+    assert await store.take_seat("p", "t2") == "t1"  # live: held
+    await store.release("t1", done=True)
+    assert await store.take_seat("p", "t2") is None
+    assert await store.seat_of("p") == "t2"
