@@ -235,8 +235,10 @@ class BracketDriver:
         live = self.lobby.tables.get(table)
         if live is not None:
             return None if live.status is not TableStatus.CLOSED else LOST
-        owner = await self.persistence.owner_of(table)
-        if owner is None or owner == self.node_id or not await self.bus.is_alive(owner):
+        # Elsewhere: while its lease is not given up as done the table lives on, on its owner
+        # or, once a dead owner's lease runs out, on the node that takes it over.
+        lease = await self.persistence.lease(table)
+        if lease is None or lease.done:
             return LOST
         return None
 
@@ -252,8 +254,8 @@ class BracketDriver:
         live = self.lobby.tables.get(seat)
         if live is not None:
             return live.status in (TableStatus.FINISHED, TableStatus.CLOSED)
-        owner = await self.persistence.owner_of(seat)
-        if owner is None or owner == self.node_id or not await self.bus.is_alive(owner):
-            await self.persistence.release_seat(player, seat)  # a table gone with its node
+        lease = await self.persistence.lease(seat)
+        if lease is None or lease.done:
+            await self.persistence.release_seat(player, seat)  # a table that is over or gone
             return True
-        return False
+        return False  # playing there (a dead owner's table is taken over, not lost)
