@@ -44,6 +44,7 @@ from server.protocol.messages import TableMode
 log = logging.getLogger(__name__)
 
 SnapshotFn = Callable[[], dict[str, Any]]
+StoredFn = Callable[[int], None]
 ADDRESS_FIELD = "address"
 SNAPSHOT_INTERVAL = 60.0
 """Seconds between two snapshot writes of one table. Its event log is written every flush and
@@ -115,6 +116,15 @@ def listing_score(summary: dict[str, Any]) -> float:
     return rank * 1e13 + (1e13 - created_ms)
 
 
+def _call_stored(stored: dict[str, tuple[int, StoredFn]]) -> None:
+    """Tell each table that its events up to the version given are stored."""
+    for table, (version, callback) in stored.items():
+        try:
+            callback(version)
+        except Exception:
+            log.exception("table %s: announcing stored events failed", table)
+
+
 def _load_script(name: str) -> str:
     return importlib.resources.files("server").joinpath("lua", name).read_text("utf-8")
 
@@ -133,6 +143,8 @@ class Persistence:
         self.keys = keys
         self._settings = settings
         self._events: dict[str, list[bytes]] = {}
+        # Store before announce: each table's latest buffered version and its callback.
+        self._stored: dict[str, tuple[int, StoredFn]] = {}
         self._count = 0  # events buffered in _events
         self._hurry = asyncio.Event()  # set with an urgent snapshot or a full batch
         self._dirty: dict[str, SnapshotFn] = {}
@@ -155,8 +167,13 @@ class Persistence:
 
     # --- write-behind ------------------------------------------------------------------
 
-    def append_event(self, table: str, event: bytes) -> None:
-        """Buffer one event (already msgpack-encoded) for the table's log. Never blocks."""
+    def append_event(self, table: str, version: int, event: bytes,
+                     stored: StoredFn | None = None) -> None:
+        """Buffer one event (already msgpack-encoded; its ``version``) for the table's log.
+        Never blocks. Once a write holding it (and every earlier event of the table) has
+        succeeded, ``stored(version)`` is called: the table announces it then."""
+        if stored is not None:
+            self._stored[table] = (version, stored)
         pending = self._events.get(table)
         if pending is None:
             self._events[table] = [event]
@@ -273,16 +290,20 @@ class Persistence:
         if not self._events and not self._dirty and not self._trim:
             return
         batch = _Batch()
+        stored, self._stored = self._stored, {}
         pushed, events, snapshots = self._queue_buffered(batch, everything=everything)
         if not batch.count:
+            self._stored = {**stored, **self._stored}
             return
         started = time.perf_counter()
         try:
             replies = await batch.execute(self.redis)
         except BaseException:
             self._put_back(events, snapshots)
+            self._stored = {**stored, **self._stored}
             self.redis_up = False
             raise
+        _call_stored(stored)
         self.metrics.redis_rtt.observe(time.perf_counter() - started)
         cap = self._settings.event_log_max
         for table, length in zip(pushed, replies, strict=False):
@@ -300,9 +321,11 @@ class Persistence:
         while True:
             await self._wake.wait()
             self._wake.clear()
-            if not self._urgent:
+            # Events waiting to be announced (store before announce) go at once.
+            if not self._urgent and not self._stored:
                 await asyncio.sleep(interval)
-            if not self._urgent and self._count < FLUSH_BATCH and slow > interval:
+            if (not self._urgent and not self._stored and self._count < FLUSH_BATCH
+                    and slow > interval):
                 # A slow pace: wait for more events (or something urgent) before writing.
                 self._hurry.clear()
                 with contextlib.suppress(TimeoutError):
@@ -381,10 +404,13 @@ class Persistence:
             self._count -= len(events)
         snapshot = self._dirty.pop(table, None)
         self._urgent.discard(table)
+        stored = self._stored.pop(table, None)
         try:
             replies = await self._write_result(table, events, snapshot, result_json, entries,
                                                ttl_ms, cap)
         except BaseException:
+            if stored is not None:
+                self._stored.setdefault(table, stored)
             # Nothing of it is lost: the events and snapshot go back to the buffer, and the
             # caller tries again. A pipeline that failed after Redis ran part of it may leave
             # an event twice (events_since keeps each version once) or the result twice in
@@ -396,6 +422,8 @@ class Persistence:
         if events and isinstance(replies[0], int) and replies[0] > self._settings.event_log_max:
             self._trim.add(table)
             self._wake.set()
+        if stored is not None:
+            _call_stored({table: stored})
 
     async def _write_result(
         self, table: str, events: list[bytes] | None, snapshot: SnapshotFn | None,
