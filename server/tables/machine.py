@@ -122,10 +122,14 @@ class Seat:
     nodes: set[str] = field(default_factory=set)
     grace_deadline: float | None = None
     grace: Deadline | None = None  # the grace timer in force
+    # A replayed seat: whether the log last showed the player connected (its nodes are not
+    # in the log). None once the seat's presence is known again.
+    logged_connected: bool | None = None
 
     @property
     def is_connected(self) -> bool:
-        return bool(self.nodes)
+        logged = self.logged_connected
+        return bool(self.nodes) if logged is None else logged
 
     def to_dict(self, side: int) -> dict[str, Any]:
         return {
@@ -549,6 +553,7 @@ class TableMachine:
         seat = self.seats[side]
         assert seat is not None
         seat.nodes.add(node)
+        seat.logged_connected = None
         self.seats_changed()
         if seat.grace is not None:
             self._disarm.append(seat.grace)
@@ -568,6 +573,7 @@ class TableMachine:
         seat = self.seats[side]
         assert seat is not None
         seat.nodes.discard(node)
+        seat.logged_connected = None
         self.seats_changed()
         if seat.nodes or seat.grace is not None:
             return EMPTY
@@ -811,6 +817,7 @@ class TableMachine:
                 if seat is None:
                     continue
                 seat.nodes.clear()
+                seat.logged_connected = None
                 if seat.grace is not None:
                     self._disarm.append(seat.grace)
                 seat.grace_deadline = now + grace
@@ -820,6 +827,7 @@ class TableMachine:
             for seat in self.seats:
                 if seat is not None:
                     seat.nodes.clear()
+                    seat.logged_connected = None
         self.seats_changed()
         if self.clock is not None and self.deadline is not None:
             at = self.logged_at if self.logged_at is not None else now
@@ -888,7 +896,8 @@ class TableMachine:
                 except (RulesError, ProtocolError, KeyError, TypeError) as exc:
                     raise ValueError(f"table {table_id}: event v{v} ({kind}) does not replay: "
                                      f"{exc}") from exc
-                machine.version = v
+                # Its command may have made the events that follow it (game_over ...).
+                machine.version = max(machine.version, v)
             machine._replay_times(kind, event, state)
             if state is not None and ("state" in event or "changes" in event):
                 machine._adopt(state)
@@ -933,8 +942,10 @@ class TableMachine:
             assert isinstance(side, int)
             name = str(event.get("name"))
             who = str(event["player"])
+            # Created or joined from a socket: connected (a pair seated by matchmaking is
+            # followed at once by its game_start, whose state says).
             self.seats[side] = Seat(who, name, who.startswith(GUEST_PREFIX), "",
-                                    who.startswith(BOT_PREFIX))
+                                    who.startswith(BOT_PREFIX), logged_connected=True)
             self.seats_changed()
         elif kind == "game_start":
             self._replay_game_start(event, state, feed, rolls)
@@ -972,12 +983,14 @@ class TableMachine:
             seat = self.seats[int(event["side"])]
             assert seat is not None
             seat.nodes.clear()
+            seat.logged_connected = False
             seat.grace_deadline = float(event["deadline"])
             seat.grace = Deadline(GRACE, int(event["side"]), seat.grace_deadline)
             self.seats_changed()
         elif kind == "player_reconnected":
             seat = self.seats[int(event["side"])]
             assert seat is not None
+            seat.logged_connected = True
             seat.grace = None
             seat.grace_deadline = None
             self.seats_changed()
@@ -1009,7 +1022,8 @@ class TableMachine:
             if data is not None and (self.seats[side] is None
                                      or self.seats[side].player != data["player"]):  # type: ignore[union-attr]
                 self.seats[side] = Seat(str(data["player"]), str(data["name"]),
-                                        bool(data["guest"]), "", bool(data["bot"]))
+                                        bool(data["guest"]), "", bool(data["bot"]),
+                                        logged_connected=bool(data["connected"]))
         rating = event.get("rating") or state.get("rating")
         if self.plan is None and isinstance(rating, Mapping):
             self.plan = RatingPlan(rating.get("ladder"), bool(rating.get("boosted")),
@@ -1045,6 +1059,7 @@ class TableMachine:
                 seat = self.seats[side] if side < 2 else None
                 if seat is not None and isinstance(data, Mapping):
                     seat.grace_deadline = data.get("grace_deadline")
+                    seat.logged_connected = bool(data.get("connected"))
             self._seats_state = list(seats)
         clock = state.get("clock")
         if isinstance(clock, Mapping):
