@@ -81,6 +81,9 @@ class Settings:
     list_limit: int = 100
     finished_linger: float = 60.0
     next_game_delay: float = 0.0
+    # A table taken over from a dead node: the player to act gets the time left on the clock
+    # when its last event was stored, plus this.
+    takeover_allowance: float = 10.0
 
     # Persistence
     flush_interval: float = 0.05
@@ -207,6 +210,9 @@ def _check(s: Settings) -> None:
         raise SettingsError("scrypt_r and scrypt_p must be >= 1")
     if s.finished_linger < 0 or s.next_game_delay < 0:
         raise SettingsError("finished_linger and next_game_delay must be >= 0")
+    if not s.takeover_allowance >= 0:
+        raise SettingsError(
+            f"takeover_allowance must be >= 0, got {s.takeover_allowance!r}")
     if "{" in s.key_prefix or "}" in s.key_prefix:
         raise SettingsError("key_prefix must not contain hash-tag braces")
     if not s.node_id or not all(c.isalnum() or c in "-_" for c in s.node_id):
@@ -324,6 +330,8 @@ OPTIONS: tuple[Option, ...] = (
     Option("list_limit", int, "most tables one list reply carries"),
     Option("finished_linger", float, "seconds a finished table stays for sync/watchers"),
     Option("next_game_delay", float, "pause between the games of a match, seconds"),
+    Option("takeover_allowance", float,
+           "seconds added to the clock of the player to act in a table taken over"),
     Option("flush_interval", float, "write-behind flush period, seconds"),
     Option("recent_events", int, "events kept in memory per table for sync (older: Redis)"),
     Option("event_log_max", int, "events kept per table in Redis"),

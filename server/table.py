@@ -550,6 +550,16 @@ class Table:
         self.watchers.pop((node, conn), None)
 
     async def sync(self, actor: Actor, msg: Sync) -> None:
+        side = self.machine.side_of(actor.player)
+        if side is not None and actor.conn:
+            seat = self.machine.seats[side]
+            if seat is not None and actor.node not in seat.nodes:
+                # A player resuming by sync (e.g. at a table taken over by this node) gets
+                # the table's events from now on, as after a reconnect.
+                now = time.time()
+                step = self.machine.connect(actor.player, actor.node, now)
+                if step is not None:
+                    self._apply(step, now)
         version = self.machine.version
         since = min(msg.since, version)
         recent = self.recent
@@ -910,8 +920,7 @@ class Table:
                 table.recent.append((int(event["v"]), msgpack.packb(event)))
         table._stored_v = machine.version
         table._snapshot_status = machine.status
-        table._apply(machine.take_over(now, float(getattr(settings, "takeover_allowance",
-                                                          10.0))), now)
+        table._apply(machine.take_over(now, settings.takeover_allowance), now)
         settlement = machine.settlement
         if settlement is not None:
             stored = await table._result_stored(settlement.game_id)
