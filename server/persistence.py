@@ -288,12 +288,15 @@ class Persistence:
 
     async def _flush_locked(self, *, everything: bool = False) -> None:
         if not self._events and not self._dirty and not self._trim:
+            if self._stored:  # stored by write_result while a flush was in flight
+                stored, self._stored = self._stored, {}
+                _call_stored(stored)
             return
         batch = _Batch()
         stored, self._stored = self._stored, {}
         pushed, events, snapshots = self._queue_buffered(batch, everything=everything)
         if not batch.count:
-            self._stored = {**stored, **self._stored}
+            _call_stored(stored)  # no events buffered: only announcements write_result left
             return
         started = time.perf_counter()
         try:
@@ -423,7 +426,15 @@ class Persistence:
             self._trim.add(table)
             self._wake.set()
         if stored is not None:
-            _call_stored({table: stored})
+            if self._lock.locked():
+                # A periodic flush in flight may still hold older events of this table: the
+                # announcement waits for the next flush, which runs after it.
+                newer = self._stored.get(table)
+                if newer is None or newer[0] < stored[0]:
+                    self._stored[table] = stored
+                self._wake.set()
+            else:
+                _call_stored({table: stored})
 
     async def _write_result(
         self, table: str, events: list[bytes] | None, snapshot: SnapshotFn | None,

@@ -932,6 +932,8 @@ class Table:
                 table._game_over(settlement)
         elif machine.status is TableStatus.FINISHED:
             lobby.spawn(table._wind_up())
+        elif machine.status is TableStatus.CLOSED:
+            lobby.forget_later(table, delay=0.0)
         return table
 
     async def _result_stored(self, game_id: str) -> bool:
