@@ -370,3 +370,11 @@ def test_the_machine_imports_no_io() -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_the_machine_knows_the_player_id_prefixes_the_accounts_issue() -> None:
+    from server import accounts
+    from server.tables import machine
+
+    assert machine.GUEST_PREFIX == accounts.GUEST_PREFIX
+    assert machine.BOT_PREFIX == accounts.BOT_PREFIX
