@@ -887,8 +887,9 @@ class Table:
         ``persistence.events_since(table_id, 0)`` returns; ``snapshot``: its stored snapshot,
         for the table's mode, length, tournament and creation time) on this node.
 
-        Every seat is away, in grace from ``now`` (players come back by ``sync``/``attach`` on
-        any node); the player to act gets the time left on the clock at the last stored event
+        A player with sockets on other live nodes (presence; not the old owner) stays connected
+        there; every other seat is away, in grace from ``now`` (players come back by
+        ``sync``/``attach`` on any node); the player to act gets the time left on the clock at the last stored event
         plus ``settings.takeover_allowance``. A game that ended in the log and is not settled
         (no result stored) is settled now, once, and its rating events pushed. The table emits
         nothing until a player acts or a timer fires: its next event is the log's last + 1.
@@ -920,7 +921,18 @@ class Table:
                 table.recent.append((int(event["v"]), msgpack.packb(event)))
         table._stored_v = machine.version
         table._snapshot_status = machine.status
-        table._apply(machine.take_over(now, settings.takeover_allowance), now)
+        # Players whose sockets are on live nodes stay connected there (not the old owner's).
+        old_owner = summary.get("node")
+        present: list[set[str]] = []
+        for seat in machine.seats:
+            nodes: list[str] = []
+            if seat is not None:
+                try:
+                    nodes, _address = await lobby.persistence.presence(seat.player)
+                except (RedisError, OSError):
+                    nodes = []
+            present.append({n for n in nodes if n != old_owner})
+        table._apply(machine.take_over(now, settings.takeover_allowance, present), now)
         settlement = machine.settlement
         if settlement is not None:
             stored = await table._result_stored(settlement.game_id)

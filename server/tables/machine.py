@@ -31,7 +31,7 @@ what the log last said until the seat changes).
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
@@ -807,8 +807,10 @@ class TableMachine:
 
     # --- after a takeover ------------------------------------------------------------------
 
-    def take_over(self, now: float, allowance: float) -> Step:
-        """This machine was rebuilt on a new owner: every player is away (in grace, from
+    def take_over(self, now: float, allowance: float,
+                  present: Sequence[Iterable[str]] = ()) -> Step:
+        """This machine was rebuilt on a new owner: a player with sockets on live nodes
+        (``present[side]``) is connected there, every other player is away (in grace, from
         ``now``), and the player to act gets the time that was left on the clock at the last
         stored event (:attr:`logged_at`) plus ``allowance``. Emits nothing."""
         if self.status in (TableStatus.OPEN, TableStatus.PLAYING) and not self.finishing:
@@ -816,17 +818,23 @@ class TableMachine:
             for side, seat in enumerate(self.seats):
                 if seat is None:
                     continue
-                seat.nodes.clear()
+                seat.nodes = set(present[side]) if side < len(present) else set()
                 seat.logged_connected = None
+                if seat.nodes:
+                    if seat.grace is not None:
+                        self._disarm.append(seat.grace)
+                        seat.grace = None
+                    seat.grace_deadline = None
+                    continue
                 if seat.grace is not None:
                     self._disarm.append(seat.grace)
                 seat.grace_deadline = now + grace
                 seat.grace = Deadline(GRACE, side, seat.grace_deadline)
                 self._arm.append(seat.grace)
         else:
-            for seat in self.seats:
+            for side, seat in enumerate(self.seats):
                 if seat is not None:
-                    seat.nodes.clear()
+                    seat.nodes = set(present[side]) if side < len(present) else set()
                     seat.logged_connected = None
         self.seats_changed()
         if self.clock is not None and self.deadline is not None:

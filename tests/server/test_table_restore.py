@@ -90,22 +90,22 @@ async def test_a_table_restored_on_another_node_goes_on_at_the_next_version(
     assert restored.state()["clock"]["strikes"] == state["clock"]["strikes"]
     assert restored.state()["clock"]["side"] == state["clock"]["side"]
     # The player to act: the time left at the last stored event (a fresh decision: all of
-    # it) plus the allowance; everyone is away, in grace.
+    # it) plus the allowance. Bob's socket is on node B: he stays connected; alice's was on
+    # node A: she is away, in grace.
     assert restored.deadline == pytest.approx(now + 30.0 + 7.0)
-    assert all(s is not None and not s.nodes for s in restored.seats)
-    assert all(d["grace_deadline"] == pytest.approx(now + 30.0)
-               for d in restored.state()["seats"])
+    alice, bob = restored.seats
+    assert alice is not None and not alice.nodes
+    assert alice.grace_deadline == pytest.approx(now + 30.0)
+    assert bob is not None and bob.nodes == {"node-b"} and bob.grace_deadline is None
 
-    # Bob resumes by sync on his surviving socket; alice reconnects through node B.
+    # Bob resumes by sync on his socket; alice reconnects through node B.
     synced = await b.request({"type": "sync", "table": table, "since": version})
-    assert synced["type"] == "sync" and synced["complete"], synced
-    # Announced once stored, before the sync answer that follows it.
-    back = [m for m in b.of_type("player_reconnected") if m["table"] == table]
-    assert [m["v"] for m in back] == [version + 1]  # no version skipped or repeated
-    assert synced["v"] == version + 1
+    assert synced["type"] == "sync" and synced["complete"] and synced["v"] == version, synced
     a2 = await connect(b_node, token_a)
     resume = await a2.expect("resume", table=table)
-    assert resume["v"] >= version + 2
+    back = await b.expect("player_reconnected", table=table)
+    assert back["v"] == version + 1  # the next event: no version skipped or repeated
+    assert resume["v"] == version + 1
     a2.messages.append(resume)
     over = await play_out({0: a2, 1: b}, table)
     assert over["reason"] == "normal", over
@@ -192,3 +192,39 @@ async def test_a_fenced_table_refuses_commands_and_announces_nothing(
     refused = await a.request({"type": "roll", "table": table})
     assert refused["type"] == "error" and refused["code"] == "unavailable", refused
     assert live._clock is None and not live._timers
+
+
+async def test_a_match_restored_between_two_games_starts_the_next_game(
+    start_server: StartServer, redis_client: aioredis.Redis, key_prefix: str
+) -> None:
+    a_node = await start_server(dice_factory=scripted(5), node_id="node-a",
+                                next_game_delay=60.0)
+    b_node = await start_server(dice_factory=scripted(9), node_id="node-b",
+                                next_game_delay=0.05)
+    a = await connect(b_node, await register(b_node, "alice"))
+    b = await connect(b_node, await register(b_node, "bob"))
+    # A match table owned by node A, both players' sockets on node B.
+    table = await a_node.lobby.start_rated_game("alice", "bob", match_length=3)
+    await a.expect("game_start", table=table)
+    await b.expect("game_start", table=table)
+    first = await play_out({0: a, 1: b}, table)
+    assert first["game_no"] == 1
+    live = a_node.lobby.tables[table]
+    for _ in range(100):  # the result is written, the next game waits (60 s)
+        if not live.machine.finishing:
+            break
+        await asyncio.sleep(0.02)
+    assert live.machine.next_game is not None
+    version = live.version
+    await a_node.stop()
+
+    restored = await _take_over(b_node, table, time.time())
+    assert restored.version == version
+    # Already settled (its result is stored): not again; the next game starts on B.
+    start = await a.expect("game_start", table=table, timeout=10.0)
+    await b.expect("game_start", table=table, timeout=10.0)
+    assert start["v"] == version + 1 and start["game_no"] == 2
+    assert start["state"]["match"]["score"] == first["state"]["match"]["score"]
+    results_key = f"{key_prefix}{{t:{table}}}:results"
+    assert await cast("Awaitable[int]", redis_client.llen(results_key)) == 1
+    restored.shutdown()
