@@ -890,9 +890,10 @@ class Table:
         A player with sockets on other live nodes (presence; not the old owner) stays connected
         there; every other seat is away, in grace from ``now`` (players come back by
         ``sync``/``attach`` on any node); the player to act gets the time left on the clock at
-        the last stored event plus ``settings.takeover_allowance``. A game that ended in the log and is not settled
-        (no result stored) is settled now, once, and its rating events pushed. The table emits
-        nothing until a player acts or a timer fires: its next event is the log's last + 1.
+        the last stored event plus ``settings.takeover_allowance``. A game that ended in the
+        log and is not settled (no result stored) is settled now, once, and its rating events
+        pushed. The table emits nothing until a player acts or a timer fires: its next event
+        is the log's last + 1.
         Raises ValueError when the log does not replay. The caller registers the table.
         """
         summary: dict[str, Any] = dict((snapshot or {}).get("summary") or {})
