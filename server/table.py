@@ -642,7 +642,7 @@ class Table:
 
     # --- the end of a game ----------------------------------------------------------------
 
-    def _game_over(self, settlement: Settlement) -> None:
+    def _game_over(self, settlement: Settlement, *, write_result: bool = True) -> None:
         self._ended_at = time.perf_counter()
         # game_over and what follows wait for the settlement as well as for Redis.
         self._hold_from = self.machine.version - (1 if settlement.match_over
@@ -652,13 +652,13 @@ class Table:
         metrics.games_finished.inc()
         metrics.settlements_pending.inc()
         log_game_id.set(settlement.game_id)  # the task below, and its log lines, carry it
-        task = self.lobby.spawn(self._finish(settlement))
+        task = self.lobby.spawn(self._finish(settlement, write_result))
         log_game_id.set("")
         del task
 
-    async def _finish(self, settlement: Settlement) -> None:
+    async def _finish(self, settlement: Settlement, write_result: bool = True) -> None:
         try:
-            await self._settle_and_announce(settlement)
+            await self._settle_and_announce(settlement, write_result=write_result)
         except Exception:
             log.exception("table %s: finishing %s failed", self.id, settlement.game_id)
         finally:
@@ -937,17 +937,30 @@ class Table:
         settlement = machine.settlement
         if settlement is not None:
             stored = await table._result_stored(settlement.game_id)
-            if stored:
+            if stored and not await table._rating_missing(settlement):
                 table._apply(machine.settled(now), now)
                 if settlement.match_over:
                     lobby.spawn(table._wind_up())
             else:
-                table._game_over(settlement)
+                # The result and the rating are written at the same time at a game's end: a
+                # node may die between the two. The store applies a game id once.
+                table._game_over(settlement, write_result=not stored)
         elif machine.status is TableStatus.FINISHED:
             lobby.spawn(table._wind_up())
         elif machine.status is TableStatus.CLOSED:
             lobby.forget_later(table, delay=0.0)
         return table
+
+    async def _rating_missing(self, s: Settlement) -> bool:
+        """Whether the rating store has no settlement of this rated game (match) yet."""
+        rated_id = s.game_id if s.ladder == TABLE42 else (
+            s.match_id if s.ladder == FIBS and s.match_over else None)
+        if rated_id is None:
+            return False
+        try:
+            return await self.lobby.ratings.settlement(rated_id) is None
+        except (RedisError, OSError):
+            return True  # settle again: the store gives back the same settlement
 
     async def _result_stored(self, game_id: str) -> bool:
         """Whether the table's results hold ``game_id`` (its settlement was made)."""

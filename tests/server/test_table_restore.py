@@ -118,8 +118,10 @@ async def test_a_table_restored_on_another_node_goes_on_at_the_next_version(
     assert [e["v"] for e in log] == list(range(1, over["v"] + 1))
 
 
+@pytest.mark.parametrize("result_stored", [False, True])
 async def test_a_game_over_not_yet_settled_is_settled_once_by_the_new_owner(
-    start_server: StartServer, redis_client: aioredis.Redis, key_prefix: str
+    start_server: StartServer, redis_client: aioredis.Redis, key_prefix: str,
+    result_stored: bool,
 ) -> None:
     a_node = await start_server(dice_factory=scripted(5), node_id="node-a",
                                 shutdown_timeout=0.2)
@@ -132,8 +134,13 @@ async def test_a_game_over_not_yet_settled_is_settled_once_by_the_new_owner(
     persistence = a_node.lobby.persistence
     ended = asyncio.Event()
 
-    async def stalled_result(*_args: Any, **_kwargs: Any) -> None:
-        await persistence.flush()  # the game_over event reaches the log
+    write_result = persistence.write_result
+
+    async def stalled_result(*args: Any, **kwargs: Any) -> None:
+        if result_stored:  # the result is written, the rating store never answers
+            await write_result(*args, **kwargs)
+        else:
+            await persistence.flush()  # the game_over event reaches the log, no result
         ended.set()
         await asyncio.Event().wait()
 
@@ -150,7 +157,7 @@ async def test_a_game_over_not_yet_settled_is_settled_once_by_the_new_owner(
     log = await _log(redis_client, key_prefix, table)
     assert log[-1]["type"] == "game_over"
     results_key = f"{key_prefix}{{t:{table}}}:results"
-    assert await cast("Awaitable[int]", redis_client.llen(results_key)) == 0
+    assert await cast("Awaitable[int]", redis_client.llen(results_key)) == int(result_stored)
 
     a2 = await connect(b_node, token_a)
     restored = await _take_over(b_node, table, time.time())
