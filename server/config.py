@@ -81,6 +81,9 @@ class Settings:
     list_limit: int = 100
     finished_linger: float = 60.0
     next_game_delay: float = 0.0
+    # A table taken over from a dead node: the player to act gets the time left on the clock
+    # when its last event was stored, plus this.
+    takeover_allowance: float = 10.0
 
     # Persistence
     flush_interval: float = 0.05
@@ -111,7 +114,6 @@ class Settings:
     lease_ttl: float = 6.0
     lease_renew: float = 2.0
     takeover_scan: float = 1.0
-    takeover_allowance: float = 10.0  # extra seconds on the clock of the player to act
     forward_timeout: float = 30.0  # a request forwarded to a live owner that never answers
 
     # Tournaments: the bracket driver's period and the lease a node holds on a bracket
@@ -217,6 +219,9 @@ def _check(s: Settings) -> None:
         raise SettingsError("scrypt_r and scrypt_p must be >= 1")
     if s.finished_linger < 0 or s.next_game_delay < 0:
         raise SettingsError("finished_linger and next_game_delay must be >= 0")
+    if not s.takeover_allowance >= 0:
+        raise SettingsError(
+            f"takeover_allowance must be >= 0, got {s.takeover_allowance!r}")
     if "{" in s.key_prefix or "}" in s.key_prefix:
         raise SettingsError("key_prefix must not contain hash-tag braces")
     if not s.node_id or not all(c.isalnum() or c in "-_" for c in s.node_id):
@@ -258,8 +263,6 @@ def _check(s: Settings) -> None:
     positive("tournament_tick")
     for name in ("lease_ttl", "lease_renew", "takeover_scan", "forward_timeout"):
         positive(name)
-    if not s.takeover_allowance >= 0:
-        raise SettingsError("takeover_allowance must be >= 0 seconds")
     if not s.lease_ttl >= 2 * s.lease_renew:
         raise SettingsError("lease_ttl must be at least twice lease_renew")
     if not s.tournament_lease > 2 * s.tournament_tick:

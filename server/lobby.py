@@ -169,7 +169,7 @@ class Lobby:
         self.ratings = ratings
         self.node_id = settings.node_id
         self.tables: dict[str, Table] = {}
-        self._dice_factory = dice_factory
+        self.dice_factory = dice_factory
         self._owners: dict[str, str] = {}
         # Tables that start_rated_game has announced but not yet seated: commands for them
         # wait for the seating instead of finding no table.
@@ -743,7 +743,7 @@ class Lobby:
     ) -> Table:
         table = Table(
             self, table_id=table_id, mode=mode, match_length=match_length,
-            tournament_id=tournament_id, dice_factory=self._dice_factory,
+            tournament_id=tournament_id, dice_factory=self.dice_factory,
         )
         self.tables[table_id] = table
         self._remember_owner(table_id, self.node_id)
@@ -893,9 +893,8 @@ class Lobby:
     def _table_stored(self, table_id: str, version: int) -> None:
         """The flush stored the table's events up to ``version``: it may announce them."""
         table = self.tables.get(table_id)
-        stored = getattr(table, "stored", None)
-        if stored is not None:
-            stored(version)
+        if table is not None:
+            table.stored(version)
 
     def _table_fenced(self, table_id: str) -> None:
         """A write of the table was refused: another node owns it now. Stop it and forget
@@ -903,12 +902,7 @@ class Lobby:
         table = self.tables.get(table_id)
         if table is None:
             return
-        fenced = getattr(table, "fenced", None)
-        if fenced is not None:
-            fenced()
-        else:
-            table.shutdown()
-        self.table_lost(table)
+        table.fenced()  # it calls table_lost
 
     def table_lost(self, table: Table) -> None:
         """``table`` is not this node's any more (lease lost, or handed over): forget it
@@ -932,9 +926,8 @@ class Lobby:
         summary = dict((snapshot or {}).get("summary") or {})
         status = str(summary.get("status") or "")
         players = [str(p) for p in summary.get("players") or () if p]
-        restore = getattr(Table, "restore", None)
-        if restore is not None and status in ("playing", "finished") and events:
-            table: Table = restore(self, table_id, snapshot, events, time.time())
+        if status in ("playing", "finished") and events:
+            table = await Table.restore(self, table_id, snapshot, events, time.time())
             self.tables[table_id] = table
             self._remember_owner(table_id, self.node_id)
             self.metrics.tables.set(len(self.tables))
@@ -946,8 +939,8 @@ class Lobby:
             await self._taken_over(table_id, self.node_id, table.seated_players())
             return table
         if status == "playing":
-            log.warning("table %s: game in progress lost with its node (no way to rebuild "
-                        "it here)", table_id)
+            log.warning("table %s: game in progress lost with its node (its log is gone)",
+                        table_id)
         for player in players:
             await self.persistence.release_seat(player, table_id)
         await self.persistence.unlist_table(table_id, str(summary.get("mode") or "") or None)
@@ -1011,7 +1004,7 @@ class Lobby:
         await self.persistence.flush(everything=True)
         handed: list[str] = []
         for table in list(self.tables.values()):
-            over = table.status in (TableStatus.FINISHED, TableStatus.CLOSED)
+            over = table.status is TableStatus.CLOSED or table.wound_up
             try:
                 if await self.persistence.release(table.id, done=over) and not over:
                     handed.append(table.id)

@@ -52,6 +52,7 @@ from server.protocol.messages import TableMode
 log = logging.getLogger(__name__)
 
 SnapshotFn = Callable[[], dict[str, Any]]
+StoredFn = Callable[[int], None]
 ADDRESS_FIELD = "address"
 SNAPSHOT_INTERVAL = 60.0
 """Seconds between two snapshot writes of one table. Its event log is written every flush and
@@ -168,6 +169,7 @@ class Persistence:
         self._settings = settings
         self._events: dict[str, list[bytes]] = {}
         self._versions: dict[str, int] = {}  # table -> version of its last buffered event
+        self._callbacks: dict[str, StoredFn] = {}  # table -> its own "stored" callback
         self._dirty: dict[str, SnapshotFn] = {}
         self._urgent: set[str] = set()
         self._snapshot_at: dict[str, float] = {}  # loop time of each table's last snapshot
@@ -197,19 +199,25 @@ class Persistence:
 
     # --- write-behind ------------------------------------------------------------------
 
-    def append_event(self, table: str, version: int | bytes, packed: bytes | None = None
-                     ) -> None:
+    def append_event(self, table: str, version: int | bytes, packed: bytes | None = None,
+                     stored: StoredFn | None = None) -> None:
         """Buffer one event (already msgpack-encoded) of version ``version`` for the table's
         log; a flush starts at once unless one is in flight. Never blocks.
 
+        Once a write holding it (and every earlier event of the table) has succeeded,
+        ``stored(version)`` is called (the table announces it then); without ``stored``,
+        :attr:`on_stored` is told instead. A table's own callback is kept because its lobby
+        may forget a closed table before that table's last event is stored.
         ``append_event(table, packed)`` (no version) is the older form: the event is stored
-        the same way, but :attr:`on_stored` is not told about it."""
+        the same way, but nobody is told."""
         if packed is None:
             assert isinstance(version, bytes)
             packed = version
         else:
             assert isinstance(version, int)
             self._versions[table] = version
+            if stored is not None:
+                self._callbacks[table] = stored
         pending = self._events.get(table)
         if pending is None:
             self._events[table] = [packed]
@@ -238,6 +246,7 @@ class Persistence:
 
     def disown(self, table: str) -> int | None:
         """Stop writing ``table`` as its owner; its epoch (None: it had none)."""
+        self._callbacks.pop(table, None)
         return self.epochs.pop(table, None)
 
     def _epoch_arg(self, table: str) -> bytes:
@@ -253,6 +262,7 @@ class Persistence:
         self.epochs[table] = FENCED_OUT
         self._events.pop(table, None)
         self._versions.pop(table, None)
+        self._callbacks.pop(table, None)
         self._dirty.pop(table, None)
         self._urgent.discard(table)
         self.metrics.error("fenced")
@@ -361,17 +371,25 @@ class Persistence:
             self.redis_up = False
             raise
         self.metrics.redis_rtt.observe(time.perf_counter() - started)
-        on_stored = self.on_stored
         for table, reply in zip(order, replies, strict=True):
             if reply == -1:
                 self.fenced_out(table)
-            elif on_stored is not None:
+            else:
                 version = versions.get(table)
                 if version is not None:
-                    try:
-                        on_stored(table, version)
-                    except Exception:
-                        log.exception("table %s: announcing stored events failed", table)
+                    self._tell_stored(table, version)
+
+    def _tell_stored(self, table: str, version: int) -> None:
+        """Tell ``table`` (its own callback, else :attr:`on_stored`) that its events up to
+        ``version`` are stored."""
+        callback = self._callbacks.get(table)
+        try:
+            if callback is not None:
+                callback(version)
+            elif self.on_stored is not None:
+                self.on_stored(table, version)
+        except Exception:
+            log.exception("table %s: announcing stored events failed", table)
 
     async def run_flusher(self) -> None:
         """Flush whenever something is buffered, until cancelled: at once when no flush is in
@@ -474,8 +492,8 @@ class Persistence:
         if int(reply) == -1:
             self.fenced_out(table)
             raise Fenced(table)
-        if version is not None and self.on_stored is not None:
-            self.on_stored(table, version)
+        if version is not None:
+            self._tell_stored(table, version)
         if entries:
             ttl_ms = int(self._settings.inbox_ttl * 1000)
             cap = self._settings.inbox_max
@@ -587,6 +605,7 @@ class Persistence:
         # Handed over: a write still buffered for it is refused from now on; finished: it
         # has nothing more to write.
         self._versions.pop(table, None)
+        self._callbacks.pop(table, None)
         if done:
             self.epochs.pop(table, None)
         else:

@@ -23,11 +23,13 @@ pushed to each player (see ``PROTOCOL.md``).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from rating_plugin.store import BoostedResult, PlayerChange, Settlement
 from server.matchmaking.policy import DEFAULT_SETTINGS, network_key
 from server.protocol.messages import TableMode
+
+if TYPE_CHECKING:  # the store is I/O; the table machine uses this module and stays pure
+    from rating_plugin.store import BoostedResult, PlayerChange, Settlement
 
 TABLE42 = "table42"
 FIBS = "fibs"

@@ -1,15 +1,28 @@
-"""One table: its seats and watchers, the game or match played there, clocks, strikes,
-disconnect grace, versioned events and the end-of-game settlement.
+"""The driver of one live table: the I/O shell around its pure state machine
+(:class:`server.tables.machine.TableMachine`).
 
-A table lives on exactly one node, its owner. Everything that changes it runs on that node's
-event loop, synchronously, so a table needs no locks: a command is checked, applied to the
-``server.rules`` game, and turned into versioned events, all without awaiting. Only joining
-(the seat lock is in Redis), ``sync`` (may read the log from Redis) and the end of a game
-(settlement, result write) await.
+The machine decides everything a table does (seats, the game or match, clocks, strikes,
+grace periods, versioned events); this driver runs its timers, stores its events, delivers
+them and settles finished games. A table lives on exactly one node, its owner. Everything that
+changes it runs on that node's event loop, synchronously, so a table needs no locks: a command
+is checked and applied by the machine, and its :class:`~server.tables.machine.Step` is carried
+out, all without awaiting. Only joining (the seat lock is in Redis), ``sync`` (may read the log
+from Redis) and the end of a game (settlement, result write) await.
+
+Timers are data: each :class:`~server.tables.machine.Deadline` of a step arms a timer (one
+decision clock per table, re-armed in place; one grace timer per seat; the next game of a
+match) and a timer that fires hands its deadline back to :meth:`TableMachine.expire`.
 
 Versions: every event of a table carries ``v`` (1, 2, 3 ...). The last ``recent_events`` are
-kept in memory and every event is appended to the table's Redis log by the write-behind
-flusher; ``sync(since)`` returns the events after ``since`` and the full state.
+kept in memory and every event is appended to the table's Redis log; ``sync(since)`` returns
+the events after ``since`` and the full state.
+
+Store before announce: an event goes to players and watchers only once Redis holds it
+(:meth:`Table.stored`, called when the table's events were written), and so does every reply
+that carries the table's ``v`` (``ack``, ``sync``, ``resume``, ``watching``), after the events
+it follows. So what any client has seen is a prefix of the stored log: a node that takes the
+table over (:meth:`Table.restore`) goes on at the next version, none skipped or repeated. A
+table whose writes are refused (its lease went to another node) is :meth:`Table.fenced`.
 
 The end of a game, in this order (nothing is announced before it is stored):
 
@@ -28,13 +41,6 @@ The end of a game, in this order (nothing is announced before it is stored):
 Every write a finished game needs (the result with the buffered events, the inbox, the seat
 release) is retried with back-off until Redis has stored it (issue 12: an outage delays the
 end of a game, it loses nothing); the settlement is retried the same way in the background.
-
-Clocks: each decision (roll or double, move, take or drop, answer a resignation) must come
-within ``decision_time``; its deadline is in every state. When it passes, the player gets a
-strike and the rules' default action is taken (roll, first legal play, take, reject); the
-``max_strikes``-th strike of a game forfeits it (a match: the match) at the current cube.
-A player whose last socket closes has ``grace_period`` to come back; past it, the game (the
-match) is forfeited. Leaving a table during a game is the same kind of loss.
 """
 
 from __future__ import annotations
@@ -44,57 +50,38 @@ import logging
 import time
 from collections import deque
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
-from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
 import msgpack
 from redis.exceptions import RedisError
 
-from server.accounts import is_bot_id
 from server.logs import game_id as log_game_id
 from server.protocol.codec import Outgoing, WireFormat
 from server.protocol.errors import ErrorCode, ProtocolError
-from server.protocol.lean import apply_event, full_form, state_changes
+from server.protocol.lean import apply_event, full_form
 from server.protocol.messages import (
     GAME_ACTIONS,
-    AcceptResign,
-    Double,
-    Drop,
     Join,
     Leave,
-    Message,
-    Play,
-    RejectResign,
-    Resign,
-    Roll,
     Sync,
     TableMessage,
     TableMode,
-    Take,
     Unwatch,
     Watch,
 )
-from server.ratings import (
-    FIBS,
-    TABLE42,
-    RatedPlayer,
-    RatingPlan,
-    boosted_events,
-    plan_rating,
-    rating_events,
-)
-from server.rules import (
-    DiceSource,
-    EndReason,
-    Game,
-    Match,
-    Outcome,
-    Phase,
-    ResultKind,
-    RulesError,
-    Side,
-    format_play,
+from server.ratings import FIBS, TABLE42, RatingPlan, boosted_events, rating_events
+from server.rules import DiceSource, EndReason, Game, Match, Side
+from server.tables.machine import (
+    BOT_PREFIX,
+    CLOCK,
+    EMPTY,
+    Deadline,
+    MachineSettings,
+    Seat,
+    Settlement,
+    Step,
+    TableMachine,
+    TableStatus,
 )
 
 if TYPE_CHECKING:
@@ -108,41 +95,9 @@ STORE_MAX_DELAY = 1.0
 #: The longest wait between two tries of a settlement Redis refused at a game's end.
 LATE_SETTLE_MAX_DELAY = 30.0
 _GAME_ACTIONS = frozenset(GAME_ACTIONS)
+_PACK = WireFormat.MSGPACK
 
-
-class TableStatus(StrEnum):
-    OPEN = "open"  # waiting for an opponent
-    PLAYING = "playing"  # a game or match in progress (also between the games of a match)
-    FINISHED = "finished"  # over; kept for ``finished_linger`` so players can sync
-    CLOSED = "closed"  # gone
-
-
-@dataclass(slots=True)
-class Seat:
-    """A seated player. ``nodes`` are the nodes where the player has sockets now."""
-
-    player: str
-    name: str
-    is_guest: bool
-    address: str
-    nodes: set[str] = field(default_factory=set)
-    grace_deadline: float | None = None
-    grace_timer: asyncio.TimerHandle | None = None
-
-    @property
-    def is_connected(self) -> bool:
-        return bool(self.nodes)
-
-    def to_dict(self, side: int) -> dict[str, Any]:
-        return {
-            "side": side,
-            "player": self.player,
-            "name": self.name,
-            "guest": self.is_guest,
-            "bot": is_bot_id(self.player),
-            "connected": self.is_connected,
-            "grace_deadline": self.grace_deadline,
-        }
+__all__ = ["Seat", "Table", "TableStatus", "with_event_ids"]
 
 
 def with_event_ids(pushes: list[tuple[str, dict[str, Any]]]
@@ -153,8 +108,8 @@ def with_event_ids(pushes: list[tuple[str, dict[str, Any]]]
                                            f"{player}"}) for player, event in pushes]
 
 
-def _rules_error(exc: RulesError) -> ProtocolError:
-    return ProtocolError(exc.code, str(exc))
+# A held announcement: (version it waits for, event or None, reply's actor, reply).
+_Held = tuple[int, Outgoing | None, "Actor | None", "dict[str, Any] | None"]
 
 
 class Table:
@@ -169,6 +124,8 @@ class Table:
         match_length: int,
         tournament_id: str | None,
         dice_factory: Callable[[], DiceSource],
+        created_at: float | None = None,
+        machine: TableMachine | None = None,
     ) -> None:
         self.lobby = lobby
         self.settings = lobby.settings
@@ -176,45 +133,75 @@ class Table:
         self.mode = mode
         self.match_length = match_length
         self.tournament_id = tournament_id
-        self.created_at = time.time()
-        self.status = TableStatus.OPEN
-        self.seats: list[Seat | None] = [None, None]
+        self.created_at = time.time() if created_at is None else created_at
+        self.machine = machine if machine is not None else TableMachine(
+            table_id=table_id, mode=mode, match_length=match_length,
+            tournament_id=tournament_id, created_at=self.created_at,
+            settings=MachineSettings.of(self.settings), dice_factory=dice_factory,
+        )
         self.watchers: dict[tuple[str, str], str] = {}
-        self.version = 0
         # The latest events as (version, msgpack bytes): sync decodes them, which is rare,
         # and bytes cost far less memory (and garbage-collector time) than the dicts.
         self.recent: deque[tuple[int, bytes]] = deque(maxlen=self.settings.recent_events)
-        self.plan: RatingPlan | None = None
-        self.match: Match | None = None
-        self.game: Game | None = None
-        self.game_no = 0
-        self.strikes = [0, 0]
-        self.deadline: float | None = None
-        self._clock: asyncio.TimerHandle | None = None
-        self._clock_side: Side | None = None
-        self._dice_factory = dice_factory
-        self._dice: DiceSource | None = None
-        self._pending_seat: str | None = None
-        self._finishing = False
-        self._next_game: asyncio.TimerHandle | None = None
-        self._clock_token: tuple[int, int, Phase] | None = None
-        self._clock_due: float | None = None  # loop time the current decision's clock runs out
-        self._last_state: dict[str, Any] | None = None  # the state of the latest event
         # The state after the event just before ``recent[0]`` (None: no state yet): the full
         # form of the recent events is rebuilt from it for a sync.
         self._base_state: dict[str, Any] | None = None
-        # Top-level state keys the next lean event sends whole: a full state handed out
-        # between two events (sync, resume, watch) may differ from the latest event's there.
-        self._forced: set[str] = set()
-        self._game_starts: list[int] = []  # versions of the game_start events
-        self._snapshot_status: TableStatus | None = None
-        self._seats_state: list[dict[str, Any] | None] | None = None  # see _seats_dicts
-        self._plan_state: dict[str, Any] | None = None
         self._loop = asyncio.get_running_loop()
+        # Timers, from the machine's deadlines. One decision clock per table, not one per
+        # decision: a timer armed for an earlier decision fires before this one is due and
+        # re-arms itself (see _clock_check).
+        self._clock: asyncio.TimerHandle | None = None
+        self._clock_due: float | None = None  # loop time the current decision's clock runs out
+        self._clock_deadline: Deadline | None = None
+        self._timers: dict[tuple[str, int | None], tuple[Deadline, asyncio.TimerHandle]] = {}
+        self._pending_seat: str | None = None
+        self._snapshot_status: TableStatus | None = None
+        # Store before announce: versions up to _stored_v are in Redis; what waits for a
+        # later one is held, in order. From _hold_from on, the end of a game waits for its
+        # settlement too.
+        self._stored_v = 0
+        self._held: deque[_Held] = deque()
+        self._hold_from: int | None = None
+        self._fenced = False
+        # The last game's end is fully stored (see _wind_up): a drain gives the lease up as
+        # done; a finished table not yet wound up is handed on, for its peer to settle it.
+        self.wound_up = False
         self.creator_address: str | None = None  # counts against its address while open
         self._ended_at = 0.0  # perf_counter of the last game's end (metrics)
 
     # --- reading ---------------------------------------------------------------------------
+
+    @property
+    def status(self) -> TableStatus:
+        return self.machine.status
+
+    @property
+    def seats(self) -> list[Seat | None]:
+        return self.machine.seats
+
+    @property
+    def plan(self) -> RatingPlan | None:
+        return self.machine.plan
+
+    @property
+    def version(self) -> int:
+        return self.machine.version
+
+    @property
+    def game(self) -> Game | None:
+        return self.machine.game
+
+    @property
+    def match(self) -> Match | None:
+        return self.machine.match
+
+    @property
+    def strikes(self) -> list[int]:
+        return self.machine.strikes
+
+    @property
+    def deadline(self) -> float | None:
+        return self.machine.deadline
 
     @property
     def is_listed(self) -> bool:
@@ -225,13 +212,16 @@ class Table:
         return self.match_length == 0
 
     def side_of(self, player: str) -> Side | None:
-        for side, seat in enumerate(self.seats):
-            if seat is not None and seat.player == player:
-                return Side(side)
-        return None
+        return self.machine.side_of(player)
 
     def seated_players(self) -> list[str]:
-        return [seat.player for seat in self.seats if seat is not None]
+        return self.machine.seated_players()
+
+    def game_id(self) -> str:
+        return self.machine.game_id()
+
+    def match_id(self) -> str:
+        return self.machine.match_id()
 
     def summary(self) -> dict[str, Any]:
         """What the lobby lists about the table."""
@@ -240,143 +230,208 @@ class Table:
             "mode": str(self.mode),
             "match_length": self.match_length,
             "tournament_id": self.tournament_id,
-            "status": str(self.status),
-            "players": [None if s is None else s.player for s in self.seats],
+            "status": str(self.machine.status),
+            "players": [None if s is None else s.player for s in self.machine.seats],
             "watchers": len(self.watchers),
             "created_at": self.created_at,
             "node": self.lobby.node_id,
         }
 
     def state(self) -> dict[str, Any]:
-        """The full table state sent with every game event (and on resume / sync).
-
-        Built for every event, so the seats and the rating plan, which rarely change, are
-        reused from the previous state until they do (nobody mutates a sent state).
-        """
-        game = self.game
-        clock_side = self._clock_side
-        plan = self.plan
-        if plan is None:
-            rating = None
-        else:
-            rating = self._plan_state
-            if rating is None:
-                rating = self._plan_state = plan.to_dict()
-        return {
-            "status": str(self.status),
-            "seats": self._seats_dicts(),
-            "game_no": self.game_no,
-            "game": None if game is None else game.to_dict(),
-            "clock": {
-                "side": None if clock_side is None else int(clock_side),
-                "deadline": self.deadline,
-                "limit": self.settings.decision_time,
-                "strikes": list(self.strikes),
-                "max_strikes": self.settings.max_strikes,
-            },
-            "match": self._match_state(),
-            "rating": rating,
-        }
-
-    def _seats_dicts(self) -> list[dict[str, Any] | None]:
-        seats = self._seats_state
-        if seats is None:
-            seats = self._seats_state = [
-                None if s is None else s.to_dict(i) for i, s in enumerate(self.seats)
-            ]
-        return seats
-
-    def _seats_changed(self) -> None:
-        """A seat was taken, or its player's connection or grace deadline changed."""
-        self._seats_state = None
-
-    def _match_state(self) -> dict[str, Any] | None:
-        match = self.match
-        if match is None:
-            return None
-        winner = match.winner
-        return {
-            "length": match.length,
-            "score": list(match.score),
-            "crawford": match.is_crawford_game,
-            "winner": None if winner is None else int(winner),
-        }
+        """The full table state sent with every game event (and on resume / sync)."""
+        return self.machine.state()
 
     def snapshot(self) -> dict[str, Any]:
         """What the write-behind flusher stores as the table's snapshot in Redis (the state
         of the latest event that carried one: building a state costs more than a move)."""
-        state = self._last_state if self._last_state is not None else self.state()
-        return {"v": self.version, "summary": self.summary(), "state": state}
+        last = self.machine.last_state
+        state = last if last is not None else self.machine.state()
+        return {"v": self.machine.version, "summary": self.summary(), "state": state}
 
-    # --- events ----------------------------------------------------------------------------
+    # --- carrying out a step -------------------------------------------------------------
 
-    def _emit(
-        self, kind: str, fields: dict[str, Any], *, with_state: bool = True,
-        broadcast: bool = True,
-    ) -> Outgoing:
-        self.version += 1
-        head: dict[str, Any] = {"type": kind, "table": self.id, "v": self.version}
-        head.update(fields)
-        if with_state:
-            # Both forms (PROTOCOL.md §5.1): the full one carries the whole state, the lean
-            # one what changed since the previous state-carrying event (a game's start: all).
-            self._sync_clock()
-            state = self.state()
-            before = self._last_state
-            obj = dict(head)
-            obj["state"] = state
-            changes = None if kind == "game_start" else state_changes(before, state,
-                                                                       self._forced)
-            if changes is None:
-                lean = obj
-            else:
-                lean = head
-                head["changes"] = changes
-            if self._forced:
-                self._forced = set()
-            if kind == "game_start":
-                self._game_starts.append(self.version)
-            self._last_state = state
-        else:
-            obj = lean = head
-        out = Outgoing(obj, None if lean is obj else lean)
+    def _apply(self, step: Step, now: float) -> None:
+        """Store the step's events (announced once stored), arm and disarm its timers, and
+        start the settlement of a game that ended."""
+        if step is EMPTY or self._fenced:
+            return
+        for out in step.events:
+            self._record(out)
+        # Armed first, then disarmed: a deadline armed and dropped in one step is not left.
+        for deadline in step.deadlines:
+            self._arm(deadline, now)
+        for deadline in step.cancelled:
+            self._disarm(deadline)
+        if step.settle is not None:
+            self._game_over(step.settle)
+
+    def _record(self, out: Outgoing) -> None:
+        version: int = out.obj["v"]
         # The log (in memory and in Redis) keeps the lean form; the full form is rebuilt from
-        # it for a sync (see _events_in_form).
-        packed = out.frame(WireFormat.MSGPACK, True)
+        # it for a sync (see _full_events).
+        packed = out.frame(_PACK, True)
         recent = self.recent
         if len(recent) == recent.maxlen:
             _, oldest = recent.popleft()
             self._base_state = apply_event(self._base_state, msgpack.unpackb(oldest))
-        recent.append((self.version, packed))
+        recent.append((version, packed))
         persistence = self.lobby.persistence
-        persistence.append_event(self.id, packed)
+        persistence.append_event(self.id, version, packed, self.stored)
         # A new status (open, playing, finished) must reach the snapshot at once: other
         # nodes read it to tell whether a player's seat is in a live game.
-        urgent = self.status is not self._snapshot_status
-        self._snapshot_status = self.status
+        status = self.machine.status
+        urgent = status is not self._snapshot_status
+        self._snapshot_status = status
         persistence.mark_dirty(self.id, self.snapshot, urgent=urgent)
-        if broadcast:
-            self._broadcast(out)
-        return out
+        self._held.append((version, out, None, None))
+        if out.obj.get("type") == "game_start":
+            self.lobby.metrics.games.inc()
+
+    def _reply(self, actor: Actor, message: dict[str, Any]) -> None:
+        """Answer ``actor`` with a message that carries the table's ``v``: at once when
+        everything up to it is stored and announced, else right after the events it follows."""
+        version = int(message.get("v") or 0)
+        if not self._held and version <= self._stored_v:
+            self.lobby.reply(actor, message)
+        else:
+            self._held.append((version, None, actor, message))
+
+    def stored(self, version: int) -> None:
+        """Every event of this table up to ``version`` is in Redis: announce what waited for
+        it (events, then the replies that follow them), in order."""
+        if version > self._stored_v:
+            self._stored_v = version
+        self._announce_stored()
+
+    def _announce_stored(self) -> None:
+        held = self._held
+        if not held or self._fenced:
+            return
+        stored = self._stored_v
+        stop = self._hold_from
+        lobby = self.lobby
+        sent = False
+        while held:
+            version, out, actor, message = held[0]
+            if version > stored or (stop is not None and version >= stop):
+                break
+            held.popleft()
+            sent = True
+            if out is not None:
+                self._broadcast(out)
+            elif actor is not None and message is not None:
+                lobby.reply(actor, message)
+        if sent:
+            lobby.kick_flush()
 
     def _broadcast(self, out: Outgoing) -> None:
         lobby = self.lobby
-        for seat in self.seats:
+        for seat in self.machine.seats:
             if seat is not None and seat.nodes:
                 lobby.deliver_player(seat.player, seat.nodes, out)
         if self.watchers:
             lobby.deliver_conns(self.watchers.keys(), out)
 
+    def fenced(self) -> None:
+        """Redis refused this node's write for the table (another node owns it now): stop
+        every timer, announce nothing more, refuse later commands, leave the lobby."""
+        if self._fenced:
+            return
+        self.shutdown()
+        self._fenced = True
+        self._held.clear()
+        log.warning("table %s: fenced (another node owns it now)", self.id)
+        self.lobby.table_lost(self)
+
+    # --- timers --------------------------------------------------------------------------
+
+    def _arm(self, deadline: Deadline, now: float) -> None:
+        loop = self._loop
+        if deadline.kind == CLOCK:
+            self._clock_deadline = deadline
+            due = self._clock_due = loop.time() + (deadline.at - now)
+            if self._clock is None:
+                self._clock = loop.call_at(due, self._clock_check)
+            return
+        key = (deadline.kind, deadline.side)
+        old = self._timers.pop(key, None)
+        if old is not None:
+            old[1].cancel()
+        self._timers[key] = (deadline, loop.call_later(max(0.0, deadline.at - now),
+                                                       self._fire, deadline))
+
+    def _disarm(self, deadline: Deadline) -> None:
+        if deadline.kind == CLOCK:
+            if deadline is self._clock_deadline:
+                self._disarm_clock()
+            return
+        key = (deadline.kind, deadline.side)
+        entry = self._timers.get(key)
+        if entry is not None and entry[0] is deadline:
+            del self._timers[key]
+            entry[1].cancel()
+
+    def _disarm_clock(self) -> None:
+        if self._clock is not None:
+            self._clock.cancel()
+            self._clock = None
+        self._clock_due = None
+        self._clock_deadline = None
+
+    def _clock_check(self) -> None:
+        self._clock = None
+        due = self._clock_due
+        if due is None:
+            return
+        if self._loop.time() < due:
+            self._clock = self._loop.call_at(due, self._clock_check)
+            return
+        deadline = self._clock_deadline
+        self._clock_due = None
+        self._clock_deadline = None
+        if deadline is not None:
+            self._fire(deadline)
+
+    def _fire(self, deadline: Deadline) -> None:
+        if deadline.kind != CLOCK:
+            key = (deadline.kind, deadline.side)
+            entry = self._timers.get(key)
+            if entry is not None and entry[0] is deadline:
+                del self._timers[key]
+        try:
+            now = time.time()
+            was = self.machine.status
+            step = self.machine.expire(deadline, now)
+            self._apply(step, now)
+            if self.machine.status is TableStatus.CLOSED and was is not TableStatus.CLOSED:
+                self._closed(release=True)
+        except Exception:
+            log.exception("table %s: %s timer handling failed", self.id, deadline.kind)
+        finally:
+            self.lobby.kick_flush()
+
+    def shutdown(self) -> None:
+        """The node is stopping: stop every timer (the game stays as its snapshot and log)."""
+        self._disarm_clock()
+        for _deadline, handle in self._timers.values():
+            handle.cancel()
+        self._timers.clear()
+
     # --- commands ----------------------------------------------------------------------------
 
     async def handle(self, actor: Actor, msg: TableMessage) -> None:
         """Apply one command from ``actor``. Raises ProtocolError (sent back as an error)."""
-        if self.status is TableStatus.CLOSED:
+        machine = self.machine
+        if self._fenced:
+            raise ProtocolError(ErrorCode.UNAVAILABLE,
+                                f"table {self.id} moved to another node; retry", field="table")
+        if machine.status is TableStatus.CLOSED:
             raise ProtocolError(ErrorCode.NO_SUCH_TABLE, f"table {self.id} is closed",
                                 field="table")
         if type(msg) in _GAME_ACTIONS:  # the common case first: a move
             started = time.perf_counter()
-            self._act(actor, msg)
+            now = time.time()
+            self._apply(machine.act(actor.player, msg, now), now)
             metrics = self.lobby.metrics
             metrics.moves.inc()
             metrics.move_time.observe(time.perf_counter() - started)
@@ -396,134 +451,45 @@ class Table:
             raise ProtocolError(ErrorCode.UNKNOWN_TYPE, f"{msg.TYPE} is not a table command")
         if msg.ref is not None:
             # A request that carried an id gets exactly one answer: this, or an error.
-            self.lobby.reply(actor, {"type": "ack", "ref": msg.ref, "table": self.id,
-                                     "v": self.version})
-
-    def _act(self, actor: Actor, msg: Message) -> None:
-        side = self.side_of(actor.player)
-        if side is None:
-            raise ProtocolError(
-                ErrorCode.NOT_SEATED, f"you are not playing at table {self.id}", field="table"
-            )
-        game = self.game
-        if self.status is TableStatus.FINISHED:  # the same answer during and after settling
-            raise ProtocolError(ErrorCode.GAME_OVER, "the game is over")
-        if game is None or self.status is not TableStatus.PLAYING:
-            raise ProtocolError(ErrorCode.NOT_PLAYING, f"no game in progress at table {self.id}")
-        if self._finishing or game.is_over:
-            raise ProtocolError(ErrorCode.GAME_OVER, "the game is over")
-        outcome: Outcome | None = None
-        kind: str | None = None
-        fields: dict[str, Any] = {"side": int(side)}
-        try:
-            if isinstance(msg, Play):
-                before = game.position
-                outcome = game.play(side, msg.play)
-                chosen = game.history[-1].play
-                kind = "moved"
-                # The play in normal form as text (hits marked), however it was sent.
-                fields["play"] = "" if chosen is None else format_play(chosen, before)
-            elif isinstance(msg, Roll):
-                dice = game.roll(side)
-                kind = "rolled"
-                fields.update(self._roll_record(side, dice))
-            elif isinstance(msg, Double):
-                if game.cube >= game.max_cube:
-                    # Checked first: with the cube at its maximum the server rolls for the
-                    # player at once, so a double can only ever arrive in the wrong phase.
-                    raise ProtocolError(
-                        "max_cube", f"the cube is at its maximum ({game.max_cube})"
-                    )
-                game.double(side)
-                kind = "doubled"
-                fields["cube"] = game.cube * 2
-            elif isinstance(msg, Take):
-                game.take(side)
-                kind = "taken"
-                fields["cube"] = game.cube
-            elif isinstance(msg, Drop):
-                outcome = game.drop(side)
-                kind = "dropped"
-                fields["cube"] = game.cube
-            elif isinstance(msg, Resign):
-                game.resign(side, str(msg.kind))
-                resignation = game.resignation
-                kind = "resign_offered"
-                fields["kind"] = str(msg.kind)
-                fields["points"] = game.cube * (
-                    1 if resignation is None else resignation.kind.multiplier
-                )
-            elif isinstance(msg, AcceptResign):
-                outcome = game.accept_resignation(side)
-            elif isinstance(msg, RejectResign):
-                game.reject_resignation(side)
-                kind = "resign_rejected"
-        except RulesError as exc:
-            raise _rules_error(exc) from None
-        if outcome is None:
-            fields["rolls"] = self._auto_rolls()
-        if kind is not None:
-            self._emit(kind, fields)
-        if outcome is not None:
-            self._game_over(outcome)
-
-    def _roll_record(self, side: Side, dice: tuple[int, int]) -> dict[str, Any]:
-        """``{side, dice, passed}`` for a roll just made (passed: it had no legal play)."""
-        game = self.game
-        assert game is not None
-        passed = game.phase is not Phase.MOVE or game.turn != side
-        return {"side": int(side), "dice": list(dice), "passed": passed}
-
-    def _auto_rolls(self) -> list[dict[str, Any]]:
-        """Roll for every player on roll who has no cube decision to make (the cube is not
-        theirs to use), so each event's state waits for a real decision. Returns the rolls,
-        in order: ``[{side, dice, passed}]``."""
-        game = self.game
-        assert game is not None
-        rolls: list[dict[str, Any]] = []
-        for _ in range(64):  # a pass-pass-pass chain is short; the bound is a safety net
-            turn = game.turn
-            if game.phase is not Phase.ROLL or turn is None or game.can_double(turn):
-                break
-            try:
-                dice = game.roll(turn)
-            except RulesError:
-                log.exception("table %s: automatic roll failed", self.id)
-                break
-            rolls.append(self._roll_record(turn, dice))
-        return rolls
+            self._reply(actor, {"type": "ack", "ref": msg.ref, "table": self.id,
+                                "v": machine.version})
 
     # --- seats ---------------------------------------------------------------------------
 
+    def _seat(self, side: int, actor: Actor, nodes: set[str], now: float) -> None:
+        self._apply(self.machine.seat(
+            side, actor.player, actor.name, is_guest=actor.is_guest, address=actor.address,
+            nodes=nodes, now=now, is_bot=actor.player.startswith(BOT_PREFIX),
+        ), now)
+
     def seat_creator(self, actor: Actor) -> None:
         """Seat the table's creator (seat lock already held) at side 0."""
-        self.seats[0] = Seat(actor.player, actor.name, actor.is_guest, actor.address,
-                             {actor.node})
-        self._seats_changed()
-        self._emit("seated", {"side": 0, "player": actor.player, "name": actor.name},
-                   with_state=False)
+        self._seat(0, actor, {actor.node}, time.time())
 
     def seat_pair(self, players: list[tuple[Actor, set[str]]]) -> None:
         """Seat two players at once (matchmaking; both seat locks held) and start."""
+        now = time.time()
         for side, (actor, nodes) in enumerate(players):
-            self.seats[side] = Seat(actor.player, actor.name, actor.is_guest, actor.address,
-                                    set(nodes))
-            self._seats_changed()
-            self._emit("seated", {"side": side, "player": actor.player, "name": actor.name},
-                       with_state=False)
-        self._start_play()
+            self._seat(side, actor, set(nodes), now)
+        self._start_play(now)
+
+    def _start_play(self, now: float) -> None:
+        step = self.machine.start(now)
+        self.lobby.table_changed(self)
+        self._apply(step, now)
 
     async def join(self, actor: Actor) -> None:
-        if self.side_of(actor.player) is not None:
-            self.lobby.reply(actor, self._resume_message(actor.player))
+        machine = self.machine
+        if machine.side_of(actor.player) is not None:
+            self._reply(actor, self._resume_message(actor.player))
             return
-        if self.mode is TableMode.TOURNAMENT and is_bot_id(actor.player):
+        if self.mode is TableMode.TOURNAMENT and actor.player.startswith(BOT_PREFIX):
             raise ProtocolError(ErrorCode.BOT_NOT_ALLOWED,
                                 "computer players do not play in tournaments", field="table")
-        if self.status is not TableStatus.OPEN or self._pending_seat is not None:
+        if machine.status is not TableStatus.OPEN or self._pending_seat is not None:
             raise ProtocolError(ErrorCode.TABLE_FULL, f"table {self.id} is not open",
                                 field="table")
-        free = [i for i, s in enumerate(self.seats) if s is None]
+        free = [i for i, s in enumerate(machine.seats) if s is None]
         if not free:
             raise ProtocolError(ErrorCode.TABLE_FULL, f"table {self.id} is full", field="table")
         self._pending_seat = actor.player
@@ -538,35 +504,33 @@ class Table:
                 ErrorCode.ALREADY_SEATED, f"you already hold a seat at table {held}",
                 field="table",
             )
-        if self.status is not TableStatus.OPEN:  # closed while we waited
+        if machine.status is not TableStatus.OPEN:  # closed while we waited
             await self.lobby.persistence.release_seat(actor.player, self.id)
             raise ProtocolError(ErrorCode.TABLE_FULL, f"table {self.id} is not open",
                                 field="table")
-        side = free[0]
-        self.seats[side] = Seat(actor.player, actor.name, actor.is_guest, actor.address,
-                                {actor.node})
-        self._seats_changed()
-        self._emit("seated", {"side": side, "player": actor.player, "name": actor.name},
-                   with_state=False)
-        if all(s is not None for s in self.seats):
-            self._start_play()
+        now = time.time()
+        self._seat(free[0], actor, {actor.node}, now)
+        if machine.is_full:
+            self._start_play(now)
 
     async def leave(self, actor: Actor) -> None:
-        side = self.side_of(actor.player)
+        machine = self.machine
+        side = machine.side_of(actor.player)
         if side is None:
             if (actor.node, actor.conn) in self.watchers:
                 self.unwatch(actor.node, actor.conn)
                 return
             raise ProtocolError(ErrorCode.NOT_SEATED, f"you are not at table {self.id}",
                                 field="table")
-        if self.status is TableStatus.OPEN:
-            players = self.seated_players()
+        if machine.status is TableStatus.OPEN:
+            players = machine.seated_players()
             self.close("left", release=False)
             await self._release(players)  # before answering, so the seat is free at once
             return
-        if self.status is TableStatus.PLAYING and not self._finishing:
-            self._forfeit(side, EndReason.LEAVE)
-            if self._finishing:
+        if machine.status is TableStatus.PLAYING and not machine.finishing:
+            now = time.time()
+            self._apply(machine.forfeit(actor.player, EndReason.LEAVE, now), now)
+            if machine.finishing:
                 return
         # Finished (or settling): just give the seat lock back.
         await self.lobby.persistence.release_seat(actor.player, self.id)
@@ -578,19 +542,30 @@ class Table:
                                 f"table {self.id} has {len(self.watchers)} watchers",
                                 field="table")
         self.watchers[key] = actor.player
-        self.lobby.reply(actor, {
-            "type": "watching", "table": self.id, "v": self.version, "ref": msg.ref,
-            "summary": self.summary(), "state": self._handout(),
+        self._reply(actor, {
+            "type": "watching", "table": self.id, "v": self.machine.version, "ref": msg.ref,
+            "summary": self.summary(), "state": self.machine.handout(),
         })
 
     def unwatch(self, node: str, conn: str) -> None:
         self.watchers.pop((node, conn), None)
 
     async def sync(self, actor: Actor, msg: Sync) -> None:
-        since = min(msg.since, self.version)
+        side = self.machine.side_of(actor.player)
+        if side is not None and actor.conn:
+            seat = self.machine.seats[side]
+            if seat is not None and actor.node not in seat.nodes:
+                # A player resuming by sync (e.g. at a table taken over by this node) gets
+                # the table's events from now on, as after a reconnect.
+                now = time.time()
+                step = self.machine.connect(actor.player, actor.node, now)
+                if step is not None:
+                    self._apply(step, now)
+        version = self.machine.version
+        since = min(msg.since, version)
         recent = self.recent
         events: list[dict[str, Any]]
-        if since == self.version:
+        if since == version:
             events = []
         elif recent and recent[0][0] <= since + 1:
             events = [msgpack.unpackb(packed) for v, packed in recent if v > since]
@@ -600,31 +575,23 @@ class Table:
             # From the Redis log; the full form is rebuilt from the start of the game.
             start = since
             if not actor.lean:
-                start = max((v - 1 for v in self._game_starts if v <= since + 1), default=since)
+                start = max((v - 1 for v in self.machine.game_starts if v <= since + 1),
+                            default=since)
             try:
                 events = await self.lobby.persistence.events_since(self.id, start)
             except (RedisError, OSError) as exc:
                 raise ProtocolError(ErrorCode.UNAVAILABLE, "Redis is unavailable") from exc
-            events = [e for e in events if e["v"] <= self.version]
+            version = self.machine.version
+            events = [e for e in events if e["v"] <= version]
             if not actor.lean:
                 events = [e for e in self._full_events(events) if e["v"] > since]
-        complete = not events or events[0]["v"] == since + 1 or since == self.version
-        self.lobby.reply(actor, {
+        complete = not events or events[0]["v"] == since + 1 or since == version
+        self._reply(actor, {
             "type": "sync", "table": self.id, "ref": msg.ref, "since": msg.since,
-            "v": self.version, "complete": complete,
+            "v": version, "complete": complete,
             "events": events,
-            "summary": self.summary(), "state": self._handout(),
+            "summary": self.summary(), "state": self.machine.handout(),
         })
-
-    def _handout(self) -> dict[str, Any]:
-        """The full state for a ``sync``, ``resume`` or ``watching`` answer. Where it differs
-        from the latest event's state, the next lean event sends that part whole, so that
-        clients holding either state end up with the same one."""
-        state = self.state()
-        last = self._last_state
-        if last is not None:
-            self._forced.update(k for k, v in state.items() if last.get(k) != v)
-        return state
 
     def _full_events(self, events: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """``events`` (lean, in order) in the full form. From the memory log they are rebuilt
@@ -647,235 +614,80 @@ class Table:
         return out
 
     def _resume_message(self, player: str) -> dict[str, Any]:
-        side = self.side_of(player)
+        side = self.machine.side_of(player)
         return {
-            "type": "resume", "table": self.id, "v": self.version,
+            "type": "resume", "table": self.id, "v": self.machine.version,
             "side": None if side is None else int(side),
-            "summary": self.summary(), "state": self._handout(),
+            "summary": self.summary(), "state": self.machine.handout(),
         }
 
     # --- presence -------------------------------------------------------------------------
 
     def attach(self, actor: Actor) -> bool:
         """``actor``'s player has a socket on ``actor.node`` again. Sends it ``resume``."""
-        side = self.side_of(actor.player)
-        if side is None or self.status is TableStatus.CLOSED:
+        if self._fenced:
             return False
-        seat = self.seats[side]
-        assert seat is not None
-        seat.nodes.add(actor.node)
-        self._seats_changed()
-        if seat.grace_timer is not None and self._finishing:
-            seat.grace_timer.cancel()  # the game is being settled: no event in between
-            seat.grace_timer = None
-            seat.grace_deadline = None
-            self._seats_changed()
-        if seat.grace_timer is not None:
-            seat.grace_timer.cancel()
-            seat.grace_timer = None
-            seat.grace_deadline = None
-            self._seats_changed()
-            self._emit("player_reconnected", {"side": int(side), "player": seat.player})
-        self.lobby.reply(actor, self._resume_message(actor.player))
+        now = time.time()
+        step = self.machine.connect(actor.player, actor.node, now)
+        if step is None:
+            return False
+        self._apply(step, now)
+        self._reply(actor, self._resume_message(actor.player))
         return True
 
     def detach(self, player: str, node: str) -> None:
         """``player`` has no socket on ``node`` any more; start the grace period if that was
         the last node."""
-        side = self.side_of(player)
-        if side is None:
-            return
-        seat = self.seats[side]
-        assert seat is not None
-        seat.nodes.discard(node)
-        self._seats_changed()
-        if seat.nodes or seat.grace_timer is not None:
-            return
-        if self.status not in (TableStatus.OPEN, TableStatus.PLAYING) or self._finishing:
-            return
-        grace = self.settings.grace_period
-        seat.grace_deadline = time.time() + grace
-        self._seats_changed()
-        seat.grace_timer = self._loop.call_later(grace, self._grace_expired, side)
-        self._emit(
-            "player_disconnected",
-            {"side": int(side), "player": player, "deadline": seat.grace_deadline,
-             "grace": grace},
-        )
+        now = time.time()
+        self._apply(self.machine.disconnect(player, node, now), now)
 
-    def _grace_expired(self, side: Side) -> None:
-        seat = self.seats[side]
-        if seat is None:
-            return
-        seat.grace_timer = None
-        if seat.nodes:
-            return
-        try:
-            if self.status is TableStatus.OPEN:
-                self.close("abandoned")
-            elif self.status is TableStatus.PLAYING and not self._finishing:
-                self._forfeit(side, EndReason.DISCONNECT)
-        finally:
-            self.lobby.kick_flush()
+    # --- the end of a game ----------------------------------------------------------------
 
-    # --- games -----------------------------------------------------------------------------
-
-    def _start_play(self) -> None:
-        """Both seats are filled: decide how the game is rated and start the first game."""
-        s0, s1 = self.seats
-        assert s0 is not None and s1 is not None
-        self.plan = plan_rating(
-            self.mode,
-            self.match_length,
-            (RatedPlayer(s0.player, s0.is_guest, s0.address, is_bot_id(s0.player)),
-             RatedPlayer(s1.player, s1.is_guest, s1.address, is_bot_id(s1.player))),
-        )
-        self.status = TableStatus.PLAYING
-        self._dice = self._dice_factory()
-        if not self.is_single_game:
-            self.match = Match(self.match_length, dice=self._dice)
-        self.lobby.table_changed(self)
-        self._start_game()
-
-    def _start_game(self) -> None:
-        self.game_no += 1
-        if self.match is not None:
-            self.game = self.match.next_game()
-        else:
-            self.game = Game(dice=self._dice)
-        self.strikes = [0, 0]
-        game = self.game
-        self.lobby.metrics.games.inc()
-        try:
-            game.start()
-        except RulesError:
-            log.exception("table %s: opening roll failed", self.id)
-            return
-        s0, s1 = self.seats
-        assert s0 is not None and s1 is not None and self.plan is not None
-        self._emit("game_start", {
-            "game_id": self.game_id(),
-            "game_no": self.game_no,
-            "players": [s0.player, s1.player],
-            "names": [s0.name, s1.name],
-            "mode": str(self.mode),
-            "match_length": self.match_length,
-            "opening_rolls": [list(r) for r in game.opening_rolls],
-            "rating": self.plan.to_dict(),
-            "rolls": self._auto_rolls(),
-        })
-
-    def game_id(self) -> str:
-        return f"{self.id}-g{self.game_no}"
-
-    def match_id(self) -> str:
-        return f"{self.id}-m"
-
-    def _forfeit(self, side: Side, reason: EndReason) -> None:
-        """``side`` loses the game (a match: the match) at the current cube."""
-        game = self.game
-        if game is None or self._finishing:
-            return
-        try:
-            if self.match is not None:
-                outcome = self.match.forfeit(side, reason)
-            else:
-                outcome = game.forfeit(side, reason)
-        except RulesError:
-            log.exception("table %s: forfeit failed", self.id)
-            return
-        if outcome is None:
-            # Between two games of a match: the match is lost, no game is scored.
-            if self._next_game is not None:
-                self._next_game.cancel()
-                self._next_game = None
-            outcome = Outcome.of(side.opponent, ResultKind.SINGLE, reason, 1)
-            self._game_over(outcome, game_counted=False)
-            return
-        self._game_over(outcome)
-
-    def _game_over(self, outcome: Outcome, *, game_counted: bool = True) -> None:
-        self._disarm_clock()
-        self._finishing = True
+    def _game_over(self, settlement: Settlement, *, write_result: bool = True) -> None:
         self._ended_at = time.perf_counter()
+        # game_over and what follows wait for the settlement as well as for Redis.
+        self._hold_from = self.machine.version - (1 if settlement.match_over
+                                                  and self.machine.match is not None else 0)
         metrics = self.lobby.metrics
         metrics.games.dec()
         metrics.games_finished.inc()
         metrics.settlements_pending.inc()
-        log_game_id.set(self.game_id())  # the task below, and its log lines, carry it
-        task = self.lobby.spawn(self._finish(outcome, game_counted))
+        log_game_id.set(settlement.game_id)  # the task below, and its log lines, carry it
+        task = self.lobby.spawn(self._finish(settlement, write_result))
         log_game_id.set("")
         del task
 
-    async def _finish(self, outcome: Outcome, game_counted: bool) -> None:
+    async def _finish(self, settlement: Settlement, write_result: bool = True) -> None:
         try:
-            await self._settle_and_announce(outcome, game_counted)
+            await self._settle_and_announce(settlement, write_result=write_result)
         except Exception:
-            log.exception("table %s: finishing game %d failed", self.id, self.game_no)
+            log.exception("table %s: finishing %s failed", self.id, settlement.game_id)
         finally:
             self.lobby.metrics.settlements_pending.dec()
             await self.lobby.flush()
 
-    async def _settle_and_announce(self, outcome: Outcome, game_counted: bool) -> None:
-        finished_at = time.time()
-        s0, s1 = self.seats
-        assert s0 is not None and s1 is not None and self.plan is not None
-        seats = (s0, s1)
-        winner, loser = seats[outcome.winner], seats[outcome.winner.opponent]
-        match = self.match
-        match_over = match is None or match.is_over
-        game_id = self.game_id()
-        plan = self.plan
-        result: dict[str, Any] = {
-            "game_id": game_id,
-            "game_no": self.game_no,
-            "table": self.id,
-            "mode": str(self.mode),
-            "winner": winner.player,
-            "loser": loser.player,
-            "winner_side": int(outcome.winner),
-            "kind": str(outcome.kind),
-            "reason": str(outcome.reason),
-            "cube": outcome.cube,
-            "points": outcome.points if game_counted else 0,
-            "finished_at": finished_at,
-            "rating": plan.to_dict(),
-            "match": self._match_state(),
-        }
+    async def _settle_and_announce(self, settlement: Settlement, *,
+                                   write_result: bool = True) -> None:
+        game_id = settlement.game_id
         # The settlement and the result are written at the same time (two round trips to
         # Redis, overlapped): the announcements are sent once both are stored. The settlement's
         # inputs are fixed now, so a late retry does not depend on the table any more.
-        settle_once = self._settlement(outcome, winner, loser, finished_at, match_over,
-                                       game_counted)
+        settle_once = self._settlement_call(settlement)
         settling = asyncio.ensure_future(self._settle(settle_once))
-        if match_over:
-            self.status = TableStatus.FINISHED
-        # The announcements get their versions now and are stored in the same pipeline as
-        # the result; they are sent only once that pipeline has been written.
-        announcements = [self._emit("game_over", {key: result[key] for key in (
-            "game_id", "game_no", "winner", "loser", "winner_side", "kind", "reason", "cube",
-            "points", "rating",
-        )}, broadcast=False)]
-        if match is not None and match_over:
-            match_winner = seats[match.winner] if match.winner is not None else winner
-            announcements.append(self._emit("match_over", {
-                "match_id": self.match_id(), "winner": match_winner.player,
-                "loser": seats[1 - seats.index(match_winner)].player,
-                "score": list(match.score), "reason": str(outcome.reason),
-            }, broadcast=False))
         persistence = self.lobby.persistence
-        try:
-            await self._retry(game_id, "the result", persistence.write_result, self.id, result,
-                              ())
-        except BaseException:
-            settling.cancel()
-            raise
+        if write_result:
+            try:
+                await self._retry(game_id, "the result", persistence.write_result, self.id,
+                                  settlement.result, ())
+            except BaseException:
+                settling.cancel()
+                raise
         self.lobby.metrics.settlements.inc()
-        if match_over:
+        if settlement.match_over:
             # Every event is in the table's Redis log now; a finished table lingers for a
             # while, and sync reads the log instead of holding the events in memory.
             self.recent.clear()
-            self._base_state = self._last_state
+            self._base_state = self.machine.last_state
         pushes: list[tuple[str, dict[str, Any]]] = []
         note: dict[str, Any] | None = None
         try:
@@ -890,8 +702,8 @@ class Table:
             log.exception("table %s: settlement of %s failed", self.id, game_id)
             note = {"game_id": game_id, "rating_error": str(exc)[:200]}
         pushes = with_event_ids(pushes)
-        for out in announcements:
-            self._broadcast(out)
+        self._hold_from = None
+        self._announce_stored()
         await self.lobby.flush()
         # The rating events are settled in the rating store; each goes to its player's inbox
         # first, then live: the node that writes it to a socket takes it out of the inbox,
@@ -901,14 +713,10 @@ class Table:
                               table=self.id, note=note)
         self._push_ratings(pushes)
         await self.lobby.flush()
-        if match_over:
+        now = time.time()
+        self._apply(self.machine.settled(now), now)
+        if settlement.match_over:
             await self._wind_up()
-            return
-        # Between games a leave or a lost connection still forfeits (the match).
-        self._finishing = False
-        self._next_game = self._loop.call_later(
-            self.settings.next_game_delay, self._begin_next_game
-        )
 
     async def _retry(self, game_id: str, what: str, write: Callable[..., Awaitable[Any]],
                      *args: Any, **kwargs: Any) -> None:
@@ -935,63 +743,42 @@ class Table:
                     raise
                 delay = min(delay * 2, STORE_MAX_DELAY)
 
-    def _begin_next_game(self) -> None:
-        self._next_game = None
-        try:
-            if self.status is TableStatus.PLAYING and not self._finishing:
-                self._start_game()
-        finally:
-            self.lobby.kick_flush()
-
-    def _settlement(
-        self,
-        outcome: Outcome,
-        winner: Seat,
-        loser: Seat,
-        finished_at: float,
-        match_over: bool,
-        game_counted: bool,
+    def _settlement_call(
+        self, s: Settlement
     ) -> Callable[[], Awaitable[list[tuple[str, dict[str, Any]]]]]:
         """One attempt at settling this game (or match), with every input fixed now: the rating
         store call for the game's ladder, returning the ``(player, event)`` pushes."""
-        plan = self.plan
-        assert plan is not None
         store = self.lobby.ratings
-        reason = str(outcome.reason)
-        table, game_id = self.id, self.game_id()
+        reason = str(s.outcome.reason)
+        table = self.id
 
         async def nothing() -> list[tuple[str, dict[str, Any]]]:
             return []
 
-        if plan.ladder == TABLE42:
+        if s.ladder == TABLE42:
             async def table42() -> list[tuple[str, dict[str, Any]]]:
                 settlement = await store.settle(
-                    game_id, ladder=TABLE42, winner=winner.player, loser=loser.player,
-                    cube=outcome.cube, finished_at=finished_at, reason=reason,
+                    s.game_id, ladder=TABLE42, winner=s.winner, loser=s.loser,
+                    cube=s.outcome.cube, finished_at=s.finished_at, reason=reason,
                 )
                 return rating_events(settlement, table=table)
             return table42
-        if plan.ladder == FIBS and match_over:
-            match = self.match
-            assert match is not None and match.winner is not None
-            seats = (self.seats[0], self.seats[1])
-            mw, ml = seats[match.winner], seats[match.winner.opponent]
-            assert mw is not None and ml is not None
-            match_id, length = self.match_id(), self.match_length
-            match_winner, match_loser = mw.player, ml.player
+        if s.ladder == FIBS and s.match_over:
+            assert s.match_winner is not None and s.match_loser is not None
+            match_winner, match_loser = s.match_winner, s.match_loser
 
             async def fibs() -> list[tuple[str, dict[str, Any]]]:
                 settlement = await store.settle(
-                    match_id, ladder=FIBS, winner=match_winner, loser=match_loser,
-                    match_length=length, finished_at=finished_at, reason=reason,
+                    s.match_id, ladder=FIBS, winner=match_winner, loser=match_loser,
+                    match_length=s.match_length, finished_at=s.finished_at, reason=reason,
                 )
                 return rating_events(settlement, table=table)
             return fibs
-        if plan.boosted and game_counted:
+        if s.boosted and s.game_counted:
             async def boosted() -> list[tuple[str, dict[str, Any]]]:
                 result = await store.add_boosted_points(
-                    game_id, winner=winner.player, loser=loser.player,
-                    points=outcome.points, finished_at=finished_at,
+                    s.game_id, winner=s.winner, loser=s.loser,
+                    points=s.outcome.points, finished_at=s.finished_at,
                 )
                 return boosted_events(result, table=table)
             return boosted
@@ -1053,37 +840,34 @@ class Table:
             self.lobby.deliver_rating(player, self._nodes_of(player), event)
 
     def _nodes_of(self, player: str) -> set[str]:
-        side = self.side_of(player)
+        side = self.machine.side_of(player)
         if side is None:
             return set()
-        seat = self.seats[side]
+        seat = self.machine.seats[side]
         return set() if seat is None else set(seat.nodes)
 
     async def _wind_up(self) -> None:
         """The table is finished: free the seats, leave the lobby, linger, then go."""
-        for seat in self.seats:
-            if seat is not None and seat.grace_timer is not None:
-                seat.grace_timer.cancel()
-                seat.grace_timer = None
+        self.wound_up = True  # result, settlement and inbox stored: nothing left to hand on
+        self.shutdown()
         self.lobby.table_changed(self)
-        for player in self.seated_players():
-            await self._retry(self.game_id(), f"the seat release of {player}",
+        for player in self.machine.seated_players():
+            await self._retry(self.machine.game_id(), f"the seat release of {player}",
                               self.lobby.persistence.release_seat, player, self.id)
         self.lobby.forget_later(self)
 
     def close(self, reason: str, *, release: bool = True) -> None:
         """Close a table that has no game in progress (its only player left or vanished)."""
-        if self.status is TableStatus.CLOSED:
+        if self.machine.status is TableStatus.CLOSED:
             return
-        self._disarm_clock()
-        for seat in self.seats:
-            if seat is not None and seat.grace_timer is not None:
-                seat.grace_timer.cancel()
-                seat.grace_timer = None
-        self._emit("table_closed", {"reason": reason}, with_state=False)
-        self.status = TableStatus.CLOSED
+        now = time.time()
+        self._apply(self.machine.close(reason, now), now)
+        self._closed(release=release)
+
+    def _closed(self, *, release: bool) -> None:
+        self.shutdown()
         self.lobby.persistence.mark_dirty(self.id, self.snapshot, urgent=True)
-        players = self.seated_players()
+        players = self.machine.seated_players()
         self.lobby.table_changed(self)
         if release:
             self.lobby.spawn(self._release(players))
@@ -1094,104 +878,98 @@ class Table:
             await self._retry(self.id, f"the seat release of {player}",
                               self.lobby.persistence.release_seat, player, self.id)
 
-    def shutdown(self) -> None:
-        """The node is stopping: stop every timer (the game stays as its snapshot)."""
-        self._disarm_clock()
-        if self._next_game is not None:
-            self._next_game.cancel()
-            self._next_game = None
-        for seat in self.seats:
-            if seat is not None and seat.grace_timer is not None:
-                seat.grace_timer.cancel()
-                seat.grace_timer = None
+    # --- a table taken over from another node ----------------------------------------------
 
-    # --- clocks ---------------------------------------------------------------------------
+    @classmethod
+    async def restore(
+        cls, lobby: Lobby, table_id: str, snapshot: dict[str, Any] | None,
+        events: list[dict[str, Any]], now: float,
+    ) -> Table:
+        """Rebuild a live table from its Redis log (``events``: what
+        ``persistence.events_since(table_id, 0)`` returns; ``snapshot``: its stored snapshot,
+        for the table's mode, length, tournament and creation time) on this node.
 
-    def _sync_clock(self) -> None:
-        """Start a fresh decision clock whenever the decision awaited has changed."""
-        game = self.game
-        if game is None or self._finishing or game.is_over or game.to_act is None:
-            self._disarm_clock()
-            return
-        token = (self.game_no, len(game.history), game.phase)
-        if token == self._clock_token:
-            return
-        self._clock_token = token
-        self._clock_side = game.to_act
-        limit = self.settings.decision_time
-        self.deadline = time.time() + limit
-        due = self._clock_due = self._loop.time() + limit
-        # One timer per table, not one per decision: a timer armed for an earlier decision
-        # fires before this one is due and re-arms itself (see _clock_check).
-        if self._clock is None:
-            self._clock = self._loop.call_at(due, self._clock_check)
+        A player with sockets on other live nodes (presence; not the old owner) stays connected
+        there; every other seat is away, in grace from ``now`` (players come back by
+        ``sync``/``attach`` on any node); the player to act gets the time left on the clock at
+        the last stored event plus ``settings.takeover_allowance``. A game that ended in the
+        log and is not settled (no result stored) is settled now, once, and its rating events
+        pushed. The table emits nothing until a player acts or a timer fires: its next event
+        is the log's last + 1.
+        Raises ValueError when the log does not replay. The caller registers the table.
+        """
+        summary: dict[str, Any] = dict((snapshot or {}).get("summary") or {})
+        first = next((e for e in events if e.get("type") == "game_start"), {})
+        mode = TableMode(str(summary.get("mode") or first.get("mode") or TableMode.COMPETITIVE))
+        length = int(summary.get("match_length") or first.get("match_length") or 0)
+        tournament = summary.get("tournament_id")
+        created = float(summary.get("created_at") or now)
+        factory: Callable[[], DiceSource] = lobby.dice_factory
+        settings = lobby.settings
+        machine = TableMachine.replay(
+            events, table_id=table_id, mode=mode, match_length=length,
+            tournament_id=None if tournament is None else str(tournament), created_at=created,
+            settings=MachineSettings.of(settings), dice_factory=factory,
+        )
+        table = cls(lobby, table_id=table_id, mode=mode, match_length=length,
+                    tournament_id=machine.tournament_id, dice_factory=factory,
+                    created_at=created, machine=machine)
+        for event in events:
+            if event["v"] <= machine.version and (table.recent or event["v"] == 1
+                                                  or event.get("type") == "game_start"):
+                if len(table.recent) == table.recent.maxlen:
+                    _, oldest = table.recent.popleft()
+                    table._base_state = apply_event(table._base_state,
+                                                    msgpack.unpackb(oldest))
+                table.recent.append((int(event["v"]), msgpack.packb(event)))
+        table._stored_v = machine.version
+        table._snapshot_status = machine.status
+        # Players whose sockets are on live nodes stay connected there (not the old owner's).
+        old_owner = summary.get("node")
+        present: list[set[str]] = []
+        for seat in machine.seats:
+            nodes: list[str] = []
+            if seat is not None:
+                try:
+                    nodes, _address = await lobby.persistence.presence(seat.player)
+                except (RedisError, OSError):
+                    nodes = []
+            present.append({n for n in nodes if n != old_owner})
+        table._apply(machine.take_over(now, settings.takeover_allowance, present), now)
+        settlement = machine.settlement
+        if settlement is not None:
+            stored = await table._result_stored(settlement.game_id)
+            if stored and not await table._rating_missing(settlement):
+                table._apply(machine.settled(now), now)
+                if settlement.match_over:
+                    lobby.spawn(table._wind_up())
+            else:
+                # The result and the rating are written at the same time at a game's end: a
+                # node may die between the two. The store applies a game id once.
+                table._game_over(settlement, write_result=not stored)
+        elif machine.status is TableStatus.FINISHED:
+            lobby.spawn(table._wind_up())
+        elif machine.status is TableStatus.CLOSED:
+            lobby.forget_later(table, delay=0.0)
+        return table
 
-    def _disarm_clock(self) -> None:
-        if self._clock is not None:
-            self._clock.cancel()
-            self._clock = None
-        self._clock_due = None
-        self._clock_side = None
-        self._clock_token = None
-        self.deadline = None
-
-    def _clock_check(self) -> None:
-        self._clock = None
-        due = self._clock_due
-        if due is None:
-            return
-        if self._loop.time() < due:
-            self._clock = self._loop.call_at(due, self._clock_check)
-            return
-        self._clock_expired()
-
-    def _clock_expired(self) -> None:
-        self._clock_due = None
+    async def _rating_missing(self, s: Settlement) -> bool:
+        """Whether the rating store has no settlement of this rated game (match) yet."""
+        rated_id = s.game_id if s.ladder == TABLE42 else (
+            s.match_id if s.ladder == FIBS and s.match_over else None)
+        if rated_id is None:
+            return False
         try:
-            self._timeout()
-        except Exception:
-            log.exception("table %s: clock handling failed", self.id)
-        finally:
-            self.lobby.kick_flush()
+            return await self.lobby.ratings.settlement(rated_id) is None
+        except (RedisError, OSError):
+            return True  # settle again: the store gives back the same settlement
 
-    def _timeout(self) -> None:
-        game = self.game
-        side = self._clock_side
-        self._clock_token = None
-        if game is None or side is None or self._finishing or game.is_over:
-            return
-        self.strikes[side] += 1
-        strikes = self.strikes[side]
-        seat = self.seats[side]
-        fields: dict[str, Any] = {
-            "side": int(side), "player": None if seat is None else seat.player,
-            "strikes": strikes,
-        }
-        if strikes >= self.settings.max_strikes:
-            fields["action"] = "forfeit"
-            self._emit("timeout", fields)
-            self._forfeit(side, EndReason.TIMEOUT)
-            return
-        action = game.default_action()
-        if action is None:
-            return
-        before = game.position
-        fields["action"] = action.kind
-        try:
-            outcome = game.perform(action)
-        except RulesError:
-            log.exception("table %s: default action %s failed", self.id, action.kind)
-            return
-        if action.kind == "play" and action.play is not None:
-            fields["play"] = format_play(action.play, before)
-        elif action.kind == "roll":
-            last = game.history[-1] if game.history else None
-            passed = last is not None and last.play == () and game.dice is None
-            dice = last.dice if passed and last is not None else game.dice
-            fields["dice"] = None if dice is None else list(dice)
-            fields["passed"] = passed
-        if outcome is None:
-            fields["rolls"] = self._auto_rolls()
-        self._emit("timeout", fields)
-        if outcome is not None:
-            self._game_over(outcome)
+    async def _result_stored(self, game_id: str) -> bool:
+        """Whether the table's results hold ``game_id`` (its settlement was made)."""
+        persistence = self.lobby.persistence
+        has_result = getattr(persistence, "has_result", None)
+        if callable(has_result):
+            return bool(await has_result(self.id, game_id))
+        raw = await persistence.redis.lrange(persistence.keys.table_results(self.id), 0, -1)  # type: ignore[misc]
+        needle = f'"game_id":"{game_id}"'.encode()
+        return any(needle in (r if isinstance(r, bytes) else str(r).encode()) for r in raw)

@@ -201,6 +201,10 @@ class Game:
         self._legal_list: tuple[list[Play], list[Play]] | None = None  # (_legal, its copy)
         self._phase_before_resign = Phase.ROLL
 
+    def use_dice(self, dice: DiceSource) -> None:
+        """Roll with ``dice`` from now on (a game rebuilt from recorded dice goes on)."""
+        self._dice_source = dice
+
     # -- reading ------------------------------------------------------------------------
 
     @property

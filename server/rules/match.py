@@ -48,6 +48,26 @@ class Match:
         self.games: list[Game] = []
         self.forfeited: MatchForfeit | None = None
         self._crawford_played = False
+        self._base_score = (0, 0)  # points of games before ``games`` (see ``resume``)
+
+    @classmethod
+    def resume(
+        cls, length: int, score: tuple[int, int], *, crawford_played: bool,
+        dice: DiceSource | None = None, max_cube: int = MAX_CUBE,
+    ) -> Match:
+        """A match rebuilt from its score between two games (its earlier games are not
+        known): ``score`` counts as already won, ``crawford_played`` says whether the
+        Crawford game is behind. The next game comes from ``next_game()`` as usual."""
+        match = cls(length, dice=dice, max_cube=max_cube)
+        match._base_score = (int(score[0]), int(score[1]))
+        match._crawford_played = bool(crawford_played)
+        return match
+
+    def use_dice(self, dice: DiceSource) -> None:
+        """Roll with ``dice`` from now on (this game and the next ones)."""
+        self._dice = dice
+        if self.game is not None:
+            self.game.use_dice(dice)
 
     @property
     def game(self) -> Game | None:
@@ -57,7 +77,7 @@ class Match:
     @property
     def score(self) -> tuple[int, int]:
         """Points won so far, ``(side 0, side 1)``, over every finished game."""
-        points = [0, 0]
+        points = list(self._base_score)
         for game in self.games:
             if game.outcome is not None:
                 points[game.outcome.winner] += game.outcome.points

@@ -147,3 +147,14 @@ def test_match_id_carries_length_score_and_crawford() -> None:
     assert state.score == (0, 5) and state.game_state == "resigned"
     snap = m.to_dict()
     assert snap["winner"] == 1 and snap["score"] == [0, 5] and snap["games"] == 3
+
+
+def test_a_match_resumed_from_its_score_goes_on_with_the_crawford_rule() -> None:
+    match = Match.resume(5, (4, 2), crawford_played=False, dice=ScriptedDice([6, 1]))
+    assert match.score == (4, 2) and not match.is_over
+    game = match.next_game()
+    assert game.crawford and match.is_crawford_game  # side 0 is one point away
+    later = Match.resume(5, (4, 3), crawford_played=True, dice=ScriptedDice([6, 1]))
+    assert not later.next_game().crawford and later.is_post_crawford
+    later.use_dice(ScriptedDice([2, 1]))
+    assert later.game is not None and later.game.start() == (2, 1)
