@@ -433,7 +433,7 @@ RETRY_CODES = frozenset({"unavailable", "no_such_table", "not_your_turn", "wrong
 
 async def step(players: list[Player], table: str, *,
                on_lost: Callable[[Player], Awaitable[None]] | None = None,
-               retry_for: float = TIMEOUT) -> bool:
+               retry_for: float = TIMEOUT, pause: float = 0.05) -> bool:
     """Make the one decision the table awaits (through the deciding player's socket); False
     once the game is over. Answers ``unavailable`` (a table being taken over) and lost sockets
     (``on_lost`` moves the player) are retried for ``retry_for`` seconds."""
@@ -460,7 +460,7 @@ async def step(players: list[Player], table: str, *,
             if exc.code not in RETRY_CODES or loop.time() > deadline:
                 raise
             # stale view (the other socket is behind) or a table changing hands
-            await asyncio.sleep(0.05)
+            await asyncio.sleep(pause)
             with contextlib.suppress(RequestFailed, RequestTimeout, ConnectionLost):
                 await actor.sync(table)
         except (ConnectionLost, RequestTimeout):
@@ -469,7 +469,7 @@ async def step(players: list[Player], table: str, *,
             if on_lost is not None and actor.is_closed:
                 await on_lost(actor)
             else:
-                await asyncio.sleep(0.05)
+                await asyncio.sleep(pause)
 
 
 async def play_moves(players: list[Player], table: str, decisions: int, **kw: Any) -> int:

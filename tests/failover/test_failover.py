@@ -222,9 +222,8 @@ async def test_rolling_restart_of_three_nodes_ends_no_game(
                     pass
             await asyncio.sleep(0.05)
 
-    players: list[Player] = []
-    for i in range(2 * games):
-        players.append(await cluster.player(f"p{i}", nodes[(i // 2 + i % 2) % 3]))
+    players: list[Player] = list(await asyncio.gather(*(
+        cluster.player(f"player{i}", nodes[(i // 2 + i % 2) % 3]) for i in range(2 * games))))
     tables = list(await asyncio.gather(*(
         seat_two(players[2 * g], players[2 * g + 1]) for g in range(games))))
     restarted = asyncio.Event()
@@ -234,7 +233,7 @@ async def test_rolling_restart_of_three_nodes_ends_no_game(
         table = tables[g]
         while await step(pair, table, on_lost=new_home, retry_for=TAKEOVER_BOUND):
             if not restarted.is_set():
-                await asyncio.sleep(0.02)  # keep the games going through the restarts
+                await asyncio.sleep(0.05)  # keep the games going through the restarts
         await wait_until(lambda: all(p.of_type("game_over", table) for p in pair),
                          timeout=TAKEOVER_BOUND, what=f"game_over of {table} at both")
         return pair[0].of_type("game_over", table)[-1]
