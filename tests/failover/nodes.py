@@ -43,7 +43,13 @@ import redis.asyncio as aioredis
 from server.client import Client, Format
 from server.client import default_decision as library_default_decision
 from server.client import register as library_register
-from server.client.connection import ConnectionLost, RequestFailed, RequestTimeout, TableView
+from server.client.connection import (
+    ClientError,
+    ConnectionLost,
+    RequestFailed,
+    RequestTimeout,
+    TableView,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 """The repository these tests belong to: its ``server`` package is the one the nodes run."""
@@ -321,6 +327,7 @@ class Player(Client):
         self.contents: dict[tuple[str, int], tuple[Any, ...]] = {}
         self.conflicts: list[tuple[str, int, tuple[Any, ...], tuple[Any, ...]]] = []
         self.on_frame: Callable[[dict[str, Any]], None] | None = None
+        self.sync_failures: list[str] = []
 
     @classmethod
     async def open(cls, node: Node, token: str, *, fmt: Format = Format.MSGPACK,
@@ -352,6 +359,37 @@ class Player(Client):
             if v > view.v:
                 self.delivered.setdefault(view.table, []).append(v)
         super()._deliver(view, message)
+
+    def _spawn_sync(self, table: str, since: int) -> None:
+        """After a reconnect: ``sync`` from ``since`` and hold live events until it answers,
+        trying again while the table is ``unavailable`` (changing hands) -- the library
+        gives up after one failed try and hands on what it held, with a gap."""
+        async def sync() -> None:
+            loop = asyncio.get_running_loop()
+            deadline = loop.time() + TAKEOVER_BOUND
+            while True:
+                try:
+                    await self.sync(table, since)
+                    return
+                except (RequestFailed, RequestTimeout) as exc:
+                    if loop.time() < deadline and not self.is_closed:
+                        await asyncio.sleep(0.05)
+                        continue
+                    failure: Exception = exc
+                except (ClientError, OSError) as exc:
+                    failure = exc
+                view = self.tables.get(table)
+                if view is not None and view.syncing:  # as the library: hand on what is held
+                    view.syncing = False
+                    held, view.held = view.held, []
+                    for live in held:
+                        self._deliver(view, live)
+                self.sync_failures.append(f"{table}: {failure}")
+                return
+
+        task = asyncio.ensure_future(sync())
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
 
     def gaps(self, table: str) -> list[tuple[int, int]]:
         """Each pair of consecutive delivered versions of ``table`` that are not v, v+1."""
