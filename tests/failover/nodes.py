@@ -328,6 +328,8 @@ class Player(Client):
         self.conflicts: list[tuple[str, int, tuple[Any, ...], tuple[Any, ...]]] = []
         self.on_frame: Callable[[dict[str, Any]], None] | None = None
         self.sync_failures: list[str] = []
+        self.from_sync: list[dict[str, Any]] = []
+        self._live: set[int] = set()  # id() of each message received (kept in messages)
 
     @classmethod
     async def open(cls, node: Node, token: str, *, fmt: Format = Format.MSGPACK,
@@ -344,6 +346,7 @@ class Player(Client):
         return player
 
     def _handle(self, message: dict[str, Any]) -> None:
+        self._live.add(id(message))
         if self.on_frame is not None:
             self.on_frame(message)
         super()._handle(message)
@@ -358,6 +361,9 @@ class Player(Client):
                 self.conflicts.append((view.table, v, seen, mark))
             if v > view.v:
                 self.delivered.setdefault(view.table, []).append(v)
+                if id(message) not in self._live:  # handed on from a sync answer
+                    message.setdefault("table", view.table)
+                    self.from_sync.append(message)
         super()._deliver(view, message)
 
     def _spawn_sync(self, table: str, since: int) -> None:
@@ -414,7 +420,9 @@ class Player(Client):
         await self.reconnect()
 
     def of_type(self, kind: str, table: str | None = None) -> list[dict[str, Any]]:
-        return [m for m in self.messages if m.get("type") == kind
+        """Messages of type ``kind`` received, and events of that type handed on from the
+        ``events`` of a sync answer."""
+        return [m for m in (*self.messages, *self.from_sync) if m.get("type") == kind
                 and (table is None or m.get("table") == table)]
 
     def latest_state(self, table: str) -> tuple[int, dict[str, Any] | None]:

@@ -73,8 +73,14 @@ async def assert_settled_once(node: Node, players: list[Player], game_id: str) -
     for p in players:
         if not rating_events(p, game_id):  # not pushed live: the inbox, on a new connection
             await p.switch(node)
-    await wait_until(lambda: all(rating_events(p, game_id) for p in players), timeout=5.0,
-                     what=f"a rating event for {game_id} at every player")
+    try:
+        await wait_until(lambda: all(rating_events(p, game_id) for p in players), timeout=5.0,
+                         what=f"a rating event for {game_id} at every player")
+    except AssertionError:
+        got = {p.player: (len(rating_events(p, game_id)),
+                          (await profile(node, p.player)).games) for p in players}
+        raise AssertionError(f"a rating event for {game_id} missing; (events, games "
+                             f"settled) per player: {got}") from None
     changes = {}
     for p in players:
         events = rating_events(p, game_id)
@@ -146,8 +152,16 @@ async def test_owner_killed_as_game_ends_settles_once(
         await p.switch(n2)
         if not p.of_type("game_over", table):
             await resync(p, table)
-    await wait_until(lambda: all(p.of_type("game_over", table) for p in (a, b)),
-                     timeout=TAKEOVER_BOUND, what="game_over at both players")
+    try:
+        await wait_until(lambda: all(p.of_type("game_over", table) for p in (a, b)),
+                         timeout=TAKEOVER_BOUND, what="game_over at both players")
+    except AssertionError:
+        log = await cluster.event_versions(redis_client, table)
+        seen = {p.player: (p.delivered.get(table, [])[-3:], p.sync_failures,
+                           [(m.get("type"), m.get("v")) for m in p.messages
+                            if m.get("table") == table][-5:]) for p in (a, b)}
+        raise AssertionError(f"game_over not at both players; Redis log ends "
+                             f"{log[-3:]}; players saw {seen}") from None
     over = a.of_type("game_over", table)[-1]
     assert over["reason"] == "normal", over
     assert b.of_type("game_over", table)[-1]["game_id"] == over["game_id"]
