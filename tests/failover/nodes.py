@@ -241,7 +241,11 @@ class Cluster:
     async def restart(self, node: Node, **flags: Any) -> Node:
         """SIGTERM ``node``, wait for it to exit, start it again under the same name."""
         node.terminate()
-        await node.wait(30.0)
+        try:
+            await node.wait(30.0)
+        except TimeoutError:
+            raise AssertionError(f"node {node.name} still running 30 s after SIGTERM:\n"
+                                 + node.log()[-4000:]) from None
         return await self.start(node.name, **flags)
 
     async def close(self) -> None:
@@ -472,7 +476,7 @@ def is_over(players: Iterable[Player], table: str) -> bool:
 
 
 RETRY_CODES = frozenset({"unavailable", "no_such_table", "not_your_turn", "wrong_phase",
-                         "illegal_play", "not_seated"})
+                         "illegal_play", "not_seated", "game_over"})
 """Answers that a stale view or a table changing hands explain: the step is tried again
 (with a ``sync`` first), within a deadline."""
 
