@@ -50,6 +50,7 @@ from server.client.connection import (
     RequestTimeout,
     TableView,
 )
+from server.client.wire import TABLE_EVENTS
 
 ROOT = Path(__file__).resolve().parents[2]
 """The repository these tests belong to: its ``server`` package is the one the nodes run."""
@@ -332,6 +333,7 @@ class Player(Client):
         self.conflicts: list[tuple[str, int, tuple[Any, ...], tuple[Any, ...]]] = []
         self.on_frame: Callable[[dict[str, Any]], None] | None = None
         self.sync_failures: list[str] = []
+        self.catch_ups = 0  # syncs started on a gap the server left (not on a reconnect)
         self.from_sync: list[dict[str, Any]] = []
         self._live: set[int] = set()  # id() of each message received (kept in messages)
 
@@ -354,6 +356,21 @@ class Player(Client):
         if self.on_frame is not None:
             self.on_frame(message)
         super()._handle(message)
+
+    def _table_message(self, table: str, message: dict[str, Any]) -> None:
+        """As the library, and as PROTOCOL.md asks of a client: after a gap (an event or a
+        ``resume`` ahead of the last version seen plus one), ``sync`` from the last version
+        seen, holding live events until it answers."""
+        view = self.tables.get(table)
+        v = message.get("v")
+        kind = message.get("type")
+        if view is not None and view.v > 0 and not view.syncing and isinstance(v, int) \
+                and ((kind == "resume" and v > view.v)
+                     or (kind in TABLE_EVENTS and v > view.v + 1)):
+            self.catch_ups += 1
+            view.syncing = True
+            self._spawn_sync(table, view.v)
+        super()._table_message(table, message)
 
     def _deliver(self, view: TableView, message: dict[str, Any]) -> None:
         v = message.get("v")
@@ -388,6 +405,8 @@ class Player(Client):
                     failure: Exception = exc
                 except (ClientError, OSError) as exc:
                     failure = exc
+                if self.is_closed:
+                    return  # held until the sync of the next connection answers
                 view = self.tables.get(table)
                 if view is not None and view.syncing:  # as the library: hand on what is held
                     view.syncing = False
