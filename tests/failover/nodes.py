@@ -200,6 +200,7 @@ class Cluster:
         self.root = root
         self.flags = flags  # extra settings for every node: decision_time=3 -> --decision-time 3
         self.nodes: dict[str, Node] = {}
+        self.closed = False
         self._restarts = itertools.count(1)
 
     def args(self, name: str, port: int, **flags: Any) -> list[str]:
@@ -218,6 +219,7 @@ class Cluster:
 
     async def start(self, name: str, **flags: Any) -> Node:
         """Start node ``name`` (again, if it ran before) and wait until it is ready."""
+        assert not self.closed, "the cluster is closed"
         port = free_port()
         log_path = self.log_dir / f"{name}-{next(self._restarts)}.log"
         log = open(log_path, "wb")  # noqa: SIM115 - the child keeps it open
@@ -230,6 +232,8 @@ class Cluster:
             log.close()
         node = Node(name, port, proc, log_path)
         self.nodes[name] = node
+        if self.closed:  # closed while this one was starting
+            node.kill()
         await wait_ready(node)
         return node
 
@@ -250,6 +254,7 @@ class Cluster:
         return await self.start(node.name, **flags)
 
     async def close(self) -> None:
+        self.closed = True
         for node in self.nodes.values():
             if node.running:
                 node.resume()
@@ -532,7 +537,7 @@ async def step(players: list[Player], table: str, *,
             await asyncio.sleep(pause)
             with contextlib.suppress(RequestFailed, RequestTimeout, ConnectionLost):
                 await actor.sync(table)
-        except (ConnectionLost, RequestTimeout):
+        except (ConnectionLost, RequestTimeout, OSError):
             if loop.time() > deadline:
                 raise
             if on_lost is not None and actor.is_closed:
@@ -565,6 +570,10 @@ async def resync(player: Player, table: str, *, timeout: float = TAKEOVER_BOUND)
     while True:
         try:
             return await player.sync(table)
+        except (ConnectionLost, OSError) as exc:
+            if player.is_closed:
+                raise ConnectionLost(f"{player.player}: socket closed during sync") from exc
+            await asyncio.sleep(0.05)
         except (RequestFailed, RequestTimeout) as exc:
             if loop.time() > deadline:
                 raise AssertionError(f"{player.player}: no sync of {table} after "
