@@ -52,6 +52,10 @@ class Keys:
         """Latest full table state (a msgpack map), written by the write-behind flusher."""
         return f"{self.prefix}{{t:{table}}}:snapshot"
 
+    def table_inboxed(self, table: str) -> str:
+        """Set of the table's game ids whose rating events are in the players' inboxes."""
+        return f"{self.prefix}{{t:{table}}}:inboxed"
+
     def table_results(self, table: str) -> str:
         """List of finished game results (JSON), written before the game-end broadcast."""
         return f"{self.prefix}{{t:{table}}}:results"

@@ -507,10 +507,12 @@ class Persistence:
 
     async def write_inbox(
         self, inbox: Iterable[tuple[str, dict[str, Any]]], *, table: str | None = None,
-        note: dict[str, Any] | None = None,
+        note: dict[str, Any] | None = None, game: str | None = None,
     ) -> None:
         """Append each ``(player, event)`` to that player's inbox and, with ``note``, that
-        record to ``table``'s results (a settlement that failed), in one awaited pipeline."""
+        record to ``table``'s results (a settlement that failed), in one awaited pipeline;
+        with ``game`` (its id), that game is marked as having its rating events in the inboxes
+        (:meth:`inboxed`: a node taking the table over does not write them again)."""
         ttl_ms = int(self._settings.inbox_ttl * 1000)
         cap = self._settings.inbox_max
         async with self.redis.pipeline(transaction=False) as pipe:
@@ -523,7 +525,16 @@ class Persistence:
                 key = self.keys.table_results(table)
                 pipe.rpush(key, json.dumps(note, separators=(",", ":")))
                 pipe.pexpire(key, self._log_ttl_ms)
+            if game is not None and table is not None:
+                key = self.keys.table_inboxed(table)
+                pipe.sadd(key, game)
+                pipe.pexpire(key, self._log_ttl_ms)
             await pipe.execute()
+
+    async def inboxed(self, table: str, game_id: str) -> bool:
+        """Whether ``game_id``'s rating events were written to the inboxes (see
+        :meth:`write_inbox`)."""
+        return bool(await _aw(self.redis.sismember(self.keys.table_inboxed(table), game_id)))
 
     async def inbox(self, player: str) -> list[dict[str, Any]]:
         """Every undelivered rating event of ``player``, oldest first (nothing is removed)."""

@@ -710,7 +710,7 @@ class Table:
         # and a player connected nowhere gets it at the next connection (once).
         if pushes or note is not None:
             await self._retry(game_id, "the rating inbox", persistence.write_inbox, pushes,
-                              table=self.id, note=note)
+                              table=self.id, note=note, game=game_id)
         self._push_ratings(pushes)
         await self.lobby.flush()
         now = time.time()
@@ -829,7 +829,7 @@ class Table:
         pushes = with_event_ids(pushes)
         if pushes:
             await self._retry(game_id, "the rating inbox", self.lobby.persistence.write_inbox,
-                              pushes, table=self.id, note=None)
+                              pushes, table=self.id, note=None, game=game_id)
         self._push_ratings(pushes)
         await self.lobby.flush()
 
@@ -939,7 +939,11 @@ class Table:
         settlement = machine.settlement
         if settlement is not None:
             stored = await table._result_stored(settlement.game_id)
-            if stored and not await table._rating_missing(settlement):
+            # Done only when the rating events reached the inboxes too: a node may die after
+            # settling and before that (the store gives the same settlement back; each event
+            # keeps its event_id).
+            if (stored and not await table._rating_missing(settlement)
+                    and not await table._inbox_missing(settlement)):
                 table._apply(machine.settled(now), now)
                 if settlement.match_over:
                     lobby.spawn(table._wind_up())
@@ -963,6 +967,17 @@ class Table:
             return await self.lobby.ratings.settlement(rated_id) is None
         except (RedisError, OSError):
             return True  # settle again: the store gives back the same settlement
+
+    async def _inbox_missing(self, s: Settlement) -> bool:
+        """Whether the game's rating events may not be in the players' inboxes yet (only
+        games that push rating events write them)."""
+        rated = s.ladder == TABLE42 or (s.ladder == FIBS and s.match_over) or s.boosted
+        if not rated:
+            return False
+        try:
+            return not await self.lobby.persistence.inboxed(self.id, s.game_id)
+        except (RedisError, OSError):
+            return True
 
     async def _result_stored(self, game_id: str) -> bool:
         """Whether the table's results hold ``game_id`` (its settlement was made)."""
