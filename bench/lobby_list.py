@@ -100,8 +100,8 @@ async def _list_tables(redis_url: str, prefix: str, count: int) -> None:
     import redis.asyncio as aioredis
 
     from server.config import Settings
-    from server.keys import Keys
-    from server.persistence import Persistence
+    from server.store.keys import Keys
+    from server.store.persistence import Persistence
 
     redis = aioredis.Redis.from_url(redis_url)
     try:

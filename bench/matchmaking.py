@@ -44,7 +44,7 @@ import redis.asyncio as aioredis
 
 from server.embedded_redis import EmbeddedRedis
 from server.matchmaking import DEFAULT_SETTINGS, Ticket, plan_pass, pool_by_id
-from server.matchmaking.queue import MatchmakingQueue
+from server.store.queue import MatchmakingQueue
 
 T0 = 1_700_000_000.0
 

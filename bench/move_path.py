@@ -72,20 +72,20 @@ async def run(args: argparse.Namespace) -> dict[str, float]:
     import redis.asyncio as aioredis
 
     from rating_plugin.store import RatingStore
-    from server.accounts import Identity
-    from server.bus import NodeBus
     from server.client import Format, decode, encode
+    from server.cluster.bus import NodeBus
     from server.config import Settings
-    from server.connection import Connection, Hub
     from server.embedded_redis import EmbeddedRedis
-    from server.keys import Keys
-    from server.lobby import Lobby
-    from server.persistence import Persistence
+    from server.lobby.routing import Lobby
+    from server.net.connection import Connection, Hub
+    from server.net.ws import session_limits
     from server.protocol.codec import WireFormat
     from server.protocol.lean import apply_event
+    from server.protocol.session import Accepted, Session
     from server.rules import DiceSource, SecretDice
-    from server.session import Accepted, Session
-    from server.ws import session_limits
+    from server.store.accounts import Identity
+    from server.store.keys import Keys
+    from server.store.persistence import Persistence
 
     embedded = None if args.redis_url else EmbeddedRedis().start()
     url = args.redis_url or (embedded.url if embedded is not None else "")

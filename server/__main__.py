@@ -22,8 +22,8 @@ from aiohttp import web
 from server.app import METRICS, create_app
 from server.config import SettingsError, settings_from
 from server.embedded_redis import EmbeddedRedis, EmbeddedRedisError
-from server.http_server import raise_fd_limit, serve
 from server.logs import setup_logging
+from server.net.http_server import raise_fd_limit, serve
 from server.tournaments.cli import main as runner_key_main
 
 log = logging.getLogger("server")
@@ -70,7 +70,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         app = create_app(settings)
         app.on_startup.append(_settle_heap)
-        # Like web.run_app, with the connection guard (server/http_server.py) installed;
+        # Like web.run_app, with the connection guard (server/net/http_server.py) installed;
         # SIGTERM and SIGINT end serve() normally, so everything closes in order.
         with contextlib.suppress(KeyboardInterrupt):
             asyncio.run(serve(app, settings, app[METRICS]))

@@ -13,10 +13,10 @@ import os
 import sys
 from collections.abc import Sequence
 
-from server.accounts import Accounts
 from server.config import Settings
-from server.keys import Keys
-from server.redis_client import redis_client
+from server.store.accounts import Accounts
+from server.store.keys import Keys
+from server.store.redis_client import redis_client
 
 
 async def _revoke(url: str, prefix: str, player: str) -> int:

@@ -28,30 +28,30 @@ from aiohttp import web
 from redis.exceptions import RedisError
 
 from rating_plugin.store import RatingStore
-from server.accounts import Accounts
-from server.bus import NodeBus
-from server.computer import ComputerOpponents
+from server.cluster.bus import NodeBus
 from server.config import Settings, SettingsError
-from server.connection import CLOSE_GOING_AWAY, Hub
-from server.http_api import AccountRoutes
-from server.http_middleware import http_middleware
-from server.keys import Keys
-from server.lobby import Lobby
-from server.matchmaker import Matchmaker
+from server.lobby.computer import ComputerOpponents
+from server.lobby.matchmaker import Matchmaker
+from server.lobby.ownership import Ownership
+from server.lobby.routing import Lobby
 from server.metrics import Metrics
-from server.ownership import Ownership
-from server.persistence import Persistence
-from server.public_api import PublicRoutes
-from server.redis_client import redis_client
+from server.net.connection import CLOSE_GOING_AWAY, Hub
+from server.net.http_api import AccountRoutes
+from server.net.http_middleware import http_middleware
+from server.net.public_api import PublicRoutes
+from server.net.static_files import add_static_routes
+from server.net.ws import SocketHandler
 from server.rules import DiceSource, SecretDice
-from server.static_files import add_static_routes
+from server.store.accounts import Accounts
+from server.store.keys import Keys
+from server.store.persistence import Persistence
+from server.store.redis_client import redis_client
 from server.tournaments.api import TournamentRoutes
 from server.tournaments.driver import BracketDriver
 from server.tournaments.keys import TournamentKeys
 from server.tournaments.runner_keys import RunnerKeys
 from server.tournaments.service import Tournaments
 from server.tournaments.store import TournamentStore
-from server.ws import SocketHandler
 
 log = logging.getLogger(__name__)
 
@@ -138,7 +138,7 @@ async def _services(app: web.Application) -> AsyncIterator[None]:
     app[BRACKETS] = brackets
     computer = ComputerOpponents(settings, accounts, lobby, hub)
     app[COMPUTER] = computer
-    app.router.add_post("/api/bot", account_routes.limited_by("guest", computer.issue_token))
+    app.router.add_post("/api/bot", account_routes.limited_by("guest", account_routes.bot_token))
     app.router.add_get("/ws", SocketHandler(settings, accounts, lobby, hub, matchmaker,
                                             computer).handle)
     await persistence.load_scripts()

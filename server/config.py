@@ -55,7 +55,7 @@ class Settings:
     scrypt_p: int = 1
     max_concurrent_hashes: int = 4
     http_max_body: int = 4096
-    # HTTP rate limit (server/http_middleware.py): token buckets per client address and per
+    # HTTP rate limit (server/net/http_middleware.py): token buckets per client address and per
     # bearer credential; 0 turns it off.
     http_rate_limit: float = 100.0
     http_rate_burst: int = 1000
@@ -107,7 +107,8 @@ class Settings:
     matchmaking_max_tickets: int = 100_000
     matchmaking_status_interval: float = 5.0
 
-    # Ownership (server/ownership.py, docs/operations.md "Node loss and takeover"): each live
+    # Ownership (server/lobby/ownership.py, docs/operations.md "Node loss and takeover"):
+    # each live
     # table's owner lease lasts lease_ttl unless renewed (every lease_renew); every node looks
     # for expired leases every takeover_scan. A table is taken over at most
     # lease_ttl + takeover_scan after its owner's last renewal (7 s by default).

@@ -1,7 +1,7 @@
 """Token buckets per client key, pure (no asyncio or aiohttp): the core of every rate limit
-(HTTP requests in server/http_middleware.py, guest/register/login in server/http_api.py,
-table creation in server/lobby.py; one socket's messages use :class:`Bucket` through
-server/session.py's ``TokenBucket``).
+(HTTP requests in server/net/http_middleware.py, guest/register/login in server/net/http_api.py,
+table creation in server/lobby/routing.py; one socket's messages use :class:`Bucket` through
+server/protocol/session.py's ``TokenBucket``).
 
 Each key (a client address, or the digest of a bearer credential) has a bucket of ``burst``
 tokens refilled continuously at ``rate`` tokens per second; a request spends one. A request

@@ -20,7 +20,7 @@ import redis.asyncio as aioredis
 
 from server.embedded_redis import EmbeddedRedis
 
-CLUSTER_SCHEME = "redis+cluster://"  # as server/redis_client.py
+CLUSTER_SCHEME = "redis+cluster://"  # as server/store/redis_client.py
 
 
 @pytest.fixture(scope="session")

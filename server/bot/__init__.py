@@ -7,6 +7,6 @@ Layers (imports point down)::
     server.bot.strategy   pure: a decision per game snapshot and level (random/basic/strong)
     server.bot.evaluation pure: position scores, shots, winning chances
 
-The server's "play the computer" (``server.computer``) runs ``server.bot.player`` bots that
+The server's "play the computer" (``server.lobby.computer``) runs ``server.bot.player`` bots that
 connect to the node like any client.
 """

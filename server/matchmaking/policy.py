@@ -1,6 +1,6 @@
 """Matchmaking policy: pools, tickets, the widening window and the pairing pass. Pure.
 
-Nothing here does I/O or knows about Redis or asyncio; :mod:`server.matchmaking.queue` feeds
+Nothing here does I/O or knows about Redis or asyncio; :mod:`server.store.queue` feeds
 these functions the tickets it reads and stores what they decide.
 
 Pools (:data:`POOLS`)

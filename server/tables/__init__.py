@@ -3,7 +3,7 @@
 :class:`~server.tables.machine.TableMachine` holds a table's seats, game or match, clocks (as
 data: :class:`~server.tables.machine.Deadline`), strikes and versioned events; commands go in
 with the time as an argument and a :class:`~server.tables.machine.Step` comes out. The I/O
-shell (``server.table.Table``) arms timers from the deadlines, stores the events, delivers
+shell (``server.lobby.table.Table``) arms timers from the deadlines, stores the events, delivers
 them and settles finished games.
 """
 

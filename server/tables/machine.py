@@ -52,7 +52,6 @@ from server.protocol.messages import (
     TableMode,
     Take,
 )
-from server.ratings import FIBS, TABLE42, RatedPlayer, RatingPlan, plan_rating
 from server.rules import (
     DiceSource,
     EndReason,
@@ -65,13 +64,14 @@ from server.rules import (
     Side,
     format_play,
 )
+from server.tables.ratings import FIBS, TABLE42, RatedPlayer, RatingPlan, plan_rating
 
 log = logging.getLogger(__name__)
 
 GUEST_PREFIX = "guest-"
-"""Player ids of guests start with it (``server.accounts`` issues them)."""
+"""Player ids of guests start with it (``server.store.accounts`` issues them)."""
 BOT_PREFIX = "bot-"
-"""Player ids of computer players start with it (``server.accounts``)."""
+"""Player ids of computer players start with it (``server.store.accounts``)."""
 
 CLOCK = "clock"
 GRACE = "grace"

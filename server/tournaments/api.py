@@ -4,7 +4,7 @@ Runner routes take ``Authorization: Bearer t42rk_...`` (a runner key; a player's
 never one: 401). A key acts only on the tournaments it created (403 ``forbidden``). Reading a
 public tournament (detail, seeding, results, bracket) needs no key; a private one is visible
 to its runner only (404 to anyone else without a key, 403 to another runner). Errors are the
-JSON bodies of ``server/http_api.py``; docs/tournaments.md lists every route.
+JSON bodies of ``server/net/http_api.py``; docs/tournaments.md lists every route.
 """
 
 from __future__ import annotations
@@ -17,16 +17,16 @@ from typing import Any
 from aiohttp import web
 from redis.exceptions import RedisError
 
-from server.accounts import is_bot_id
-from server.http_api import error_response, json_body
+from server.net.http_api import error_response, json_body
+from server.net.ws import bearer_token
 from server.protocol.errors import ErrorCode, ProtocolError
+from server.store.accounts import is_bot_id
 from server.tournaments import spec
 from server.tournaments.bracket import Bracket, build
 from server.tournaments.events import bracket_view, public_tournament, tournament_summary
 from server.tournaments.runner_keys import Runner, RunnerKeys
 from server.tournaments.service import Tournaments
 from server.tournaments.store import ALREADY, CLOSED, FULL, NO_SUCH
-from server.ws import bearer_token
 
 TOURNAMENT_ID = re.compile(r"tn[0-9a-f]{12}")
 Handler = Callable[[web.Request], Awaitable[web.Response]]

@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from redis.exceptions import RedisError
 
 from server.config import SettingsError, settings_from_env
-from server.redis_client import redis_client
+from server.store.redis_client import redis_client
 from server.tournaments.keys import TournamentKeys
 from server.tournaments.runner_keys import RunnerKeyError, RunnerKeys
 

@@ -27,9 +27,9 @@ from typing import Any
 
 from redis.exceptions import RedisError
 
-from server.bus import NodeBus
+from server.cluster.bus import NodeBus
+from server.lobby.table import TableStatus
 from server.protocol.errors import ProtocolError
-from server.table import TableStatus
 from server.tournaments.bracket import Bracket, BracketError, Match, MatchStatus
 from server.tournaments.events import (
     over_events,

@@ -1,4 +1,4 @@
-"""Redis key names of tournaments and runner keys (beside ``server/keys.py``'s).
+"""Redis key names of tournaments and runner keys (beside ``server/store/keys.py``'s).
 
 Everything about one tournament shares the hash tag ``{tn:<id>}`` (its record, players, tables,
 bracket state and the bracket's lease), so each script touches one slot. Runner keys live in

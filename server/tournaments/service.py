@@ -10,10 +10,10 @@ from typing import Any
 
 from rating_plugin.errors import AlreadySettledConflict, InvalidInputError
 from rating_plugin.store import RatingStore
-from server.lobby import Lobby
-from server.persistence import Persistence
+from server.lobby.routing import Lobby
 from server.protocol.errors import ErrorCode, ProtocolError
 from server.protocol.messages import TableMode
+from server.store.persistence import Persistence
 from server.tournaments.bracket import Entrant, seeding
 from server.tournaments.events import podium_events, podium_record, private_podium_record
 from server.tournaments.store import TournamentStore

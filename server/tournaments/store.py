@@ -17,7 +17,7 @@ from typing import Any, TypeVar, cast
 
 import redis.asyncio as aioredis
 
-from server.keys import Keys
+from server.store.keys import Keys
 from server.tournaments.keys import TournamentKeys
 from server.tournaments.spec import TournamentSpec
 

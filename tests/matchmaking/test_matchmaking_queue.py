@@ -21,7 +21,7 @@ from server.matchmaking import (
     wait_for_gap,
 )
 from server.matchmaking.errors import QueueFullError
-from server.matchmaking.queue import (
+from server.store.queue import (
     MatchmakingKeys,
     MatchmakingQueue,
     PassResult,

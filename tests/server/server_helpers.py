@@ -25,7 +25,7 @@ from server.client import Format, guest_token
 from server.client import default_decision as library_default_decision
 from server.client import register as library_register
 from server.config import Settings
-from server.lobby import Lobby
+from server.lobby.routing import Lobby
 from server.rules import DiceSource, ScriptedDice
 
 TIMEOUT = 10.0

@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from server.fairgate import FairGate, GateFull
+from server.store.fairgate import FairGate, GateFull
 
 
 async def test_waiting_work_is_served_round_robin_between_clients() -> None:

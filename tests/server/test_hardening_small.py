@@ -10,7 +10,7 @@ import redis.asyncio as aioredis
 from hardening_helpers import http_json
 from server_helpers import StartServer, connect, guest, play_out, register, scripted, seat_two
 
-from server.accounts import common_passwords
+from server.store.accounts import common_passwords
 
 
 @pytest.mark.parametrize("body", [

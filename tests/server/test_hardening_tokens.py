@@ -16,7 +16,7 @@ import redis.asyncio as aioredis
 from hardening_helpers import ROOT, http_json
 from server_helpers import StartServer, connect, guest, register
 
-from server.connection import CLOSE_TOKEN_ENDED
+from server.net.connection import CLOSE_TOKEN_ENDED
 
 PASSWORD = "correct horse"
 

@@ -28,11 +28,11 @@ from server_helpers import (
 from rating_plugin import stakes
 from rating_plugin.store import RatingStore
 from server.app import MATCHMAKER
-from server.matchmaker import Matchmaker
+from server.lobby.matchmaker import Matchmaker
 from server.matchmaking import Ticket, acceptable, network_key, pool_by_id, wait_for_gap
-from server.matchmaking.queue import MatchmakingQueue
 from server.protocol.messages import TableMode
-from server.ratings import RatedPlayer, plan_rating, same_network
+from server.store.queue import MatchmakingQueue
+from server.tables.ratings import RatedPlayer, plan_rating, same_network
 
 FAST = {"matchmaking_pass_interval": 0.1, "matchmaking_hold": 0.05}
 MANUAL = {"matchmaking_pass_interval": 3600.0}  # only the passes a test runs itself

@@ -104,7 +104,7 @@ async def test_metrics_off_answers_404(start_server: StartServer) -> None:
 
 def test_json_log_lines_carry_the_request_or_game_id() -> None:
     formatter = JsonFormatter()
-    record = logging.LogRecord("server.table", logging.WARNING, __file__, 1, "result of %s",
+    record = logging.LogRecord("server.lobby.table", logging.WARNING, __file__, 1, "result of %s",
                                ("g1",), None)
     token_r, token_g = request_id.set("r-42"), game_id.set("abc-1")
     try:

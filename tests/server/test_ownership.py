@@ -1,4 +1,4 @@
-"""Ownership on several in-process nodes sharing one Redis prefix (server/ownership.py): a
+"""Ownership on several in-process nodes sharing one Redis prefix (server/lobby/ownership.py): a
 node that stops (its loops frozen, as a paused or killed process would be) loses its tables
 to a live node, requests for them get one answer, its tickets leave the pool, its seats and
 watchers at other nodes' tables are cleaned up, a stale owner's writes never land, a drain
@@ -27,10 +27,10 @@ from server_helpers import (
 )
 
 from server.app import BUS, MATCHMAKER, OWNERSHIP, PERSISTENCE
-from server.keys import Keys
-from server.matchmaking.queue import MatchmakingQueue
-from server.persistence import _aw
-from server.table import Table
+from server.lobby.table import Table
+from server.store.keys import Keys
+from server.store.persistence import _aw
+from server.store.queue import MatchmakingQueue
 
 StartNodes = Callable[..., Awaitable[list[RunningServer]]]
 

@@ -1,4 +1,4 @@
-"""The owner lease and fenced writes on a real Redis (server/lua/lease_*.lua, fenced_*.lua
+"""The owner lease and fenced writes on a real Redis (server/store/lua/lease_*.lua, fenced_*.lua
 through Persistence): one claimant wins, a renewal needs the current epoch, a stale owner
 writes nothing (events, snapshot, result), and the flush tells each table what was stored."""
 
@@ -13,8 +13,8 @@ import msgpack
 import redis.asyncio as aioredis
 
 from server.config import Settings
-from server.keys import Keys
-from server.persistence import FENCED_OUT, Fenced, Persistence, _aw
+from server.store.keys import Keys
+from server.store.persistence import FENCED_OUT, Fenced, Persistence, _aw
 
 
 def _store(redis: aioredis.Redis, settings: Settings) -> Persistence:

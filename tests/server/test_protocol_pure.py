@@ -10,8 +10,8 @@ from typing import Any
 import msgpack
 import pytest
 
-from server.addresses import client_address
 from server.config import Settings, SettingsError, settings_from
+from server.net.addresses import client_address
 from server.protocol import (
     CreateTable,
     ErrorCode,
@@ -27,8 +27,15 @@ from server.protocol import (
     encode,
     parse_message,
 )
-from server.ratings import RatedPlayer, plan_rating
-from server.session import Accepted, CloseConnection, Refused, Session, SessionLimits, TokenBucket
+from server.protocol.session import (
+    Accepted,
+    CloseConnection,
+    Refused,
+    Session,
+    SessionLimits,
+    TokenBucket,
+)
+from server.tables.ratings import RatedPlayer, plan_rating
 
 # --- codec -------------------------------------------------------------------------------
 

@@ -27,7 +27,7 @@ from server_helpers import (
 
 from rating_plugin import stakes, table42
 from rating_plugin.store import RatingStore
-from server.public_api import load_openapi
+from server.net.public_api import load_openapi
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -6,16 +6,16 @@ from __future__ import annotations
 import pytest
 
 from rating_plugin.cli import calculate
-from server.http_middleware import credential_key, is_json_type, retry_after
-from server.protocol.errors import ProtocolError
-from server.public_api import shown_rating
-from server.public_params import (
+from server.net.http_middleware import credential_key, is_json_type, retry_after
+from server.net.public_api import shown_rating
+from server.net.public_params import (
     calculator_argv,
     parse_history,
     parse_leaderboard,
     parse_stakes,
     stakes_argv,
 )
+from server.protocol.errors import ProtocolError
 from server.ratelimit import RateLimiter
 
 

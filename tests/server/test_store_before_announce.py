@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from server_helpers import StartServer, connect, register, scripted, seat_two
 
-from server import persistence as persistence_module
+from server.store import persistence as persistence_module
 
 
 async def test_a_move_is_announced_and_acknowledged_only_once_stored(

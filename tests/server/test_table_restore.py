@@ -27,8 +27,8 @@ from server_helpers import (
 )
 
 from rating_plugin.store import RatingStore
+from server.lobby.table import Table, TableStatus
 from server.protocol.messages import TableMode
-from server.table import Table, TableStatus
 
 
 async def _log(redis: aioredis.Redis, key_prefix: str, table: str) -> list[dict[str, Any]]:

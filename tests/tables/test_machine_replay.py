@@ -373,7 +373,7 @@ def test_the_machine_imports_no_io() -> None:
 
 
 def test_the_machine_knows_the_player_id_prefixes_the_accounts_issue() -> None:
-    from server import accounts
+    from server.store import accounts
     from server.tables import machine
 
     assert machine.GUEST_PREFIX == accounts.GUEST_PREFIX

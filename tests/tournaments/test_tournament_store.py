@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import redis.asyncio as aioredis
 
-from server.keys import Keys
+from server.store.keys import Keys
 from server.tournaments.keys import TournamentKeys
 from server.tournaments.runner_keys import RunnerKeys
 from server.tournaments.spec import TournamentSpec

@@ -1,7 +1,7 @@
 """Play the computer: ``play_computer`` seats the player against a bot started by this node.
 
 The bot is a client like any other: a task of this node's event loop that connects to the
-node's own WebSocket with a bot token (:meth:`server.accounts.Accounts.bot`) through the
+node's own WebSocket with a bot token (:meth:`server.store.accounts.Accounts.bot`) through the
 client library and plays with :class:`server.bot.player.BotPlayer`. The basic and strong
 levels choose in a process pool (``bot_workers``; 0 = a thread), so a bot's evaluation
 never holds the event loop; with ``SEARCHES_PER_WORKER`` strong searches per process in
@@ -30,21 +30,19 @@ from concurrent.futures import Executor, ProcessPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
-from aiohttp import web
 from redis.exceptions import RedisError
 
-from server.accounts import Accounts, Identity
 from server.bot.player import BotPlayer, BotStalled, Choice, Think, think_here, think_in
 from server.bot.strategy import Level
 from server.client import Client, ClientError, Format
 from server.config import Settings
-from server.connection import Connection, Hub
-from server.http_api import error_response, json_body
-from server.lobby import Actor, Lobby, error_message
+from server.lobby.routing import Actor, Lobby, error_message
 from server.matchmaking.policy import network_key
+from server.net.connection import Connection, Hub
 from server.protocol.codec import Outgoing
 from server.protocol.errors import ErrorCode, ProtocolError
 from server.protocol.messages import MAX_VERSION, PlayComputer
+from server.store.accounts import Accounts, Identity
 
 log = logging.getLogger(__name__)
 
@@ -306,23 +304,6 @@ class ComputerOpponents:
             await self.lobby.flush()
         except Exception:
             log.exception("could not forfeit bot %s at %s", game.bot, game.table)
-
-    # --- HTTP: a bot account for outside bots ----------------------------------------------
-
-    async def issue_token(self, request: web.Request) -> web.Response:
-        """``POST /api/bot {"level"?}``: a token marked as a bot (for ``python -m
-        server.bot``): never rated, no matchmaking, no tournaments."""
-        try:
-            body = await json_body(request)
-            raw = body.get("level", "basic")
-            if raw not in tuple(str(level) for level in Level):
-                raise ProtocolError(ErrorCode.BAD_FIELD,
-                                    "field 'level' must be random, basic or strong",
-                                    field="level")
-            issued = await self.accounts.bot(str(raw))
-        except ProtocolError as exc:
-            return error_response(exc)
-        return web.json_response(issued.to_dict())
 
     # --- shutdown ----------------------------------------------------------------------------
 

@@ -17,7 +17,7 @@ the tickets queued through it when it starts (left by an earlier run under the s
 and when it stops.
 
 Lifecycle (``app.py``'s cleanup context): :meth:`Matchmaker.start` runs
-:func:`~server.matchmaking.queue.pairing_loop` (a pass over every pool each
+:func:`~server.store.queue.pairing_loop` (a pass over every pool each
 ``matchmaking_pass_interval``; a per-pool lease makes nodes take turns, the claim script makes
 sure nobody is handed two games) and a status loop (``queue_status`` to every player waiting
 through this node each ``matchmaking_status_interval``); :meth:`Matchmaker.stop` cancels both.
@@ -45,10 +45,9 @@ from redis.exceptions import RedisError
 
 from rating_plugin import table42
 from rating_plugin.store import RatingStore
-from server.accounts import Identity
 from server.config import Settings
-from server.connection import Connection, Hub
-from server.lobby import Lobby, error_message
+from server.lobby.routing import Lobby, error_message
+from server.lobby.table import TableStatus
 from server.matchmaking import (
     GameMode,
     MatchmakingError,
@@ -64,12 +63,13 @@ from server.matchmaking import (
     ticket_status,
 )
 from server.matchmaking.messages import QUEUED
-from server.matchmaking.queue import MatchmakingQueue, PassResult, QueueSettings, pairing_loop
-from server.persistence import Persistence
+from server.net.connection import Connection, Hub
 from server.protocol.codec import Outgoing
 from server.protocol.errors import ErrorCode, ProtocolError
 from server.protocol.messages import CancelQueue, JoinQueue, Message, QueueStatus
-from server.table import TableStatus
+from server.store.accounts import Identity
+from server.store.persistence import Persistence
+from server.store.queue import MatchmakingQueue, PassResult, QueueSettings, pairing_loop
 
 log = logging.getLogger(__name__)
 

@@ -20,13 +20,13 @@ from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 
-from server.accounts import Identity
 from server.matchmaking.policy import network_key
 from server.protocol.codec import Outgoing, WireFormat, wire_frame
-from server.session import Session
+from server.protocol.session import Session
+from server.store.accounts import Identity
 
 if TYPE_CHECKING:
-    from server.lobby import Actor
+    from server.lobby.routing import Actor
 
 log = logging.getLogger(__name__)
 

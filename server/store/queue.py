@@ -81,7 +81,7 @@ TAG = "{mm}"
 @cache
 def _lua(name: str) -> str:
     return (
-        resources.files("server.matchmaking").joinpath("lua", name).read_text(encoding="utf-8")
+        resources.files("server.store").joinpath("lua", name).read_text(encoding="utf-8")
     )
 
 

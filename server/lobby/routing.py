@@ -46,13 +46,12 @@ from typing import Any
 from redis.exceptions import RedisError
 
 from rating_plugin.store import RatingStore
-from server.accounts import GUEST_PREFIX, Identity, is_bot_id
-from server.bus import NodeBus
+from server.cluster.bus import NodeBus
 from server.config import Settings
-from server.connection import Connection, Hub
+from server.lobby.table import Table, TableStatus
 from server.matchmaking.policy import network_key
 from server.metrics import Metrics
-from server.persistence import Lease, Persistence
+from server.net.connection import Connection, Hub
 from server.protocol.codec import Outgoing
 from server.protocol.errors import ErrorCode, ProtocolError
 from server.protocol.messages import (
@@ -71,7 +70,8 @@ from server.protocol.messages import (
 )
 from server.ratelimit import RateLimiter
 from server.rules import DiceSource
-from server.table import Table, TableStatus
+from server.store.accounts import GUEST_PREFIX, Identity, is_bot_id
+from server.store.persistence import Lease, Persistence
 
 log = logging.getLogger(__name__)
 
@@ -881,7 +881,7 @@ class Lobby:
                 await asyncio.sleep(delay)
                 delay = min(delay * 2, 1.0)
 
-    # --- ownership (server/ownership.py runs the loops) ------------------------------------
+    # --- ownership (server/lobby/ownership.py runs the loops) -----------------------------
 
     async def _claim_new(self, table_id: str) -> None:
         """Take the first owner lease of a table made here; its writes are fenced with it."""

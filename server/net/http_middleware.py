@@ -4,7 +4,7 @@ One aiohttp middleware (:func:`http_middleware`), in this order for each request
 
 1. **Rate limit** (not for ``/healthz``): one token from the client address's bucket (the
    address from ``X-Forwarded-For`` when the peer is a trusted proxy, see
-   :mod:`server.addresses`; an IPv6 address counts as its /64, as in the same-address rule,
+   :mod:`server.net.addresses`; an IPv6 address counts as its /64, as in the same-address rule,
    so one host cannot dodge the limit by rotating addresses) and, when an ``Authorization``
    header is sent, one from that credential's bucket (keyed by the SHA-256 of the header
    value, so neither tokens nor runner keys are kept in memory). An empty bucket answers 429
@@ -36,15 +36,15 @@ from aiohttp import web
 from aiohttp.typedefs import Middleware
 from redis.exceptions import RedisError
 
-from server.addresses import client_address
 from server.config import Settings
-from server.http_api import error_response
 from server.logs import request_id
 from server.matchmaking.policy import network_key
 from server.metrics import Metrics
+from server.net.addresses import client_address
+from server.net.http_api import error_response
 from server.protocol.errors import ErrorCode, ProtocolError
 from server.ratelimit import RateLimiter
-from server.ratings import SAME_NETWORK_IPV6_PREFIX
+from server.tables.ratings import SAME_NETWORK_IPV6_PREFIX
 
 log = logging.getLogger(__name__)
 

@@ -69,7 +69,6 @@ from server.protocol.messages import (
     Unwatch,
     Watch,
 )
-from server.ratings import FIBS, TABLE42, RatingPlan, boosted_events, rating_events
 from server.rules import DiceSource, EndReason, Game, Match, Side
 from server.tables.machine import (
     BOT_PREFIX,
@@ -83,9 +82,10 @@ from server.tables.machine import (
     TableMachine,
     TableStatus,
 )
+from server.tables.ratings import FIBS, TABLE42, RatingPlan, boosted_events, rating_events
 
 if TYPE_CHECKING:
-    from server.lobby import Actor, Lobby
+    from server.lobby.routing import Actor, Lobby
 
 log = logging.getLogger(__name__)
 

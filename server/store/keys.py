@@ -41,7 +41,7 @@ class Keys:
     # Tables
     def table_lease(self, table: str) -> str:
         """Hash of the table's owner lease: ``node``, ``epoch``, ``expires`` (Redis ms),
-        ``done`` (see ``server/lua/lease_claim.lua``)."""
+        ``done`` (see ``server/store/lua/lease_claim.lua``)."""
         return f"{self.prefix}{{t:{table}}}:lease"
 
     def table_events(self, table: str) -> str:

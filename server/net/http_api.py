@@ -13,7 +13,7 @@ name_taken              409     register: the name is in use (any case)
 invalid_credentials     401     login: unknown name or wrong password
 unauthorized            401     no valid bearer token (logout, me)
 busy                    503     too many password hashes queued; retry
-too_big                 413     the body is over the limit (server/http_middleware.py)
+too_big                 413     the body is over the limit (server/net/http_middleware.py)
 ======================  ======  ============================================
 """
 
@@ -28,16 +28,17 @@ from typing import Any
 
 from aiohttp import web
 
-from server.accounts import AccountError, Accounts
-from server.addresses import client_address
+from server.bot.strategy import Level
 from server.config import Settings
 from server.matchmaking.policy import network_key
 from server.metrics import CONTENT_TYPE_LATEST, Metrics
-from server.persistence import LISTED_MODES, Persistence
+from server.net.addresses import client_address
+from server.net.ws import bearer_token
 from server.protocol.errors import ErrorCode, ProtocolError
 from server.ratelimit import RateLimiter
-from server.ratings import SAME_NETWORK_IPV6_PREFIX
-from server.ws import bearer_token
+from server.store.accounts import AccountError, Accounts
+from server.store.persistence import LISTED_MODES, Persistence
+from server.tables.ratings import SAME_NETWORK_IPV6_PREFIX
 
 MAX_LIST_OFFSET = 1_000_000
 
@@ -117,6 +118,21 @@ class AccountRoutes:
             "register": RateLimiter(s.register_rate if on else 0.0, s.register_burst),
             "login": RateLimiter(s.login_rate if on else 0.0, s.login_burst),
         }
+
+    async def bot_token(self, request: web.Request) -> web.Response:
+        """``POST /api/bot {"level"?}``: a token marked as a bot (for ``python -m
+        server.bot``): never rated, no matchmaking, no tournaments."""
+        try:
+            body = await json_body(request)
+            raw = body.get("level", "basic")
+            if raw not in tuple(str(level) for level in Level):
+                raise ProtocolError(ErrorCode.BAD_FIELD,
+                                    "field 'level' must be random, basic or strong",
+                                    field="level")
+            issued = await self.accounts.bot(str(raw))
+        except ProtocolError as exc:
+            return error_response(exc)
+        return web.json_response(issued.to_dict())
 
     def address(self, request: web.Request) -> str:
         address = client_address(request.remote, request.headers.get("X-Forwarded-For"),

@@ -13,9 +13,9 @@ hash, a token or a key.
 ``GET /api/openapi.json``                   the OpenAPI 3.1 document of every endpoint
 ==========================================  =================================================
 
-Parameters are checked by :mod:`server.public_params` (pure); the reads are the rating
+Parameters are checked by :mod:`server.net.public_params` (pure); the reads are the rating
 store's and the account store's; this module only shapes the JSON. Errors are the JSON bodies
-of :func:`server.http_api.error_response` (PROTOCOL.md §8, docs/http-api.md).
+of :func:`server.net.http_api.error_response` (PROTOCOL.md §8, docs/http-api.md).
 """
 
 from __future__ import annotations
@@ -40,10 +40,8 @@ from rating_plugin.store import (
     Queued,
     RatingStore,
 )
-from server.accounts import GUEST_PREFIX, Accounts, Identity, bot_name, is_bot_id
-from server.http_api import error_response
-from server.protocol.errors import ErrorCode, ProtocolError
-from server.public_params import (
+from server.net.http_api import error_response
+from server.net.public_params import (
     CALCULATOR_SYSTEMS,
     calculator_argv,
     check_player,
@@ -52,6 +50,8 @@ from server.public_params import (
     parse_stakes,
     stakes_argv,
 )
+from server.protocol.errors import ErrorCode, ProtocolError
+from server.store.accounts import GUEST_PREFIX, Accounts, Identity, bot_name, is_bot_id
 
 Handler = Callable[[web.Request], Awaitable[web.Response]]
 OPENAPI = "openapi.json"

@@ -1,4 +1,5 @@
-"""The WebSocket endpoint (``GET /ws``): the thin shell around :class:`server.session.Session`.
+"""The WebSocket endpoint (``GET /ws``): the thin shell around
+:class:`server.protocol.session.Session`.
 
 It moves frames: each data frame goes to the session (rate limit, format, decoding,
 validation, auth gating), accepted messages go to the lobby, refusals go back as ``error``
@@ -20,20 +21,20 @@ from typing import TYPE_CHECKING, Any
 
 from aiohttp import WSMsgType, web
 
-from server.accounts import Accounts, Identity
-from server.addresses import client_address
 from server.config import Settings
-from server.connection import Connection, Hub
-from server.lobby import Lobby, error_message
-from server.matchmaker import Matchmaker
+from server.lobby.matchmaker import Matchmaker
+from server.lobby.routing import Lobby, error_message
+from server.net.addresses import client_address
+from server.net.connection import Connection, Hub
 from server.protocol.codec import Outgoing, WireFormat
 from server.protocol.errors import ErrorCode, ProtocolError
 from server.protocol.lean import PROTOCOL_LEAN, PROTOCOLS
 from server.protocol.messages import MATCHMAKING_MESSAGES, Hello, PlayComputer
-from server.session import Accepted, CloseConnection, Refused, Session, SessionLimits
+from server.protocol.session import Accepted, CloseConnection, Refused, Session, SessionLimits
+from server.store.accounts import Accounts, Identity
 
 if TYPE_CHECKING:
-    from server.computer import ComputerOpponents
+    from server.lobby.computer import ComputerOpponents
 
 log = logging.getLogger(__name__)
 

@@ -26,7 +26,7 @@ import msgpack
 import redis.asyncio as aioredis
 from redis.exceptions import RedisError
 
-from server.keys import Keys
+from server.store.keys import Keys
 
 log = logging.getLogger(__name__)
 
@@ -58,7 +58,8 @@ class NodeBus:
     def __init__(self, redis: aioredis.Redis, keys: Keys, node_id: str, *,
                  alive_ttl: float = ALIVE_TTL, alive_refresh: float = ALIVE_REFRESH) -> None:
         self._redis = redis
-        # On a cluster, pub/sub and PUBLISH use a plain client of one node (server/redis_client.py).
+        # On a cluster, pub/sub and PUBLISH use a plain client of one node
+        # (server/store/redis_client.py).
         self._pubsub_redis: aioredis.Redis = getattr(redis, "seed", redis)
         self._alive_ttl_ms = int(alive_ttl * 1000)
         self._alive_refresh = alive_refresh

@@ -1,7 +1,7 @@
 """Fenced table ownership on one node: lease renewal, the takeover scan, node deaths.
 
 Every live table has an owner lease in Redis (``{t:T}:lease``: node, epoch, expiry; the
-scripts are ``server/lua/lease_*.lua``). The node that makes a table claims its first lease
+scripts are ``server/store/lua/lease_*.lua``). The node that makes a table claims its first lease
 (epoch 1); :class:`Ownership` then
 
 * renews every lease this node holds each ``lease_renew`` seconds, in one pipeline, with
@@ -36,8 +36,8 @@ import time
 from redis.exceptions import RedisError
 
 from server.config import Settings
-from server.lobby import Lobby
-from server.persistence import Persistence
+from server.lobby.routing import Lobby
+from server.store.persistence import Persistence
 
 log = logging.getLogger(__name__)
 

@@ -41,9 +41,9 @@ from redis.asyncio.client import Pipeline
 
 from rating_plugin.store import Queued
 from server.config import Settings
-from server.fairgate import FairGate, GateFull
-from server.keys import Keys
 from server.protocol.errors import ErrorCode, ProtocolError
+from server.store.fairgate import FairGate, GateFull
+from server.store.keys import Keys
 
 NAME = re.compile(r"[A-Za-z][A-Za-z0-9_]{2,19}")
 MIN_PASSWORD = 8
@@ -199,7 +199,7 @@ def player_id_for(name: str) -> str:
 
 
 def _load_script(name: str) -> str:
-    return importlib.resources.files("server").joinpath("lua", name).read_text("utf-8")
+    return importlib.resources.files("server.store").joinpath("lua", name).read_text("utf-8")
 
 
 # --- the store ---------------------------------------------------------------------------

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from aiohttp import web
 
-STATIC_DIR = Path(__file__).parent / "static"
+STATIC_DIR = Path(__file__).parent.parent / "static"
 NO_CACHE = {"Cache-Control": "no-cache"}
 
 

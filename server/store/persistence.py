@@ -45,9 +45,9 @@ import redis.asyncio as aioredis
 from redis.exceptions import NoScriptError, RedisError
 
 from server.config import Settings
-from server.keys import Keys
 from server.metrics import Metrics
 from server.protocol.messages import TableMode
+from server.store.keys import Keys
 
 log = logging.getLogger(__name__)
 
@@ -128,7 +128,7 @@ def listing_score(summary: dict[str, Any]) -> float:
 
 
 def _load_script(name: str) -> str:
-    return importlib.resources.files("server").joinpath("lua", name).read_text("utf-8")
+    return importlib.resources.files("server.store").joinpath("lua", name).read_text("utf-8")
 
 
 class Fenced(Exception):
