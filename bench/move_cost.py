@@ -37,12 +37,11 @@ def run_json(args: list[str], timeout: float) -> dict[str, Any]:
     if done.returncode != 0:
         raise RuntimeError(f"{' '.join(args)} failed:\n{done.stdout[-2000:]}")
     text = done.stdout
-    start = text.find("{")
-    last = text.rstrip().splitlines()[-1] if text.strip() else ""
-    if args[0].endswith("callgrind.py"):
+    if args[0].endswith("callgrind.py"):  # one JSON line among its lines of text
         print(text, end="", flush=True)
-        return dict(json.loads(last))
-    return dict(json.loads(text[start:]))
+        line = next(x for x in reversed(text.splitlines()) if x.startswith("{"))
+        return dict(json.loads(line))
+    return dict(json.loads(text[text.find("{"):]))
 
 
 def load_row(name: str, r: dict[str, Any]) -> str:
