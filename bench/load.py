@@ -90,6 +90,8 @@ TARGET_RATIO = 3.0
 TARGET_P99_MS = 50.0
 TARGET_IDLE_KB = 30.0
 TARGET_RATING_P99_MS = 10.0
+CAPACITY_BUSY = 0.75
+"""Capacity (issue 13): the concurrent games at which the server process is this busy."""
 
 
 # --- /proc readings ------------------------------------------------------------------------
@@ -768,6 +770,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         echo_cost = result["echo"]["server_cpu_per_rt_us"]
         result["ratio"] = result["load"]["server_cpu_per_move_us"] / echo_cost
         result["ratio_per_play"] = result["load"]["server_cpu_per_play_us"] / echo_cost
+        result["capacity"] = capacity(args.games, result["load"])
         result["server_log_tail"] = tail(work / "server.log")
         return result
     finally:
@@ -785,6 +788,34 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             embedded.stop()
         elif args.redis_url:
             delete_keys(args.redis_url, prefix)
+
+
+def capacity(games: int, load: dict[str, Any]) -> dict[str, Any]:
+    """The capacity of one node at the measured pace: the concurrent games at which the
+    server process would be :data:`CAPACITY_BUSY` busy (of one core), from this run.
+
+    Method: the run measured ``games`` games making ``moves_per_second`` moves at
+    ``server_cpu_per_move_us`` each, so one game costs the server
+    ``utilisation / games`` of a core; the capacity is ``CAPACITY_BUSY`` over that share,
+    i.e. a linear extrapolation from CPU per move (the cost of a move does not grow with
+    the number of games: more games put more frames into each wake-up of the loop, so this
+    is conservative). It holds only when the measured run met the latency condition
+    (``p99_ok``: move round trip p99 under :data:`TARGET_P99_MS`), and the latency at the
+    extrapolated load is not measured: run again with ``--games`` near the figure where the
+    bots allow it.
+    """
+    share = load["server_utilisation"] / max(1, games)
+    p99 = load["move_rt_p99_ms"]
+    return {
+        "games_at_75pct_busy": int(CAPACITY_BUSY / share) if share > 0 else None,
+        "core_share_per_game": share,
+        "moves_per_game_per_second": load["moves_per_second"] / max(1, games),
+        "measured_games": games,
+        "measured_busy": load["server_utilisation"],
+        "p99_ok": p99 is not None and p99 < TARGET_P99_MS,
+        "method": f"{CAPACITY_BUSY:.0%} of a core / (server CPU per second / games "
+                  "measured); linear in CPU per move",
+    }
 
 
 def collect(pool: Pool, op: str, timeout: float) -> list[dict[str, Any]]:
@@ -885,6 +916,14 @@ def report(r: dict[str, Any]) -> str:
          f"<= {TARGET_RATIO:g}x {_ok(r['ratio'] <= TARGET_RATIO)}"),
         ("  per checker play / echo", f"{r['ratio_per_play']:.2f}x", ""),
     ]
+    cap = r.get("capacity")
+    if cap is not None and cap["games_at_75pct_busy"] is not None:
+        rows.append((f"capacity: games at {CAPACITY_BUSY:.0%} of a core (extrapolated)",
+                     f"{cap['games_at_75pct_busy']:,} ({cap['core_share_per_game'] * 1e6:.0f} "
+                     f"µs of server CPU per game per second; measured {cap['measured_games']} "
+                     f"games, server {cap['measured_busy'] * 100:.1f}% busy)",
+                     f"p99 < {TARGET_P99_MS:g} ms at the measured load "
+                     f"{_ok(cap['p99_ok'])}"))
     if idle is not None:
         kb = idle["bytes_per_socket"] / 1024
         rows.append(("memory per idle authenticated socket",

@@ -4,14 +4,26 @@ docs/operations.md.
 Each application has its own :class:`Metrics` with its own registry (several in-process
 servers in one test never share counters). With ``settings.metrics`` off every metric is a
 no-op object with the same methods, so the hot paths (a move) call them unconditionally.
+
+The metrics are this module's own plain-Python counters, gauges and histograms, exposed
+through one collector in exactly the text ``prometheus_client``'s classes would write (names,
+``_total``/``_created`` samples, ``le`` labels, order). ``prometheus_client``'s own classes
+take a lock on every update, which the event loop, the only writer, does not need: a move's
+``moves.inc()`` and ``move_time.observe()`` cost less than half of theirs.
 """
 
 from __future__ import annotations
 
+import time
+from bisect import bisect_left
+from collections.abc import Iterator
 from typing import Any, Protocol
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
+from prometheus_client.metrics_core import Metric
+from prometheus_client.registry import Collector
+from prometheus_client.utils import floatToGoString as _go_float
 
 __all__ = ["CONTENT_TYPE_LATEST", "Metrics"]
 
@@ -51,22 +63,160 @@ class _Null:
 _NULL = _Null()
 
 
+class _Family:
+    """A metric with its children by label values (one child, ``()``, when unlabelled)."""
+
+    kind = ""
+
+    def __init__(self, name: str, doc: str, labelnames: tuple[str, ...] = ()) -> None:
+        self.name = name
+        self.doc = doc
+        self.labelnames = labelnames
+        self.children: dict[tuple[str, ...], Any] = {}
+
+    def child(self) -> Any:
+        raise NotImplementedError
+
+    def labels(self, *values: str) -> Any:
+        found = self.children.get(values)
+        if found is None:
+            if len(values) != len(self.labelnames):
+                raise ValueError(f"{self.name} takes labels {self.labelnames}")
+            found = self.children[values] = self.child()
+        return found
+
+    def samples(self, child: Any, labels: dict[str, str]) -> Iterator[tuple[str, dict[str, str],
+                                                                          float]]:
+        raise NotImplementedError
+
+    def collect(self) -> Metric:
+        metric = Metric(self.name, self.doc, self.kind)
+        for values, child in list(self.children.items()):
+            labels = dict(zip(self.labelnames, values, strict=True))
+            for suffix, extra, value in self.samples(child, labels):
+                metric.add_sample(self.name + suffix, {**labels, **extra}, value)
+        return metric
+
+
+class _CounterValue:
+    __slots__ = ("created", "value")
+
+    def __init__(self) -> None:
+        self.value = 0.0
+        self.created = time.time()
+
+    def inc(self, amount: float = 1) -> None:
+        if amount < 0:
+            raise ValueError("counters only go up")
+        self.value += amount
+
+
+class _Counter(_Family):
+    kind = "counter"
+
+    def __init__(self, name: str, doc: str, labelnames: tuple[str, ...] = ()) -> None:
+        super().__init__(name, doc, labelnames)
+        if not labelnames:
+            self.inc = self.labels().inc
+
+    def child(self) -> _CounterValue:
+        return _CounterValue()
+
+    def samples(self, child: Any, labels: dict[str, str]) -> Iterator[tuple[str, dict[str, str],
+                                                                          float]]:
+        yield "_total", {}, child.value
+        yield "_created", {}, child.created
+
+
+class _Gauge(_Family):
+    kind = "gauge"
+
+    def __init__(self, name: str, doc: str) -> None:
+        super().__init__(name, doc)
+        self.value = 0.0
+        self.children[()] = self
+
+    def child(self) -> _Gauge:
+        return self
+
+    def inc(self, amount: float = 1) -> None:
+        self.value += amount
+
+    def dec(self, amount: float = 1) -> None:
+        self.value -= amount
+
+    def set(self, value: float) -> None:
+        self.value = float(value)
+
+    def samples(self, child: Any, labels: dict[str, str]) -> Iterator[tuple[str, dict[str, str],
+                                                                          float]]:
+        yield "", {}, child.value
+
+
+class _Histogram(_Family):
+    kind = "histogram"
+
+    def __init__(self, name: str, doc: str, buckets: tuple[float, ...]) -> None:
+        super().__init__(name, doc)
+        self.bounds = (*buckets, float("inf"))
+        self.labels_le: dict[float, str] = {b: _go_float(b) for b in self.bounds}  # type: ignore[no-untyped-call]
+        self.counts = [0] * len(self.bounds)
+        self.sum = 0.0
+        self.created = time.time()
+        self.children[()] = self
+
+    def child(self) -> _Histogram:
+        return self
+
+    def observe(self, amount: float) -> None:
+        self.sum += amount
+        # The first bucket whose bound is >= amount (prometheus: amount <= bound).
+        self.counts[bisect_left(self.bounds, amount)] += 1
+
+    def samples(self, child: Any, labels: dict[str, str]) -> Iterator[tuple[str, dict[str, str],
+                                                                          float]]:
+        total = 0.0
+        for bound, count in zip(self.bounds, self.counts, strict=True):
+            total += count
+            yield "_bucket", {"le": self.labels_le[bound]}, total
+        yield "_count", {}, total
+        yield "_sum", {}, self.sum
+        yield "_created", {}, self.created
+
+
+class _Collector(Collector):
+    def __init__(self, families: list[_Family]) -> None:
+        self.families = families
+
+    def collect(self) -> Iterator[Metric]:
+        for family in self.families:
+            yield family.collect()
+
+    def describe(self) -> Iterator[Metric]:
+        for family in self.families:
+            yield Metric(family.name, family.doc, family.kind)
+
+
 class Metrics:
     """The node's metrics; ``enabled=False`` makes every one a no-op."""
 
     def __init__(self, *, enabled: bool = True) -> None:
         self.enabled = enabled
         self.registry = CollectorRegistry(auto_describe=True)
-        r = self.registry
+        families: list[_Family] = []
+
+        def add(family: _Family) -> Any:
+            families.append(family)
+            return family
 
         def counter(name: str, doc: str, labels: tuple[str, ...] = ()) -> Any:
-            return Counter(name, doc, labels, registry=r) if enabled else _NULL
+            return add(_Counter(name, doc, labels)) if enabled else _NULL
 
         def gauge(name: str, doc: str) -> Any:
-            return Gauge(name, doc, registry=r) if enabled else _NULL
+            return add(_Gauge(name, doc)) if enabled else _NULL
 
         def histogram(name: str, doc: str, buckets: tuple[float, ...]) -> Any:
-            return Histogram(name, doc, buckets=buckets, registry=r) if enabled else _NULL
+            return add(_Histogram(name, doc, buckets)) if enabled else _NULL
 
         self.connections = gauge("table42_connections", "WebSockets open on this node")
         self.connections_opened = counter("table42_connections_opened",
@@ -101,6 +251,8 @@ class Metrics:
         self.rating_delay = histogram("table42_game_end_to_rating_seconds",
                                       "from a game's last move to its rating events' push",
                                       _SLOW)
+        if enabled:
+            self.registry.register(_Collector(families))
 
     def error(self, code: str) -> None:
         self.errors.labels(code).inc()

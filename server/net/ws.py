@@ -29,7 +29,7 @@ from server.net.connection import Connection, Hub
 from server.protocol.codec import Outgoing, WireFormat
 from server.protocol.errors import ErrorCode, ProtocolError
 from server.protocol.lean import PROTOCOL_LEAN, PROTOCOLS
-from server.protocol.messages import MATCHMAKING_MESSAGES, Hello, PlayComputer
+from server.protocol.messages import MATCHMAKING_MESSAGES, MESSAGE_TYPES, Hello, PlayComputer
 from server.protocol.session import Accepted, CloseConnection, Refused, Session, SessionLimits
 from server.store.accounts import Accounts, Identity
 
@@ -41,6 +41,9 @@ log = logging.getLogger(__name__)
 CLOSE_POLICY_VIOLATION = 1008
 DEFAULT_PROTOCOL = PROTOCOL_LEAN
 """The table-event form of a socket that does not say (PROTOCOL.md §5.1)."""
+TO_LOBBY = frozenset(MESSAGE_TYPES) - {Hello, PlayComputer, *MATCHMAKING_MESSAGES}
+"""The messages of an authenticated socket that always go to the lobby (moves among them):
+one set look-up instead of the chain of checks the others go through."""
 WRITER_LIMIT = 1 << 62
 """aiohttp awaits a drain after this many bytes; effectively never (see connection.py)."""
 
@@ -207,16 +210,20 @@ class SocketHandler:
         loop = asyncio.get_running_loop()
         lobby = self.lobby
         hub = self.hub
+        receive = ws.receive
+        judge = session.receive
+        on_message = lobby.on_message
+        text, binary = WSMsgType.TEXT, WSMsgType.BINARY
         while True:
-            msg = await ws.receive()
+            msg = await receive()
             kind = msg.type
-            if kind is WSMsgType.TEXT or kind is WSMsgType.BINARY:
-                outcome = session.receive(
-                    msg.data, binary=kind is WSMsgType.BINARY, now=loop.time()
-                )
-                if isinstance(outcome, Accepted):
+            if kind is text or kind is binary:
+                outcome = judge(msg.data, binary=kind is binary, now=loop.time())
+                if type(outcome) is Accepted:
                     message = outcome.message
-                    if isinstance(message, Hello):
+                    if type(message) in TO_LOBBY and conn.identity is not None:
+                        await on_message(conn, message)
+                    elif isinstance(message, Hello):
                         if message.protocol is not None:
                             session.use_protocol(message.protocol)
                         live = await self.accounts.resolve_live(message.token)
@@ -239,7 +246,7 @@ class SocketHandler:
                     elif isinstance(message, PlayComputer) and self.computer is not None:
                         await self.computer.on_message(conn, message)
                     else:
-                        await lobby.on_message(conn, message)
+                        await on_message(conn, message)
                 elif isinstance(outcome, Refused):
                     lobby.metrics.error(outcome.error.code)
                     if outcome.error.code == ErrorCode.RATE_LIMITED:

@@ -30,6 +30,9 @@ class WireFormat(StrEnum):
         return self is WireFormat.MSGPACK
 
 
+_MSGPACK = WireFormat.MSGPACK
+
+
 def _reject_constant(name: str) -> Any:
     raise ValueError(f"{name} is not allowed")
 
@@ -68,6 +71,48 @@ def _depth_ok(obj: Any, limit: int) -> bool:
     return True
 
 
+_RECURSION_OK = 200
+"""Up to this ``max_depth`` the checks walk the document recursively (one pass, no stack
+list; Python's own recursion limit is far above it); beyond, iteratively."""
+
+
+def _scan(item: Any, depth: int, limit: int, stamps: list[Any]) -> bool:
+    """False when the container ``item`` (at ``depth``) nests deeper than ``limit``; collects
+    the msgpack timestamps it holds in ``stamps``. One recursive pass over the containers:
+    an event's ``legal_plays`` (lists of lists of ints) costs a loop per list."""
+    if depth > limit:
+        return False
+    for value in item.values() if type(item) is dict else item:
+        kind = type(value)
+        if kind is dict or kind is list:
+            if not _scan(value, depth + 1, limit, stamps):
+                return False
+        elif kind is msgpack.Timestamp:
+            stamps.append(value)
+    return True
+
+
+def _check(obj: Any, fmt: WireFormat, max_depth: int) -> None:
+    """Raise :class:`FrameError` for a document nested deeper than ``max_depth``, or (msgpack)
+    holding a timestamp; the depth is judged first."""
+    if max_depth > _RECURSION_OK:
+        if not _depth_ok(obj, max_depth):
+            raise FrameError(f"{fmt} document nests deeper than {max_depth}")
+        if fmt is WireFormat.MSGPACK and _has_timestamp(obj):
+            raise FrameError("msgpack extension type -1 (timestamp) is not allowed")
+        return
+    stamps: list[Any] = []
+    kind = type(obj)
+    if kind is dict or kind is list:
+        if not _scan(obj, 1, max_depth, stamps):
+            raise FrameError(f"{fmt} document nests deeper than {max_depth}")
+    elif kind is msgpack.Timestamp:
+        stamps.append(obj)
+    if stamps and fmt is WireFormat.MSGPACK:
+        # msgpack decodes extension type -1 (timestamps) itself, before ext_hook is asked.
+        raise FrameError("msgpack extension type -1 (timestamp) is not allowed")
+
+
 def decode(data: bytes | str, fmt: WireFormat, *, max_depth: int = MAX_DEPTH) -> Any:
     """Decode one frame's payload. Raises :class:`FrameError` (code ``bad_frame``) on any fault.
 
@@ -88,11 +133,7 @@ def decode(data: bytes | str, fmt: WireFormat, *, max_depth: int = MAX_DEPTH) ->
         raise FrameError(f"{fmt} document nests too deeply") from None
     except Exception as exc:  # every decoder fault is the client's, whatever its class
         raise FrameError(f"not a valid {fmt} document: {_short(exc)}") from None
-    if not _depth_ok(obj, max_depth):
-        raise FrameError(f"{fmt} document nests deeper than {max_depth}")
-    if fmt is WireFormat.MSGPACK and _has_timestamp(obj):
-        # msgpack decodes extension type -1 (timestamps) itself, before ext_hook is asked.
-        raise FrameError("msgpack extension type -1 (timestamp) is not allowed")
+    _check(obj, fmt, max_depth)
     return obj
 
 
@@ -189,7 +230,9 @@ class Outgoing:
 
     def wire(self, fmt: WireFormat, lean: bool = False) -> bytes:
         """The whole WebSocket frame (header and payload) to write to a socket in ``fmt``."""
-        slot = self._slot(fmt, lean)
+        # _slot, inline: this runs for every frame written to every socket.
+        slot = ((1 if fmt is _MSGPACK else 0)
+                + (2 if lean and self.lean is not None else 0))
         data = self._wires[slot]
         if data is None:
             data = self._wires[slot] = wire_frame(self.frame(fmt, lean), fmt)

@@ -43,7 +43,7 @@ def state_changes(before: Mapping[str, Any] | None, after: Mapping[str, Any],
     changes: dict[str, Any] = {}
     for key, value in after.items():
         old = before[key]
-        if key in force:
+        if force and key in force:
             if (key in MERGED and type(value) is dict and type(old) is dict
                     and value.keys() != old.keys()):
                 return None
@@ -51,12 +51,16 @@ def state_changes(before: Mapping[str, Any] | None, after: Mapping[str, Any],
             continue
         if old is value:
             continue
-        if key in MERGED and type(value) is dict and type(old) is dict:
-            part = {k: v for k, v in value.items()
-                    if (o := old.get(k, _ABSENT)) is not v
-                    and (o != v or type(o) is not type(v))}
+        if type(value) is dict and type(old) is dict and key in MERGED:
             if value.keys() != old.keys():
                 return None
+            # A plain loop with old[k] (the keys are the same): this runs for every event,
+            # over the game's ~20 keys, most of them the very same objects as before.
+            part: dict[str, Any] = {}
+            for k, v in value.items():
+                o = old[k]
+                if o is not v and (o != v or type(o) is not type(v)):
+                    part[k] = v
             if part:
                 changes[key] = part
         elif old != value or type(old) is not type(value):
@@ -103,12 +107,3 @@ def full_form(event: Mapping[str, Any], state: Mapping[str, Any] | None) -> dict
         out["state"] = state
     return out
 
-
-class _Absent:
-    __slots__ = ()
-
-    def __repr__(self) -> str:
-        return "<absent>"
-
-
-_ABSENT: Any = _Absent()

@@ -42,6 +42,8 @@ from server.protocol.messages import (
     Message,
     Ping,
     decode_typed,
+    json_typed_decoder,
+    msgpack_typed_decoder,
     parse_message,
     ref_of,
 )
@@ -81,8 +83,11 @@ class SessionLimits:
     auth_timeout: float
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Accepted:
+    """(Not frozen: made for every accepted frame, and a frozen dataclass's ``__init__`` goes
+    through ``object.__setattr__``.)"""
+
     message: Message
 
 
@@ -99,6 +104,13 @@ class CloseConnection:
 
 
 Outcome = Accepted | Refused | CloseConnection
+
+
+_READY = SessionState.READY
+_MSGPACK = WireFormat.MSGPACK
+_JSON = WireFormat.JSON
+_msgpack_typed = msgpack_typed_decoder.decode
+_json_typed = json_typed_decoder.decode
 
 
 class Session:
@@ -132,6 +144,63 @@ class Session:
 
     def receive(self, payload: bytes | str, *, binary: bool, now: float) -> Outcome:
         """Judge one received data frame. See the module docstring for what to do with it."""
+        state = self.state
+        if state is _READY:
+            # The usual frame (a move): the bucket's refill and spend and the typed decode
+            # inline, nothing else looked at.
+            self.format = _MSGPACK if binary else _JSON
+            bucket = self._bucket
+            if now > bucket.updated:
+                bucket.tokens = min(bucket.burst, bucket.tokens + (now - bucket.updated)
+                                    * bucket.rate)
+                bucket.updated = now
+            if bucket.tokens >= 1.0:
+                bucket.tokens -= 1.0
+                self._refused_in_row = 0
+                try:
+                    if binary:
+                        message: Message = _msgpack_typed(
+                            payload.encode("utf-8") if isinstance(payload, str) else payload)
+                    else:
+                        message = _json_typed(payload)
+                except Exception:  # the long way names the error (see _receive)
+                    return self._receive_slow(payload)
+                if isinstance(message, Hello):
+                    return Refused(ProtocolError(ErrorCode.ALREADY_AUTHENTICATED,
+                                                 "this socket is authenticated"), message.ref)
+                return Accepted(message)
+            return self._refuse_rate()
+        return self._receive(payload, binary=binary, now=now)
+
+    def _receive_slow(self, payload: bytes | str) -> Outcome:
+        """A READY socket's frame the typed decoder refused: judged field by field."""
+        obj = None
+        try:
+            obj = decode(payload, self.format)
+            message = parse_message(obj)
+        except ProtocolError as exc:
+            return Refused(exc, ref_of(obj))
+        if isinstance(message, Hello):
+            return Refused(
+                ProtocolError(ErrorCode.ALREADY_AUTHENTICATED, "this socket is authenticated"),
+                message.ref,
+            )
+        return Accepted(message)
+
+    def _refuse_rate(self) -> Refused | CloseConnection:
+        self._refused_in_row += 1
+        if self._refused_in_row >= self.limits.flood_close_after:
+            return self._close(CLOSE_POLICY_VIOLATION, "rate limit exceeded")
+        return Refused(
+            ProtocolError(
+                ErrorCode.RATE_LIMITED,
+                f"more than {self.limits.rate:g} messages per second "
+                f"(burst {self.limits.burst}); message dropped",
+            )
+        )
+
+    def _receive(self, payload: bytes | str, *, binary: bool, now: float) -> Outcome:
+        """:meth:`receive` before authentication or after closing: every check in order."""
         if self.state is SessionState.CLOSED:
             return CloseConnection(1000, "closed")
         self.format = WireFormat.MSGPACK if binary else WireFormat.JSON
