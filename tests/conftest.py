@@ -19,6 +19,7 @@ import pytest
 import redis.asyncio as aioredis
 
 from server.embedded_redis import EmbeddedRedis
+from server.store.redis_client import redis_client as server_redis_client
 
 CLUSTER_SCHEME = "redis+cluster://"  # as server/store/redis_client.py
 
@@ -77,7 +78,8 @@ def key_prefix() -> str:
 @pytest.fixture
 async def redis_client(redis_url: str, key_prefix: str) -> AsyncIterator[aioredis.Redis]:
     if redis_url.startswith(CLUSTER_SCHEME):
-        cluster = aioredis.RedisCluster.from_url("redis://" + redis_url[len(CLUSTER_SCHEME):])
+        # The server's own cluster client (pub/sub through the seed node, as the nodes do).
+        cluster = cast(aioredis.RedisCluster, server_redis_client(redis_url))
         try:
             yield cast(aioredis.Redis, cluster)
         finally:

@@ -431,8 +431,10 @@ class Persistence:
             await asyncio.sleep(interval)
 
     async def load_scripts(self) -> None:
-        """Load the fenced append now: the flush sends it by hash (``EVALSHA``)."""
+        """Load the scripts sent by hash in pipelines (``EVALSHA``): the fenced append of
+        the flush and the lease renewal (on a cluster, on every master)."""
         await self.redis.script_load(self._fenced_append.script)
+        await self.redis.script_load(self._lease_renew.script)
 
     def start(self) -> None:
         self._task = asyncio.create_task(self.run_flusher(), name="write-behind")
@@ -593,14 +595,24 @@ class Persistence:
         owned = [(t, e) for t, e in self.epochs.items() if e != FENCED_OUT]
         ttl_ms = int(self._settings.lease_ttl * 1000)
         now_ms = int(time.time() * 1000)
-        async with self.redis.pipeline(transaction=False) as pipe:
-            for table, epoch in owned:
-                await self._lease_renew(keys=[self.keys.table_lease(table)],
-                                        args=[epoch, ttl_ms], client=pipe)
-            if owned:
-                pipe.zadd(self.keys.lease_index, {t: now_ms + ttl_ms for t, _ in owned})
-            pipe.zadd(self.keys.nodes, {node: now_ms + int(node_ttl * 1000)})
-            replies = await pipe.execute()
+        sha = self._lease_renew.sha
+        for attempt in (1, 2):
+            # EVALSHA by name: redis-py's cluster pipeline refuses a Script object's call
+            # (each renewal goes to its table's slot either way).
+            async with self.redis.pipeline(transaction=False) as pipe:
+                for table, epoch in owned:
+                    pipe.execute_command("EVALSHA", sha, 1, self.keys.table_lease(table),
+                                         epoch, ttl_ms)
+                if owned:
+                    pipe.zadd(self.keys.lease_index, {t: now_ms + ttl_ms for t, _ in owned})
+                pipe.zadd(self.keys.nodes, {node: now_ms + int(node_ttl * 1000)})
+                try:
+                    replies = await pipe.execute()
+                    break
+                except NoScriptError:
+                    if attempt == 2:
+                        raise
+                    await self.load_scripts()  # Redis restarted or flushed its scripts
         return [t for (t, e), ok in zip(owned, replies, strict=False)
                 if not int(ok) and self.epochs.get(t) == e]
 
