@@ -42,6 +42,8 @@ from server.store.persistence import Persistence
 log = logging.getLogger(__name__)
 
 SCAN_LIMIT = 64
+SCAN_PASSES = 16
+"""Passes of one scan at most (SCAN_LIMIT tables each) while expired leases remain."""
 """Expired leases one scan claims at most (the next scan takes the rest)."""
 DEAD_NODE_KEEP = 3600.0
 """Seconds a dead node stays in the node set (so every peer sees it dead once)."""
@@ -121,14 +123,26 @@ class Ownership:
     async def scan_once(self) -> list[str]:
         """Look at the node set and the expired leases once; claim what is free. Returns
         the tables this node claimed."""
+        if self.lobby.closing:
+            return []  # a draining node hands its tables over: it never claims them back
         await self._check_nodes()
         self.lobby.sweep_forwarded()
         claimed: list[str] = []
-        for table_id in await self.persistence.expired_leases(SCAN_LIMIT):
-            if table_id in self.lobby.tables or table_id in self._claiming:
-                continue  # this node's own (its renewal is late) or being claimed here
-            if await self.take_over(table_id):
-                claimed.append(table_id)
+        # A node that held many tables: pass after pass until the expired ones are taken
+        # (each claim another node won costs one round trip), bounded per scan.
+        for _ in range(SCAN_PASSES):
+            expired = await self.persistence.expired_leases(SCAN_LIMIT)
+            tried = 0
+            for table_id in expired:
+                if self.lobby.closing:
+                    return claimed
+                if table_id in self.lobby.tables or table_id in self._claiming:
+                    continue  # this node's own (its renewal is late) or being claimed here
+                tried += 1
+                if await self.take_over(table_id):
+                    claimed.append(table_id)
+            if len(expired) < SCAN_LIMIT or not tried:
+                break
         return claimed
 
     async def _check_nodes(self) -> None:

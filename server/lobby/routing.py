@@ -71,7 +71,7 @@ from server.protocol.messages import (
 from server.ratelimit import RateLimiter
 from server.rules import DiceSource
 from server.store.accounts import GUEST_PREFIX, Identity, is_bot_id
-from server.store.persistence import Lease, Persistence
+from server.store.persistence import FENCED_OUT, Lease, Persistence
 
 log = logging.getLogger(__name__)
 
@@ -827,12 +827,23 @@ class Lobby:
     # --- listing -----------------------------------------------------------------------------
 
     async def _publish_listing(self, table: Table) -> None:
-        if not table.is_listed:
+        if not table.is_listed or not await self._holds_lease(table.id):
             return
         if table.status in (TableStatus.OPEN, TableStatus.PLAYING):
             await self.persistence.list_table(table.id, table.summary())
         else:
             await self.persistence.unlist_table(table.id, str(table.mode))
+
+    async def _holds_lease(self, table_id: str) -> bool:
+        """Whether this node still holds ``table_id``'s owner lease under the epoch it writes
+        with: the lobby index is not fenced by a script (another slot), so a node that was
+        paused past its lease checks before it lists (one read per status change)."""
+        epoch = self.persistence.epochs.get(table_id)
+        if epoch is None or epoch == FENCED_OUT:
+            return False
+        lease = await self.persistence.lease(table_id)
+        return (lease is not None and lease.node == self.node_id and lease.epoch == epoch
+                and not lease.done)
 
     def table_changed(self, table: Table) -> None:
         """The table's status changed: update the lobby index (in the background); when play
@@ -906,7 +917,9 @@ class Lobby:
 
     def table_lost(self, table: Table) -> None:
         """``table`` is not this node's any more (lease lost, or handed over): forget it
-        without releasing anything in Redis."""
+        without releasing anything in Redis; it stops (timers, announcements) and answers
+        the requests it held."""
+        table.let_go()
         handle = self._timers.pop(table.id, None)
         if handle is not None:
             handle.cancel()
@@ -926,8 +939,16 @@ class Lobby:
         summary = dict((snapshot or {}).get("summary") or {})
         status = str(summary.get("status") or "")
         players = [str(p) for p in summary.get("players") or () if p]
+        table: Table | None = None
         if status in ("playing", "finished") and events:
-            table = await Table.restore(self, table_id, snapshot, events, time.time())
+            try:
+                table = await Table.restore(self, table_id, snapshot, events, time.time())
+            except ValueError:
+                # A log that does not replay (another version's format, a log trimmed in
+                # the middle of a game): cleaned up below, so its players are free to play
+                # again instead of holding seats at a table nobody can run.
+                log.exception("table %s: its log does not replay; the game is lost", table_id)
+        if table is not None:
             self.tables[table_id] = table
             self._remember_owner(table_id, self.node_id)
             self.metrics.tables.set(len(self.tables))
@@ -1109,5 +1130,7 @@ class Lobby:
             self.reply(actor, error_message(exc, ref, table_id))
         except Exception:
             log.exception("internal error handling a command from node %s", actor.node)
-            self.reply(actor, error_message(ProtocolError(ErrorCode.INTERNAL, "internal error")))
+            self.reply(actor, error_message(ProtocolError(ErrorCode.INTERNAL, "internal error"),
+                                            None if msg is None else msg.ref,
+                                            msg.table if isinstance(msg, TableMessage) else None))
 

@@ -337,11 +337,27 @@ class Table:
         every timer, announce nothing more, refuse later commands, leave the lobby."""
         if self._fenced:
             return
-        self.shutdown()
-        self._fenced = True
-        self._held.clear()
+        self.let_go()
         log.warning("table %s: fenced (another node owns it now)", self.id)
         self.lobby.table_lost(self)
+
+    def let_go(self) -> None:
+        """This node stops serving the table (fenced, handed over in a drain, taken over by
+        another node): every timer stops, nothing more is announced (what was not stored is
+        not the table's), and each request still waiting for its answer gets one:
+        ``unavailable``, to be sent again (it reaches the table's new owner)."""
+        if self._fenced:
+            return
+        self.shutdown()
+        self._fenced = True
+        held, self._held = self._held, deque()
+        for _version, _out, actor, message in held:
+            if actor is not None and message is not None and message.get("ref") is not None:
+                self.lobby.reply(actor, {
+                    "type": "error", "code": str(ErrorCode.UNAVAILABLE),
+                    "message": f"table {self.id} moved to another node; send it again",
+                    "ref": message["ref"], "table": self.id, "retry_after": 1.0,
+                })
 
     # --- timers --------------------------------------------------------------------------
 
@@ -669,19 +685,17 @@ class Table:
     async def _settle_and_announce(self, settlement: Settlement, *,
                                    write_result: bool = True) -> None:
         game_id = settlement.game_id
-        # The settlement and the result are written at the same time (two round trips to
-        # Redis, overlapped): the announcements are sent once both are stored. The settlement's
-        # inputs are fixed now, so a late retry does not depend on the table any more.
+        # The result first (a fenced write, with the game's last events), then the rating:
+        # a node that lost the table (paused past its lease, the game over only in its own
+        # memory) is refused there (Fenced) and settles nothing. The announcements are sent
+        # once both are stored. The settlement's inputs are fixed now, so a late retry does
+        # not depend on the table any more.
         settle_once = self._settlement_call(settlement)
-        settling = asyncio.ensure_future(self._settle(settle_once))
         persistence = self.lobby.persistence
         if write_result:
-            try:
-                await self._retry(game_id, "the result", persistence.write_result, self.id,
-                                  settlement.result, ())
-            except BaseException:
-                settling.cancel()
-                raise
+            await self._retry(game_id, "the result", persistence.write_result, self.id,
+                              settlement.result, ())
+        settling = asyncio.ensure_future(self._settle(settle_once))
         self.lobby.metrics.settlements.inc()
         if settlement.match_over:
             # Every event is in the table's Redis log now; a finished table lingers for a

@@ -527,11 +527,14 @@ class Persistence:
                 key = self.keys.table_results(table)
                 pipe.rpush(key, json.dumps(note, separators=(",", ":")))
                 pipe.pexpire(key, self._log_ttl_ms)
-            if game is not None and table is not None:
-                key = self.keys.table_inboxed(table)
+            await pipe.execute()
+        if game is not None and table is not None:
+            # After the entries are stored (on a cluster they are written node by node).
+            key = self.keys.table_inboxed(table)
+            async with self.redis.pipeline(transaction=False) as pipe:
                 pipe.sadd(key, game)
                 pipe.pexpire(key, self._log_ttl_ms)
-            await pipe.execute()
+                await pipe.execute()
 
     async def inboxed(self, table: str, game_id: str) -> bool:
         """Whether ``game_id``'s rating events were written to the inboxes (see

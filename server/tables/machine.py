@@ -883,9 +883,12 @@ class TableMachine:
         machine._muted = True
         state: dict[str, Any] | None = None
         started = False
+        first_v: int | None = None
         for event in events:
             v = int(event["v"])
             kind = str(event.get("type"))
+            if first_v is None:
+                first_v = v
             if not started:
                 if v != 1 and kind != "game_start":
                     continue
@@ -911,6 +914,11 @@ class TableMachine:
                 machine._adopt(state)
                 if kind == "game_start":
                     machine.game_starts.append(v)
+        if first_v is not None and not started:
+            # A log trimmed in the middle of a game keeps neither v=1 nor a game_start:
+            # nothing here rebuilds that game.
+            raise ValueError(f"table {table_id}: the log starts at v{first_v}, with no "
+                             "game_start to replay from")
         machine._muted = False
         machine._out, machine._arm, machine._disarm, machine._settle = [], [], [], None
         machine.use_dice(dice_factory())
