@@ -15,7 +15,8 @@ where they are needed; on a single node all of this stays in-process.
 
 Node ops: ``cmd`` (actor, msg, hops?), ``deliver`` (player or conns, frame), ``attach``
 (actor), ``detach`` (player, node), ``unwatch`` (table, node, conn), ``push`` (player, frame),
-``revoke`` (tokens, reason); on the broadcast channel ``taken_over`` (table, node, players: a
+``revoke`` (tokens, reason), ``reattach`` (a peer had taken this node for dead: attach its
+sockets' seated players again); on the broadcast channel ``taken_over`` (table, node, players: a
 node took a table over) and ``released`` (node: a draining node handed its tables over). A
 message that does not fit its op is logged and dropped.
 
@@ -1009,8 +1010,23 @@ class Lobby:
         await self.flush()
 
     def node_back(self, node: str) -> None:
-        """A node seen dead says it is alive again (restarted under the same id)."""
-        self.dead_nodes.discard(node)
+        """A node seen dead says it is alive again (restarted under the same id, or it was
+        only paused: a long GC, Redis away for longer than a lease). Its players were taken
+        off the seats here as gone: it is asked to attach its sockets' seated players again
+        (they get ``resume``), so nobody playing through it forfeits by disconnection."""
+        if node in self.dead_nodes:
+            self.dead_nodes.discard(node)
+            self.bus.send(node, {"op": "reattach"})
+
+    async def reattach(self) -> None:
+        """Attach every seated player with a socket here to its table again (a peer saw
+        this node dead and took its players off their seats)."""
+        for player, conns in list(self.hub.by_player.items()):
+            if not conns:
+                continue
+            seat = await self.persistence.seat_of(player)
+            if seat is not None:
+                await self._send_attach(self.actor_of(next(iter(conns))), seat)
 
     async def hand_over(self) -> list[str]:
         """Drain (SIGTERM with live peers): stop every table here, store what is buffered,
@@ -1081,6 +1097,8 @@ class Lobby:
                     self.hub.end_token(str(digest), reason)
         elif op == "cmd":
             await self._remote_command(payload)
+        elif op == "reattach":
+            await self.reattach()
         elif op == "attach":
             table = await self._started(str(payload.get("table")))
             if table is not None:
