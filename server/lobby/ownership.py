@@ -124,7 +124,13 @@ class Ownership:
         await self._check_nodes()
         self.lobby.sweep_forwarded()
         claimed: list[str] = []
+        if self.lobby.closing:
+            # Draining: this node hands tables over, it takes none (it would take back the
+            # very tables it just released, and stop with them).
+            return claimed
         for table_id in await self.persistence.expired_leases(SCAN_LIMIT):
+            if self.lobby.closing:
+                break
             if table_id in self.lobby.tables or table_id in self._claiming:
                 continue  # this node's own (its renewal is late) or being claimed here
             if await self.take_over(table_id):
@@ -156,6 +162,11 @@ class Ownership:
                     await self.persistence.unindex([table_id])
                 return False
             self.persistence.adopt(table_id, epoch)
+            if self.lobby.closing:  # the drain began during the claim: hand it on at once
+                await self.persistence.release(table_id, done=False)
+                self.persistence.disown(table_id)
+                self.lobby.bus.broadcast({"op": "released", "node": self.node_id})
+                return False
             log.info("table %s claimed from node %s (epoch %d)", table_id, previous or "?",
                      epoch)
             try:

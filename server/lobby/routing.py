@@ -928,6 +928,13 @@ class Lobby:
         players = [str(p) for p in summary.get("players") or () if p]
         if status in ("playing", "finished") and events:
             table = await Table.restore(self, table_id, snapshot, events, time.time())
+            if self.closing:
+                # This node began to drain while it rebuilt the table: hand it on (hand_over
+                # has gone past the tables it had).
+                table.let_go()
+                await self.persistence.release(table_id, done=False)
+                self.bus.broadcast({"op": "released", "node": self.node_id})
+                return None
             self.tables[table_id] = table
             self._remember_owner(table_id, self.node_id)
             self.metrics.tables.set(len(self.tables))
@@ -1003,15 +1010,18 @@ class Lobby:
             await asyncio.wait(set(self._tasks), timeout=self.settings.shutdown_timeout)
         await self.persistence.flush(everything=True)
         handed: list[str] = []
-        for table in list(self.tables.values()):
+        while self.tables:
+            table = next(iter(self.tables.values()))
+            # Stopped here first: nothing of it is written or announced by this node any more
+            # (a settlement or a command still in flight is refused, not written late).
             over = table.status is TableStatus.CLOSED or table.wound_up
+            table.let_go(finished=over)
             try:
                 if await self.persistence.release(table.id, done=over) and not over:
                     handed.append(table.id)
             except (RedisError, OSError) as exc:
                 log.warning("drain: table %s not handed over (%s); its lease will expire",
                             table.id, exc)
-            self.table_lost(table)
         if handed:
             self.bus.broadcast({"op": "released", "node": self.node_id})
         log.info("drain: %d tables handed over to peers", len(handed))

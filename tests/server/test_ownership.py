@@ -189,3 +189,37 @@ async def test_garbage_on_the_node_bus_is_dropped(
     assert table in one.lobby.tables
     dropped = [r for r in caplog.records if "dropped" in r.getMessage()]
     assert len(dropped) >= 6
+
+
+async def test_a_draining_node_takes_no_table_and_its_tables_write_nothing(
+    start_nodes: StartNodes, redis_client: aioredis.Redis,
+) -> None:
+    """A node that drains claims no expired lease (it would take back the tables it just
+    released, and stop with them), and a table it handed over writes nothing more: a late
+    step of it (a timer, a command or a game's end still in flight) is not stored."""
+    one, two = await start_nodes(2, dice_factory=scripted(7))
+    a = await connect(one, await register(one, "alice"))
+    b = await connect(two, await register(two, "bob"))
+    table, _ = await seat_two(two, b, a)  # owned by two
+    lobby = one.lobby
+    lobby.closing = True
+    persistence = two.app[PERSISTENCE]
+    await _aw(redis_client.hset(persistence.keys.table_lease(table), "expires", "0"))
+    await redis_client.zadd(persistence.keys.lease_index, {table: 0})
+    assert await one.app[OWNERSHIP].scan_once() == []
+    assert await lease_node(one, table) == (two.settings.node_id, False)
+    lobby.closing = False
+
+    live = two.lobby.tables[table]
+    version = live.version
+    handed = await two.lobby.hand_over()
+    assert handed == [table]
+    assert table not in two.lobby.tables
+    live.detach("alice", one.settings.node_id)  # a late step: refused, not buffered
+    assert persistence.pending_events == 0 and live.recent[-1][0] == version
+    await eventually(lambda: _claimed(one, table), timeout=5.0)
+    await persistence.flush()
+    keys = Keys(two.settings.key_prefix)
+    versions = [msgpack.unpackb(e)["v"] for e in
+                await _aw(redis_client.lrange(keys.table_events(table), 0, -1))]
+    assert versions == list(range(1, len(versions) + 1))
