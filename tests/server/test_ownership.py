@@ -223,3 +223,30 @@ async def test_a_draining_node_takes_no_table_and_its_tables_write_nothing(
     versions = [msgpack.unpackb(e)["v"] for e in
                 await _aw(redis_client.lrange(keys.table_events(table), 0, -1))]
     assert versions == list(range(1, len(versions) + 1))
+
+
+async def test_closing_the_sockets_at_shutdown_is_bounded() -> None:
+    """A socket whose closing handshake never ends (a client that neither reads nor
+    answers) is dropped after the timeout: the node's shutdown goes on."""
+    from server.app import close_all
+
+    class Stuck:
+        aborted = False
+        closed_with: tuple[int, str] | None = None
+
+        async def close(self, code: int, reason: str) -> None:
+            self.closed_with = (code, reason)
+            await asyncio.Event().wait()  # never answered
+
+        def abort(self) -> None:
+            self.aborted = True
+
+    class Quick(Stuck):
+        async def close(self, code: int, reason: str) -> None:
+            self.closed_with = (code, reason)
+
+    stuck, quick = Stuck(), Quick()
+    await asyncio.wait_for(close_all([stuck, quick], 1012, "service restart", 0.2),  # type: ignore[list-item]
+                           timeout=5.0)
+    assert stuck.aborted and not quick.aborted
+    assert quick.closed_with == stuck.closed_with == (1012, "service restart")
