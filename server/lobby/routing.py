@@ -189,6 +189,9 @@ class Lobby:
         self._forwarded: dict[tuple[str, Any], tuple[str, str, float]] = {}
         self._answered: OrderedDict[tuple[str, Any], None] = OrderedDict()
         self.on_released: Callable[[], None] | None = None  # a peer handed tables over
+        # Called with each game table this node rebuilt after a takeover (the computer
+        # opponents resume a bot's seat).
+        self.on_restored: Callable[[Table], None] | None = None
         persistence.on_stored = self._table_stored
         persistence.on_fenced = self._table_fenced
 
@@ -939,6 +942,11 @@ class Lobby:
             self._remember_owner(table_id, self.node_id)
             self.metrics.tables.set(len(self.tables))
             log.info("table %s taken over at version %s", table_id, table.version)
+            if self.on_restored is not None and table.status is TableStatus.PLAYING:
+                try:
+                    self.on_restored(table)
+                except Exception:
+                    log.exception("table %s: resuming after the takeover failed", table_id)
             if table.status in (TableStatus.OPEN, TableStatus.PLAYING):
                 await self._publish_listing(table)
             self.bus.broadcast({"op": "taken_over", "table": table_id, "node": self.node_id,

@@ -250,3 +250,45 @@ async def test_closing_the_sockets_at_shutdown_is_bounded() -> None:
                            timeout=5.0)
     assert stuck.aborted and not quick.aborted
     assert quick.closed_with == stuck.closed_with == (1012, "service restart")
+
+
+async def test_a_game_against_the_computer_goes_on_after_a_drain(
+    start_nodes: StartNodes,
+) -> None:
+    """The bot of a ``play_computer`` game runs on the node that started it; when that node
+    drains, the table's new owner plays the bot's seat on (same bot id, a new token): the
+    game ends normally, not by the bot's absence."""
+    from server.app import COMPUTER
+
+    one, two = await start_nodes(2, dice_factory=scripted(7))
+    token = await register(one, "human")
+    h1 = await connect(one, token)
+    h2 = await connect(two, token)  # the human's second socket survives the drain
+    answer = await h1.request({"type": "play_computer", "level": "random"})
+    table, bot = answer["table"], answer["bot"]
+    start = await h2.expect("game_start", table=table)
+    side = 0 if start["state"]["seats"][0]["player"] == "human" else 1
+    await one.stop()  # drain: the table goes to two
+    await eventually(lambda: table in two.lobby.tables, timeout=5.0)
+    await eventually(lambda: table in two.app[COMPUTER].games, timeout=5.0)
+    assert two.app[COMPUTER].games[table].bot == bot
+
+    acted = -1
+    message: dict[str, Any] = start
+    sync = await h2.request({"type": "sync", "table": table, "since": 0})
+    message = {**sync, "type": "sync"}
+    for _ in range(4000):
+        if message.get("table") == table:
+            assert message.get("type") != "error", message
+            if message["type"] == "game_over":
+                break
+            state = message.get("state")
+            if isinstance(state, dict) and state.get("status") == "playing" and "v" in message:
+                game = state["game"]
+                if game["to_act"] == side and message["v"] > acted:
+                    acted = message["v"]
+                    await h2.send({**default_decision(game), "table": table})
+        message = await h2.next(30.0)
+    else:  # pragma: no cover
+        raise AssertionError("no game_over")
+    assert message["reason"] == "normal", message
