@@ -1024,6 +1024,7 @@ class Lobby:
             # (a settlement or a command still in flight is refused, not written late).
             over = table.status is TableStatus.CLOSED or table.wound_up
             table.let_go(finished=over)
+            self.table_lost(table)  # (let_go did, unless the table was fenced already)
             try:
                 if await self.persistence.release(table.id, done=over) and not over:
                     handed.append(table.id)
