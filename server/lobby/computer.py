@@ -95,6 +95,7 @@ class ComputerOpponents:
         self.fallbacks = 0  # strong decisions made at the basic level (the pool was busy)
         self._closing = False
         lobby.on_restored = self.resume
+        lobby.on_table_lost = self.drop
 
     def owns_token(self, token: str | None) -> bool:
         """Whether ``token`` is one of this node's own bots (they connect from the node's
@@ -265,6 +266,14 @@ class ComputerOpponents:
         self._tokens.add(issued.token)
         self._by_address[game.address] += 1  # given back when the game ends (_run_bot)
         await self._run_bot(game, url, issued.token, human)
+
+    def drop(self, table_id: str) -> None:
+        """This node lost ``table_id`` to another node (its lease, or a drain): its bot
+        here stops, without leaving the table (the new owner runs the seat's bot; a bot
+        left here, hearing nothing, would stall and forfeit the game)."""
+        game = self.games.get(table_id)
+        if game is not None and game.task is not None:
+            game.task.cancel()
 
     def _own_url(self) -> str | None:
         """This node's WebSocket URL: as one of its sockets reached it, else its port."""

@@ -192,6 +192,8 @@ class Lobby:
         # Called with each game table this node rebuilt after a takeover (the computer
         # opponents resume a bot's seat).
         self.on_restored: Callable[[Table], None] | None = None
+        # Called with the id of each table this node lost to another (fenced, handed over).
+        self.on_table_lost: Callable[[str], None] | None = None
         persistence.on_stored = self._table_stored
         persistence.on_fenced = self._table_fenced
 
@@ -919,6 +921,8 @@ class Lobby:
             self._owners.pop(table.id, None)
             self.metrics.tables.set(len(self.tables))
         self.sweep_forwarded(table=table.id, retry_after=1.0)
+        if self.on_table_lost is not None:
+            self.on_table_lost(table.id)
 
     async def restore_table(self, table_id: str, snapshot: dict[str, Any] | None,
                             events: list[dict[str, Any]]) -> Table | None:
