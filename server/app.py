@@ -20,6 +20,7 @@ A finished result is written before it is announced, so nothing a player saw is 
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import AsyncIterator, Callable
 
@@ -35,7 +36,7 @@ from server.lobby.matchmaker import Matchmaker
 from server.lobby.ownership import Ownership
 from server.lobby.routing import Lobby
 from server.metrics import Metrics
-from server.net.connection import CLOSE_GOING_AWAY, Hub
+from server.net.connection import CLOSE_GOING_AWAY, Connection, Hub
 from server.net.http_api import AccountRoutes
 from server.net.http_middleware import http_middleware
 from server.net.public_api import PublicRoutes
@@ -201,5 +202,21 @@ async def _close_sockets(app: web.Application) -> None:
             table.shutdown()
         code, reason = CLOSE_GOING_AWAY, "server shutting down"
     await hub.flush()
-    for conn in hub.all():
-        await conn.close(code, reason)
+    await close_all(hub.all(), code, reason, app[SETTINGS].shutdown_timeout)
+
+
+async def close_all(conns: list[Connection], code: int, reason: str, timeout: float) -> None:
+    """Close every socket at once, waiting at most ``timeout`` seconds for their closing
+    handshakes; a socket still open then (a client that neither reads nor answers) is
+    dropped. One slow client never holds a node's shutdown."""
+    closing = [asyncio.ensure_future(conn.close(code, reason)) for conn in conns]
+    if not closing:
+        return
+    _done, pending = await asyncio.wait(closing, timeout=timeout)
+    if pending:
+        log.warning("shutdown: %d sockets did not close in %.1fs: dropped", len(pending),
+                    timeout)
+    for conn, task in zip(conns, closing, strict=True):
+        if task in pending:
+            conn.abort()
+            task.cancel()

@@ -8,7 +8,9 @@ never holds the event loop; with ``SEARCHES_PER_WORKER`` strong searches per pro
 flight, further strong decisions are made at the basic level (counted in ``fallbacks``).
 A bot that errors, loses its socket or thinks longer than
 ``bot_decision_timeout`` forfeits (it leaves the table: a loss at the current cube) and
-is logged; nothing it does can crash the node.
+is logged; nothing it does can crash the node. A table taken over from another node (that
+node drained or died) gets its bot back: the new owner runs it under a new token for the
+same bot id (:meth:`ComputerOpponents.resume`).
 
 Games against a bot are never rated (``rating.unrated_reason`` is ``bot``), count on no
 ladder, and bots may not queue for matchmaking or play in tournaments
@@ -37,12 +39,13 @@ from server.bot.strategy import Level
 from server.client import Client, ClientError, Format
 from server.config import Settings
 from server.lobby.routing import Actor, Lobby, error_message
+from server.lobby.table import Table
 from server.matchmaking.policy import network_key
 from server.net.connection import Connection, Hub
 from server.protocol.codec import Outgoing
 from server.protocol.errors import ErrorCode, ProtocolError
 from server.protocol.messages import MAX_VERSION, PlayComputer
-from server.store.accounts import Accounts, Identity
+from server.store.accounts import BOT_ID, Accounts, Identity
 
 log = logging.getLogger(__name__)
 
@@ -91,6 +94,8 @@ class ComputerOpponents:
         self._by_address: Counter[str] = Counter()  # games (and starts) per human network
         self.fallbacks = 0  # strong decisions made at the basic level (the pool was busy)
         self._closing = False
+        lobby.on_restored = self.resume
+        lobby.on_table_lost = self.drop
 
     def owns_token(self, token: str | None) -> bool:
         """Whether ``token`` is one of this node's own bots (they connect from the node's
@@ -223,6 +228,61 @@ class ComputerOpponents:
             self._run_bot(game, node_url(conn), issued.token, identity.player)
         )
         return None  # the answer went out in announce()
+
+    # --- a game taken over from another node ----------------------------------------------
+
+    def resume(self, table: Table) -> None:
+        """``table`` was rebuilt here after its node drained or died: a computer player
+        seated at it (its id is a bot id) plays on from this node, under a new token for
+        the same id (its old bot task went with the old node)."""
+        if self._closing or self.lobby.closing or table.id in self.games:
+            return
+        players = [None if s is None else s.player for s in table.seats]
+        for side, player in enumerate(players):
+            match = None if player is None else BOT_ID.fullmatch(player)
+            if match is None or player is None:
+                continue
+            url = self._own_url()
+            if url is None:
+                log.warning("table %s: bot %s not resumed (this node's address is unknown)",
+                            table.id, player)
+                return
+            human = players[1 - side] or ""
+            game = BotGame(table.id, human, player, Level(match.group(1)))
+            self.games[table.id] = game
+            game.task = asyncio.ensure_future(self._resume(game, url, human))
+            log.info("table %s: bot %s resumed here", table.id, player)
+            return
+
+    async def _resume(self, game: BotGame, url: str, human: str) -> None:
+        try:
+            issued = await self.accounts.bot_again(game.bot)
+        except (RedisError, OSError) as exc:
+            log.warning("table %s: bot %s not resumed: %s", game.table, game.bot, exc)
+            issued = None
+        if issued is None:
+            self.games.pop(game.table, None)
+            return
+        self._tokens.add(issued.token)
+        self._by_address[game.address] += 1  # given back when the game ends (_run_bot)
+        await self._run_bot(game, url, issued.token, human)
+
+    def drop(self, table_id: str) -> None:
+        """This node lost ``table_id`` to another node (its lease, or a drain): its bot
+        here stops, without leaving the table (the new owner runs the seat's bot; a bot
+        left here, hearing nothing, would stall and forfeit the game)."""
+        game = self.games.get(table_id)
+        if game is not None and game.task is not None:
+            game.task.cancel()
+
+    def _own_url(self) -> str | None:
+        """This node's WebSocket URL: as one of its sockets reached it, else its port."""
+        for conn in self.hub.all():
+            if conn.transport is not None:
+                return node_url(conn)
+        if self.settings.port:
+            return f"ws://127.0.0.1:{self.settings.port}/ws"
+        return None
 
     # --- the bot -------------------------------------------------------------------------
 

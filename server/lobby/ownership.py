@@ -170,6 +170,11 @@ class Ownership:
                     await self.persistence.unindex([table_id])
                 return False
             self.persistence.adopt(table_id, epoch)
+            if self.lobby.closing:  # the drain began during the claim: hand it on at once
+                await self.persistence.release(table_id, done=False)
+                self.persistence.disown(table_id)
+                self.lobby.bus.broadcast({"op": "released", "node": self.node_id})
+                return False
             log.info("table %s claimed from node %s (epoch %d)", table_id, previous or "?",
                      epoch)
             try:

@@ -190,6 +190,11 @@ class Lobby:
         self._forwarded: dict[tuple[str, Any], tuple[str, str, float]] = {}
         self._answered: OrderedDict[tuple[str, Any], None] = OrderedDict()
         self.on_released: Callable[[], None] | None = None  # a peer handed tables over
+        # Called with each game table this node rebuilt after a takeover (the computer
+        # opponents resume a bot's seat).
+        self.on_restored: Callable[[Table], None] | None = None
+        # Called with the id of each table this node lost to another (fenced, handed over).
+        self.on_table_lost: Callable[[str], None] | None = None
         persistence.on_stored = self._table_stored
         persistence.on_fenced = self._table_fenced
 
@@ -930,6 +935,8 @@ class Lobby:
             self._owners.pop(table.id, None)
             self.metrics.tables.set(len(self.tables))
         self.sweep_forwarded(table=table.id, retry_after=1.0)
+        if self.on_table_lost is not None:
+            self.on_table_lost(table.id)
 
     async def restore_table(self, table_id: str, snapshot: dict[str, Any] | None,
                             events: list[dict[str, Any]]) -> Table | None:
@@ -950,10 +957,22 @@ class Lobby:
                 # again instead of holding seats at a table nobody can run.
                 log.exception("table %s: its log does not replay; the game is lost", table_id)
         if table is not None:
+            if self.closing:
+                # This node began to drain while it rebuilt the table: hand it on (hand_over
+                # has gone past the tables it had).
+                table.let_go()
+                await self.persistence.release(table_id, done=False)
+                self.bus.broadcast({"op": "released", "node": self.node_id})
+                return None
             self.tables[table_id] = table
             self._remember_owner(table_id, self.node_id)
             self.metrics.tables.set(len(self.tables))
             log.info("table %s taken over at version %s", table_id, table.version)
+            if self.on_restored is not None and table.status is TableStatus.PLAYING:
+                try:
+                    self.on_restored(table)
+                except Exception:
+                    log.exception("table %s: resuming after the takeover failed", table_id)
             if table.status in (TableStatus.OPEN, TableStatus.PLAYING):
                 await self._publish_listing(table)
             self.bus.broadcast({"op": "taken_over", "table": table_id, "node": self.node_id,
@@ -1040,15 +1059,19 @@ class Lobby:
             await asyncio.wait(set(self._tasks), timeout=self.settings.shutdown_timeout)
         await self.persistence.flush(everything=True)
         handed: list[str] = []
-        for table in list(self.tables.values()):
+        while self.tables:
+            table = next(iter(self.tables.values()))
+            # Stopped here first: nothing of it is written or announced by this node any more
+            # (a settlement or a command still in flight is refused, not written late).
             over = table.status is TableStatus.CLOSED or table.wound_up
+            table.let_go(finished=over)
+            self.table_lost(table)
             try:
                 if await self.persistence.release(table.id, done=over) and not over:
                     handed.append(table.id)
             except (RedisError, OSError) as exc:
                 log.warning("drain: table %s not handed over (%s); its lease will expire",
                             table.id, exc)
-            self.table_lost(table)
         if handed:
             self.bus.broadcast({"op": "released", "node": self.node_id})
         log.info("drain: %d tables handed over to peers", len(handed))

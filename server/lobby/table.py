@@ -70,6 +70,7 @@ from server.protocol.messages import (
     Watch,
 )
 from server.rules import DiceSource, EndReason, Game, Match, Side
+from server.store.persistence import Fenced
 from server.tables.machine import (
     BOT_PREFIX,
     CLOCK,
@@ -163,6 +164,9 @@ class Table:
         self._held: deque[_Held] = deque()
         self._hold_from: int | None = None
         self._fenced = False
+        # Another node owns the table now (fenced, or handed over unfinished): the writes a
+        # game's end still retries here stop (the new owner makes them).
+        self._gone = False
         # The last game's end is fully stored (see _wind_up): a drain gives the lease up as
         # done; a finished table not yet wound up is handed on, for its peer to settle it.
         self.wound_up = False
@@ -341,15 +345,19 @@ class Table:
         log.warning("table %s: fenced (another node owns it now)", self.id)
         self.lobby.table_lost(self)
 
-    def let_go(self) -> None:
+    def let_go(self, *, finished: bool = False) -> None:
         """This node stops serving the table (fenced, handed over in a drain, taken over by
         another node): every timer stops, nothing more is announced (what was not stored is
         not the table's), and each request still waiting for its answer gets one:
-        ``unavailable``, to be sent again (it reaches the table's new owner)."""
+        ``unavailable``, to be sent again (it reaches the table's new owner). An unfinished
+        table's end-of-game writes still in flight here stop (its new owner makes them);
+        ``finished`` (its end fully stored, nobody takes it over): its seat releases go on.
+        The caller forgets it (:meth:`Lobby.table_lost`)."""
         if self._fenced:
             return
         self.shutdown()
         self._fenced = True
+        self._gone = not finished
         held, self._held = self._held, deque()
         for _version, _out, actor, message in held:
             if actor is not None and message is not None and message.get("ref") is not None:
@@ -601,7 +609,12 @@ class Table:
             events = [e for e in events if e["v"] <= version]
             if not actor.lean:
                 events = [e for e in self._full_events(events) if e["v"] > since]
-        complete = not events or events[0]["v"] == since + 1 or since == version
+        # Complete: the events are exactly since+1 .. version (each once, in order). Not when
+        # the client asked from beyond the table's version (it holds versions this table does
+        # not: it rebuilds from ``state``), nor when some are missing (a log trimmed, or an
+        # in-memory window that does not reach the version).
+        complete = msg.since <= version and len(events) == version - since and (
+            not events or (events[0]["v"] == since + 1 and events[-1]["v"] == version))
         self._reply(actor, {
             "type": "sync", "table": self.id, "ref": msg.ref, "since": msg.since,
             "v": version, "complete": complete,
@@ -676,6 +689,9 @@ class Table:
     async def _finish(self, settlement: Settlement, write_result: bool = True) -> None:
         try:
             await self._settle_and_announce(settlement, write_result=write_result)
+        except Fenced:
+            log.warning("table %s: %s is finished by the table's new owner", self.id,
+                        settlement.game_id)
         except Exception:
             log.exception("table %s: finishing %s failed", self.id, settlement.game_id)
         finally:
@@ -740,6 +756,8 @@ class Table:
         delay = 0.05
         attempt = 0
         while True:
+            if self._gone:  # another node owns the table now: it makes this write
+                raise Fenced(self.id)
             try:
                 await write(*args, **kwargs)
                 return
@@ -828,6 +846,10 @@ class Table:
                 while waited < delay and not (was_down and persistence.redis_up):
                     await asyncio.sleep(0.1)
                     waited += 0.1
+                if self._gone:
+                    log.warning("table %s: %s is settled by the table's new owner", self.id,
+                                game_id)
+                    return
                 try:
                     pushes = await settle_once()
                     break

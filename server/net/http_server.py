@@ -23,8 +23,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
 import resource
 import signal
+import threading
 from typing import Any
 
 from aiohttp import web
@@ -174,7 +176,34 @@ async def serve(app: web.Application, settings: Settings, metrics: Metrics) -> N
         await stop.wait()
         log.info("stopping (signal)")
     finally:
+        # However the shutdown goes (a drain that waits on Redis, a settlement that never
+        # ends, a socket that never closes), the node exits: the cleanup is cut off after
+        # its bound, and a watchdog ends the process if even that does not return.
+        bound = shutdown_bound(settings)
+        watchdog = threading.Timer(bound + WATCHDOG_MARGIN, _exit_now, args=(bound,))
+        watchdog.daemon = True
+        watchdog.start()
         await guard.stop()
-        await runner.cleanup()
+        try:
+            await asyncio.wait_for(runner.cleanup(), bound)
+        except TimeoutError:
+            log.error("shutdown not done after %.1fs: stopping anyway", bound)
         for signum in (signal.SIGTERM, signal.SIGINT):
             loop.remove_signal_handler(signum)
+
+
+WATCHDOG_MARGIN = 5.0
+"""Seconds past :func:`shutdown_bound` after which a node still running is ended."""
+
+
+def shutdown_bound(settings: Settings) -> float:
+    """The longest a clean shutdown may take: each of its waits is bounded by
+    ``shutdown_timeout`` (settlements before the drain, the sockets' closing handshakes,
+    the HTTP handlers, the settlements again at cleanup), plus a few round trips to Redis."""
+    return 4 * settings.shutdown_timeout + 5.0
+
+
+def _exit_now(bound: float) -> None:
+    log.critical("shutdown hung past %.1fs: exiting", bound + WATCHDOG_MARGIN)
+    logging.shutdown()
+    os._exit(1)

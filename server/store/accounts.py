@@ -359,6 +359,16 @@ class Accounts:
         identity = Identity(f"{BOT_PREFIX}{level}-{suffix}", f"Computer ({level})", False, True)
         return await self._issue(identity, self._settings.guest_token_ttl)
 
+    async def bot_again(self, player: str) -> IssuedToken | None:
+        """A new token for the existing computer player ``player`` (a bot id this server
+        issued: its seat at a table taken over from another node), or None when ``player``
+        is not shaped like one."""
+        name = bot_name(player)
+        if name is None:
+            return None
+        return await self._issue(Identity(player, name, False, True),
+                                 self._settings.guest_token_ttl)
+
     async def resolve(self, token: str) -> Identity | None:
         """The identity a live token belongs to, or None (unknown, expired or malformed)."""
         if not token or len(token) > 256:

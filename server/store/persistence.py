@@ -127,6 +127,11 @@ def listing_score(summary: dict[str, Any]) -> float:
     return rank * 1e13 + (1e13 - created_ms)
 
 
+def _first_arg(firsts: dict[str, int], table: str) -> bytes:
+    first = firsts.get(table)
+    return b"" if first is None else b"%d" % first
+
+
 def _load_script(name: str) -> str:
     return importlib.resources.files("server.store").joinpath("lua", name).read_text("utf-8")
 
@@ -169,6 +174,7 @@ class Persistence:
         self._settings = settings
         self._events: dict[str, list[bytes]] = {}
         self._versions: dict[str, int] = {}  # table -> version of its last buffered event
+        self._firsts: dict[str, int] = {}  # table -> version of its first buffered event
         self._callbacks: dict[str, StoredFn] = {}  # table -> its own "stored" callback
         self._dirty: dict[str, SnapshotFn] = {}
         self._urgent: set[str] = set()
@@ -220,6 +226,8 @@ class Persistence:
                 self._callbacks[table] = stored
         pending = self._events.get(table)
         if pending is None:
+            if isinstance(version, int):
+                self._firsts[table] = version
             self._events[table] = [packed]
             self._wake.set()
         else:
@@ -262,6 +270,7 @@ class Persistence:
         self.epochs[table] = FENCED_OUT
         self._events.pop(table, None)
         self._versions.pop(table, None)
+        self._firsts.pop(table, None)
         self._callbacks.pop(table, None)
         self._dirty.pop(table, None)
         self._urgent.discard(table)
@@ -280,7 +289,8 @@ class Persistence:
 
     def _queue_buffered(
         self, batch: _Batch, *, everything: bool
-    ) -> tuple[list[str], dict[str, list[bytes]], dict[str, SnapshotFn], dict[str, int]]:
+    ) -> tuple[list[str], dict[str, list[bytes]], dict[str, SnapshotFn], dict[str, int],
+               dict[str, int]]:
         """Queue one fenced append per table on ``batch``; the tables in batch order, and what
         was taken from the buffers (put back if the batch fails). Snapshots not yet due stay
         buffered unless ``everything``."""
@@ -288,6 +298,7 @@ class Persistence:
         keys = self.keys
         events, self._events = self._events, {}
         versions, self._versions = self._versions, {}
+        firsts, self._firsts = self._firsts, {}
         taken: dict[str, SnapshotFn] = {}
         packed_snapshots: dict[str, bytes] = {}
         if self._dirty:
@@ -321,19 +332,29 @@ class Persistence:
             batch.add(b"EVALSHA", sha, b"3", keys.table_lease(table).encode(),
                       keys.table_events(table).encode(), keys.table_snapshot(table).encode(),
                       self._epoch_arg(table), ttl, cap, packed_snapshots.get(table, b""),
-                      *events.get(table, ()))
+                      _first_arg(firsts, table), *events.get(table, ()))
             order.append(table)
         if now - self._pruned_at > SNAPSHOT_INTERVAL:
             self._prune(now)
-        return order, events, taken, versions
+        return order, events, taken, versions, firsts
 
     def _put_back(self, events: dict[str, list[bytes]], snapshots: dict[str, SnapshotFn],
-                  versions: dict[str, int] | None = None) -> None:
-        """A write failed: its events go back in front of what was buffered since (so the
-        log keeps every version), its snapshots back unless a newer one is waiting."""
+                  versions: dict[str, int] | None = None,
+                  firsts: dict[str, int] | None = None) -> None:
+        """A write failed (or its outcome is unknown): its events go back in front of what
+        was buffered since, to be written again (the scripts skip the versions already
+        stored), its snapshots back unless a newer one is waiting. A table fenced out
+        meanwhile gets nothing back."""
         for table, items in events.items():
+            if self.epochs.get(table) == FENCED_OUT:
+                continue
             newer = self._events.get(table)
             self._events[table] = items if newer is None else items + newer
+            first = (firsts or {}).get(table)
+            if first is not None:
+                self._firsts[table] = first
+            else:
+                self._firsts.pop(table, None)
         for table, version in (versions or {}).items():
             self._versions.setdefault(table, version)
         for table, snapshot in snapshots.items():
@@ -356,18 +377,19 @@ class Persistence:
         if not self._events and not self._dirty:
             return
         batch = _Batch()
-        order, events, snapshots, versions = self._queue_buffered(batch, everything=everything)
+        order, events, snapshots, versions, firsts = self._queue_buffered(
+            batch, everything=everything)
         if not batch.count:
             return
         started = time.perf_counter()
         try:
             replies = await batch.execute(self.redis)
         except NoScriptError:
-            self._put_back(events, snapshots, versions)
+            self._put_back(events, snapshots, versions, firsts)
             await self.load_scripts()
             raise
         except BaseException:
-            self._put_back(events, snapshots, versions)
+            self._put_back(events, snapshots, versions, firsts)
             self.redis_up = False
             raise
         self.metrics.redis_rtt.observe(time.perf_counter() - started)
@@ -472,6 +494,7 @@ class Persistence:
         async with self._lock:
             events = self._events.pop(table, None)
             version = self._versions.pop(table, None)
+            first = self._firsts.pop(table, None)
             snapshot = self._dirty.pop(table, None)
             self._urgent.discard(table)
             keys = self.keys
@@ -481,14 +504,16 @@ class Persistence:
                     keys=[keys.table_lease(table), keys.table_events(table),
                           keys.table_snapshot(table), keys.table_results(table)],
                     args=[self._epoch_arg(table), self._log_ttl_ms,
-                          self._settings.event_log_max, packed, result_json, *(events or ())],
+                          self._settings.event_log_max, packed, result_json,
+                          b"" if first is None else b"%d" % first, *(events or ())],
                 )
             except BaseException:
                 # Nothing of it is lost: the events and snapshot go back to the buffer, and
                 # the caller tries again.
                 self._put_back({table: events} if events else {},
                                {table: snapshot} if snapshot is not None else {},
-                               {table: version} if version is not None else {})
+                               {table: version} if version is not None else {},
+                               {table: first} if first is not None else {})
                 self.redis_up = False
                 raise
         if int(reply) == -1:
@@ -635,7 +660,12 @@ class Persistence:
         if done:
             self.epochs.pop(table, None)
         else:
+            # Whatever is still buffered for it would be refused: dropped now.
             self.epochs[table] = FENCED_OUT
+            self._events.pop(table, None)
+            self._firsts.pop(table, None)
+            self._dirty.pop(table, None)
+            self._urgent.discard(table)
         if done:
             await _aw(self.redis.zrem(self.keys.lease_index, table))
         else:

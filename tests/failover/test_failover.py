@@ -59,6 +59,8 @@ def assert_saw_every_version_once(players: list[Player], table: str) -> None:
 async def assert_log_contiguous(cluster: Cluster, redis: aioredis.Redis, table: str) -> None:
     versions = await cluster.event_versions(redis, table)
     assert versions, f"no event of {table} in Redis"
+    twice = sorted({v for v in versions if versions.count(v) > 1})
+    assert not twice, f"the log of {table} holds these versions more than once: {twice}"
     expected = list(range(versions[0], versions[0] + len(versions)))
     assert versions == expected, f"the log of {table} is not v, v+1, ...: {versions}"
 

@@ -189,3 +189,106 @@ async def test_garbage_on_the_node_bus_is_dropped(
     assert table in one.lobby.tables
     dropped = [r for r in caplog.records if "dropped" in r.getMessage()]
     assert len(dropped) >= 6
+
+
+async def test_a_draining_node_takes_no_table_and_its_tables_write_nothing(
+    start_nodes: StartNodes, redis_client: aioredis.Redis,
+) -> None:
+    """A node that drains claims no expired lease (it would take back the tables it just
+    released, and stop with them), and a table it handed over writes nothing more: a late
+    step of it (a timer, a command or a game's end still in flight) is not stored."""
+    one, two = await start_nodes(2, dice_factory=scripted(7))
+    a = await connect(one, await register(one, "alice"))
+    b = await connect(two, await register(two, "bob"))
+    table, _ = await seat_two(two, b, a)  # owned by two
+    lobby = one.lobby
+    lobby.closing = True
+    persistence = two.app[PERSISTENCE]
+    await _aw(redis_client.hset(persistence.keys.table_lease(table), "expires", "0"))
+    await redis_client.zadd(persistence.keys.lease_index, {table: 0})
+    assert await one.app[OWNERSHIP].scan_once() == []
+    assert await lease_node(one, table) == (two.settings.node_id, False)
+    lobby.closing = False
+
+    live = two.lobby.tables[table]
+    version = live.version
+    handed = await two.lobby.hand_over()
+    assert handed == [table]
+    assert table not in two.lobby.tables
+    live.detach("alice", one.settings.node_id)  # a late step: refused, not buffered
+    assert persistence.pending_events == 0 and live.recent[-1][0] == version
+    await eventually(lambda: _claimed(one, table), timeout=5.0)
+    await persistence.flush()
+    keys = Keys(two.settings.key_prefix)
+    versions = [msgpack.unpackb(e)["v"] for e in
+                await _aw(redis_client.lrange(keys.table_events(table), 0, -1))]
+    assert versions == list(range(1, len(versions) + 1))
+
+
+async def test_closing_the_sockets_at_shutdown_is_bounded() -> None:
+    """A socket whose closing handshake never ends (a client that neither reads nor
+    answers) is dropped after the timeout: the node's shutdown goes on."""
+    from server.app import close_all
+
+    class Stuck:
+        aborted = False
+        closed_with: tuple[int, str] | None = None
+
+        async def close(self, code: int, reason: str) -> None:
+            self.closed_with = (code, reason)
+            await asyncio.Event().wait()  # never answered
+
+        def abort(self) -> None:
+            self.aborted = True
+
+    class Quick(Stuck):
+        async def close(self, code: int, reason: str) -> None:
+            self.closed_with = (code, reason)
+
+    stuck, quick = Stuck(), Quick()
+    await asyncio.wait_for(close_all([stuck, quick], 1012, "service restart", 0.2),  # type: ignore[list-item]
+                           timeout=5.0)
+    assert stuck.aborted and not quick.aborted
+    assert quick.closed_with == stuck.closed_with == (1012, "service restart")
+
+
+async def test_a_game_against_the_computer_goes_on_after_a_drain(
+    start_nodes: StartNodes,
+) -> None:
+    """The bot of a ``play_computer`` game runs on the node that started it; when that node
+    drains, the table's new owner plays the bot's seat on (same bot id, a new token): the
+    game ends normally, not by the bot's absence."""
+    from server.app import COMPUTER
+
+    one, two = await start_nodes(2, dice_factory=scripted(7))
+    token = await register(one, "human")
+    h1 = await connect(one, token)
+    h2 = await connect(two, token)  # the human's second socket survives the drain
+    answer = await h1.request({"type": "play_computer", "level": "random"})
+    table, bot = answer["table"], answer["bot"]
+    start = await h2.expect("game_start", table=table)
+    side = 0 if start["state"]["seats"][0]["player"] == "human" else 1
+    await one.stop()  # drain: the table goes to two
+    await eventually(lambda: table in two.lobby.tables, timeout=5.0)
+    await eventually(lambda: table in two.app[COMPUTER].games, timeout=5.0)
+    assert two.app[COMPUTER].games[table].bot == bot
+
+    acted = -1
+    message: dict[str, Any] = start
+    sync = await h2.request({"type": "sync", "table": table, "since": 0})
+    message = {**sync, "type": "sync"}
+    for _ in range(4000):
+        if message.get("table") == table:
+            assert message.get("type") != "error", message
+            if message["type"] == "game_over":
+                break
+            state = message.get("state")
+            if isinstance(state, dict) and state.get("status") == "playing" and "v" in message:
+                game = state["game"]
+                if game["to_act"] == side and message["v"] > acted:
+                    acted = message["v"]
+                    await h2.send({**default_decision(game), "table": table})
+        message = await h2.next(30.0)
+    else:  # pragma: no cover
+        raise AssertionError("no game_over")
+    assert message["reason"] == "normal", message

@@ -191,3 +191,54 @@ async def test_a_seat_at_a_done_table_is_freed_when_taken(
     await store.release("t1", done=True)
     assert await store.take_seat("p", "t2") is None
     assert await store.seat_of("p") == "t2"
+
+
+async def test_a_write_sent_again_stores_each_version_once(
+    redis_client: aioredis.Redis, make_settings: Callable[..., Settings]
+) -> None:
+    """A write whose reply was lost (or that was cancelled after it was sent) is sent again
+    with its events: the scripts skip the versions the log holds already."""
+    store = _store(redis_client, make_settings())
+    await store.load_scripts()
+    store.adopt("t1", (await store.claim("t1", "a", new=True))[0])
+    for v in (1, 2):
+        store.append_event("t1", v, _event(v))
+    await store.flush()
+    # The same events again (as the write-behind puts back a batch whose outcome is
+    # unknown), with a new one after them.
+    for v in (1, 2, 3):
+        store.append_event("t1", v, _event(v))
+    await store.flush()
+    raw = await _aw(redis_client.lrange(store.keys.table_events("t1"), 0, -1))
+    assert [msgpack.unpackb(e)["v"] for e in raw] == [1, 2, 3]
+    for v in (3, 4):  # the end of a game, retried: v3 again, v4 new
+        store.append_event("t1", v, _event(v))
+    await store.write_result("t1", {"game_id": "g1"}, [])
+    raw = await _aw(redis_client.lrange(store.keys.table_events("t1"), 0, -1))
+    assert [msgpack.unpackb(e)["v"] for e in raw] == [1, 2, 3, 4]
+    # A new owner goes on after the highest version stored.
+    await _expire(redis_client, store, "t1")
+    other = _store(redis_client, make_settings())
+    other.adopt("t1", (await other.claim("t1", "b", new=False))[0])
+    other.append_event("t1", 5, _event(5))
+    await other.flush()
+    raw = await _aw(redis_client.lrange(store.keys.table_events("t1"), 0, -1))
+    assert [msgpack.unpackb(e)["v"] for e in raw] == [1, 2, 3, 4, 5]
+
+
+async def test_a_released_table_keeps_nothing_buffered(
+    redis_client: aioredis.Redis, make_settings: Callable[..., Settings]
+) -> None:
+    """Handed over (drain): what is still buffered for the table is dropped, never written
+    later under whatever epoch the node holds then."""
+    store = _store(redis_client, make_settings())
+    await store.load_scripts()
+    store.adopt("t1", (await store.claim("t1", "a", new=True))[0])
+    store.append_event("t1", 1, _event(1))
+    await store.flush()
+    store.append_event("t1", 2, _event(2))
+    assert await store.release("t1", done=False)
+    assert store.pending_events == 0
+    await store.flush()
+    raw = await _aw(redis_client.lrange(store.keys.table_events("t1"), 0, -1))
+    assert [msgpack.unpackb(e)["v"] for e in raw] == [1]

@@ -247,3 +247,36 @@ async def test_a_match_restored_between_two_games_starts_the_next_game(
     results_key = f"{key_prefix}{{t:{table}}}:results"
     assert await cast("Awaitable[int]", redis_client.llen(results_key)) == 1
     restored.shutdown()
+
+
+async def test_sync_of_a_restored_table_is_complete_only_with_every_version(
+    start_server: StartServer, redis_client: aioredis.Redis, key_prefix: str
+) -> None:
+    """After a takeover, ``sync`` answers ``complete: true`` only when its events are every
+    version after ``since`` up to the table's: from the memory log rebuilt from Redis, from
+    the Redis log, and not when asked from beyond the table's version (the client holds
+    versions this table does not: it rebuilds from ``state``)."""
+    a_node = await start_server(dice_factory=scripted(5), node_id="node-a")
+    b_node = await start_server(dice_factory=scripted(9), node_id="node-b")
+    a = await connect(a_node, await register(a_node, "alice"))
+    b = await connect(b_node, await register(b_node, "bob"))
+    table, _start = await seat_two(a_node, a, b)
+    await _moves({0: a, 1: b}, table, 4)
+    version = a_node.lobby.tables[table].version
+    await b.expect("moved", table=table)
+    await a_node.stop()
+    restored = await _take_over(b_node, table, time.time())
+    assert restored.version == version
+
+    for since in (0, 1, version - 3, version - 1, version):
+        synced = await b.request({"type": "sync", "table": table, "since": since})
+        assert [e["v"] for e in synced["events"]] == list(range(since + 1, version + 1))
+        assert synced["complete"] is True, (since, synced["complete"])
+        assert synced["v"] == version
+    ahead = await b.request({"type": "sync", "table": table, "since": version + 5})
+    assert ahead["events"] == [] and ahead["complete"] is False and ahead["v"] == version
+    # A memory log that does not reach the version (its newest event dropped): not complete.
+    restored.recent.pop()
+    short = await b.request({"type": "sync", "table": table, "since": version - 2})
+    assert [e["v"] for e in short["events"]] == [version - 1]
+    assert short["complete"] is False

@@ -10,16 +10,35 @@
 -- ARGV[2]  time-to-live of the log and the snapshot, milliseconds
 -- ARGV[3]  the most events the log keeps (older ones are trimmed)
 -- ARGV[4]  the new snapshot, or "" for none
--- ARGV[5..] events to append, in version order (may be none)
+-- ARGV[5]  version of the first event given (the others follow it one by one), or "" when
+--          not known (appended as given)
+-- ARGV[6..] events to append, in version order (may be none)
 --
--- Returns the log's length after the append (0 when no event was given), or -1 when the
+-- The lease's field "v" keeps the highest version appended: an event at or below it is not
+-- appended again (a write retried after its reply was lost, or cancelled after it was sent,
+-- stores each version once).
+--
+-- Returns the log's length after the append (0 when no event was appended), or -1 when the
 -- epoch is stale (nothing was written).
-if ARGV[1] ~= '' and redis.call('HGET', KEYS[1], 'epoch') ~= ARGV[1] then
+local lease = redis.call('HMGET', KEYS[1], 'epoch', 'v')
+if ARGV[1] ~= '' and lease[1] ~= ARGV[1] then
     return -1
 end
+local from = 6
+if #ARGV >= 6 and ARGV[5] ~= '' and lease[1] then
+    local first = tonumber(ARGV[5])
+    local stored = tonumber(lease[2] or '0')
+    local last = first + #ARGV - 6
+    if first <= stored then
+        from = 6 + stored - first + 1
+    end
+    if last > stored then
+        redis.call('HSET', KEYS[1], 'v', last)
+    end
+end
 local length = 0
-if #ARGV > 4 then
-    length = redis.call('RPUSH', KEYS[2], unpack(ARGV, 5))
+if #ARGV >= from then
+    length = redis.call('RPUSH', KEYS[2], unpack(ARGV, from))
     redis.call('PEXPIRE', KEYS[2], ARGV[2])
     local cap = tonumber(ARGV[3])
     if length > cap then

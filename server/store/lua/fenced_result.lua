@@ -11,14 +11,29 @@
 -- ARGV[3]  the most events the log keeps (older ones are trimmed)
 -- ARGV[4]  the new snapshot, or "" for none
 -- ARGV[5]  the result (JSON)
--- ARGV[6..] events to append, in version order (may be none)
+-- ARGV[6]  version of the first event given, or "" (see fenced_append.lua: an event at or
+--          below the lease's "v" is not appended again)
+-- ARGV[7..] events to append, in version order (may be none)
 --
 -- Returns the results list's length, or -1 when the epoch is stale (nothing was written).
-if ARGV[1] ~= '' and redis.call('HGET', KEYS[1], 'epoch') ~= ARGV[1] then
+local lease = redis.call('HMGET', KEYS[1], 'epoch', 'v')
+if ARGV[1] ~= '' and lease[1] ~= ARGV[1] then
     return -1
 end
-if #ARGV > 5 then
-    local length = redis.call('RPUSH', KEYS[2], unpack(ARGV, 6))
+local from = 7
+if #ARGV >= 7 and ARGV[6] ~= '' and lease[1] then
+    local first = tonumber(ARGV[6])
+    local stored = tonumber(lease[2] or '0')
+    local last = first + #ARGV - 7
+    if first <= stored then
+        from = 7 + stored - first + 1
+    end
+    if last > stored then
+        redis.call('HSET', KEYS[1], 'v', last)
+    end
+end
+if #ARGV >= from then
+    local length = redis.call('RPUSH', KEYS[2], unpack(ARGV, from))
     redis.call('PEXPIRE', KEYS[2], ARGV[2])
     local cap = tonumber(ARGV[3])
     if length > cap then

@@ -8,6 +8,7 @@
 --            epoch    integer, +1 on every claim (never reset while the key lives)
 --            expires  Redis time (ms since the epoch) the lease runs out unless renewed
 --            done     "1" once the table finished: never claimed again
+--            v        highest event version appended to the log (fenced_append.lua)
 -- ARGV[1]  node id of the claimant
 -- ARGV[2]  lease time-to-live, milliseconds
 -- ARGV[3]  time-to-live of the lease key itself, milliseconds (the table log's)
