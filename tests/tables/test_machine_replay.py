@@ -139,9 +139,10 @@ class Harness:
         out = ["reconnect_0", "reconnect_1"]
         if rare:
             out += ["disconnect_0", "disconnect_1", "leave"]
+        live = m.game is not None and not m.game.is_over  # else between a match's games
         if ("grace", 0) in self.timers or ("grace", 1) in self.timers:
-            out += ["grace"] if rare else ["act"]
-        if m.game is not None and not m.game.is_over:
+            out += ["grace"] if rare or not live else ["act"]
+        if live:
             out += ["act"] * 12 + ["timeout", "illegal"]
         if (NEXT_GAME, None) in self.timers:
             out += ["next_game"] * 4
