@@ -580,10 +580,19 @@ class Client:
                 deadline = loop.time() + self.sync_retry_for
             wait = 0.0
             view.poke.clear()  # the table speaking from now on wakes the wait below
+            since = view.v
             try:
                 # the answer is applied by the reader (_synced) before this returns
-                await self._ask({"type": "sync", "table": view.table, "since": view.v})
-                continue  # done, unless the held events left another gap
+                await self._ask({"type": "sync", "table": view.table, "since": since})
+                if not view.syncing or view.v > since:
+                    continue  # done, unless the held events left another gap
+                # answered, but the held events are still ahead of it: the server has not
+                # caught up with itself yet (a table changing hands); ask again shortly
+                if loop.time() >= deadline:
+                    self._sync_failed(view, ClientError("the sync answers stay behind"))
+                    return
+                wait = 0.1
+                view.poke.clear()  # (set by the held events just replayed)
             except RequestFailed as exc:
                 if exc.code not in SYNC_RETRY_CODES or loop.time() >= deadline:
                     self._sync_failed(view, exc)
