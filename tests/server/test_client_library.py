@@ -519,3 +519,45 @@ async def test_connect_and_reconnect_go_to_the_next_url() -> None:
             await client.close()
             with pytest.raises(ConnectionLost):
                 await client.wait_connected(1.0)
+
+
+async def test_a_bot_plays_on_through_a_node_restart(start_nodes: Any) -> None:
+    """The CLI bot's client (``auto_reconnect``, two node URLs): its node drains in the
+    middle of a game; the bot reconnects to the other node and finishes the game."""
+    from server.bot.player import BotPlayer
+
+    one, two = await start_nodes(2, dice_factory=scripted(3))
+    bot_client = await Client.connect(one.ws_url, guest=True, fmt="msgpack",
+                                      urls=[two.ws_url],
+                                      headers={"X-Forwarded-For": next(ADDRESSES)})
+    human = await recorder(two.ws_url, "botfriend")
+    table = await bot_client.create_table("private")  # owned by n1
+    await human.join(table)
+    bot = asyncio.create_task(BotPlayer(bot_client, "basic", seed=1).play_table(table))
+
+    async def play_human(decisions: int) -> None:
+        made = 0
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + 30.0
+        while made < decisions and not over([human], table):
+            assert loop.time() < deadline and not bot.done(), "the game did not go on"
+            if not human.my_turn(table):
+                await asyncio.sleep(0.01)
+                continue
+            game = human.state(table)["game"]  # type: ignore[index]
+            try:
+                await human.request({**default_decision(game), "table": table})
+                made += 1
+            except RequestFailed as exc:
+                assert exc.code in ("unavailable", "not_your_turn", "wrong_phase"), exc
+                await asyncio.sleep(0.05)
+
+    await play_human(4)
+    await one.stop()  # drain: the table goes to n2, the bot's socket is closed 1012
+    await play_human(10_000)
+    record = await asyncio.wait_for(bot, 30.0)
+    assert record.final is not None and record.final["type"] == "game_over", record
+    assert bot_client.url == two.ws_url and bot_client.reconnects == 1
+    assert human.contiguous(table), human.delivered
+    await bot_client.close()
+    await human.close()
