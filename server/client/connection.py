@@ -354,9 +354,7 @@ class Client:
             finally:
                 self._reconnecting = False
         if url is not None:
-            self.url = url
-            if url not in self.urls:
-                self.urls.append(url)
+            self.url = url  # (``urls`` stays as given: the list to move along)
         resuming = [view for view in self.tables.values()
                     if view.seated or view.watching or view.syncing]
         for view in resuming:
