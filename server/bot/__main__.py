@@ -61,7 +61,8 @@ async def run(args: argparse.Namespace) -> int:
         token = await guest_token(args.url)
     else:
         token = await bot_token(args.url, level)
-    client = await Client.connect(args.url, token, fmt=Format(args.format))
+    client = await Client.connect(args.url, token, fmt=Format(args.format),
+                                  urls=args.urls[1:])
     bot = BotPlayer(client, level, seed=args.seed, decision_timeout=args.decision_timeout)
     won = 0
     try:
@@ -87,7 +88,9 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m server.bot", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--level", choices=[str(x) for x in Level], default="basic")
-    parser.add_argument("--url", default="ws://127.0.0.1:8080/ws", help="the server's /ws URL")
+    parser.add_argument("--url", action="append", dest="urls", metavar="URL",
+                        help="the server's /ws URL (default ws://127.0.0.1:8080/ws); given "
+                             "several times, the nodes to reconnect to after a restart")
     parser.add_argument("--games", type=int, default=1)
     parser.add_argument("--token", help="play with this token instead of a new bot account")
     parser.add_argument("--join", metavar="TABLE", help="join this table (one game)")
@@ -97,6 +100,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--seed", type=int, default=None)
     parser.add_argument("--decision-timeout", type=float, default=30.0)
     args = parser.parse_args(argv)
+    args.urls = args.urls or ["ws://127.0.0.1:8080/ws"]
+    args.url = args.urls[0]
     if args.games < 1:
         parser.error("--games must be at least 1")
     return args

@@ -7,6 +7,10 @@ The choice may run elsewhere: ``think`` is an async function (level, game, side,
 ``basic``, a few milliseconds), :func:`think_in` in an executor (a process pool for
 ``strong``, so its search never holds the event loop). A choice slower than
 ``decision_timeout`` raises :class:`BotStalled`; the caller forfeits.
+
+On a client with ``auto_reconnect`` (the CLI bot's), a decision that could not be sent
+because the socket dropped (a node restart) waits for the reconnect: the library's ``sync``
+then brings the decision back if it still stands. Without it, ConnectionLost ends the game.
 """
 
 from __future__ import annotations
@@ -20,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from server.bot.strategy import Decision, Level, decide
-from server.client import Client, ServerError, TableEvent
+from server.client import Client, ConnectionLost, ServerError, TableEvent
 
 log = logging.getLogger(__name__)
 
@@ -163,5 +167,13 @@ class BotPlayer:
             record.doubles += 1
         elif kind in ("take", "drop"):
             record.answers[kind] = record.answers.get(kind, 0) + 1
-        await self.client.send(Decision(kind, play).to_message(table))
+        try:
+            await self.client.send(Decision(kind, play).to_message(table))
+        except ConnectionLost:
+            if not self.client.auto_reconnect:
+                raise
+            # The client reconnects (to another node, after a restart) and syncs: the
+            # ``sync`` (or the ``resume``) asks for this decision again if it still stands.
+            await self.client.wait_connected()
+            return acted
         return v

@@ -11,20 +11,33 @@ A reader task receives every frame, so the server never sees a slow consumer. Ea
    ``keep_messages`` is set, and is handed to ``on_message`` (a plain function called by
    the reader, for clients that react to every message themselves, as the benchmarks do).
 
-When the socket drops without :meth:`Client.close` (a node restart, a network fault) and
-``auto_reconnect`` is on, the client connects again with the same token and format and
-sends ``sync`` with the last version it saw of every table it plays at or watches; the
-events it missed then arrive in order, as if nothing happened. A server close with 1008
-(policy) is not retried.
+**No gap, no repeat** (PROTOCOL.md §5): the versioned events of a table are handed on in
+order, each once. When one arrives ahead of the next version expected, or a ``resume`` or
+``watching`` says the table moved on (a node was lost and another took the table over), the
+client sends ``sync`` from the last version it handed on and holds the live events until
+the answer has delivered what was missed. A ``sync`` refused with ``unavailable`` (the
+table is changing hands, PROTOCOL.md §15) is sent again after its ``retry_after`` (sooner
+when the table speaks again), for at most ``sync_retry_for`` seconds; one cut by a lost
+socket is sent again on the next. Events past a gap are never handed on: when the client
+gives up, they are dropped, and the next event (or the application's own ``sync``) starts
+again.
+
+**Reconnects.** When the socket drops without :meth:`Client.close` (a node restart, a
+network fault) and ``auto_reconnect`` is on, the client connects again with the same
+token and format, to the next of its ``urls`` after a close 1001/1012 (the node is going
+away) or a failed attempt, or where ``choose_url`` says, and sends ``sync`` for every table it
+plays at or watches from the last version it saw. A close with 1008 (policy) or 4001 (the
+token ended) is not retried.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import inspect
 import itertools
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
@@ -53,7 +66,21 @@ log = logging.getLogger(__name__)
 REQUEST_TIMEOUT = 10.0
 MAX_FRAME = 4 * 1024 * 1024
 """Largest frame accepted from the server (a state with many legal plays is a few KiB)."""
+CLOSE_GOING_AWAY = 1001
 CLOSE_POLICY = 1008
+CLOSE_SERVICE_RESTART = 1012
+CLOSE_TOKEN_ENDED = 4001
+NO_RETRY_CLOSES = frozenset({CLOSE_POLICY, CLOSE_TOKEN_ENDED})
+"""Closes after which reconnecting with the same token cannot help."""
+MOVE_CLOSES = frozenset({CLOSE_GOING_AWAY, CLOSE_SERVICE_RESTART})
+"""Closes that say the node is going away: reconnect to another of ``urls``."""
+SYNC_RETRY_CODES = frozenset({"unavailable", "rate_limited"})
+"""``sync`` refusals that pass: sent again after ``retry_after``."""
+SYNC_RETRY_WAIT = 1.0
+"""The wait before a ``sync`` is sent again when the refusal gives no ``retry_after`` (s)."""
+SYNC_RETRY_WAIT_MAX = 5.0
+STABLE_CONNECTION = 5.0
+"""A socket that stayed open this long (s) starts the reconnect back-off afresh."""
 
 
 class ClientError(Exception):
@@ -120,15 +147,20 @@ async def login(ws_url: str, name: str, password: str) -> str:
 
 @dataclass
 class TableView:
-    """What the client knows of one table: the last version seen and the latest state."""
+    """What the client knows of one table: the last version handed on and the state after
+    it. ``syncing``: a ``sync`` is on its way; live events wait in ``held`` until it has
+    delivered what was missed."""
 
     table: str
     v: int = 0
     state: Message | None = None
     seated: bool = False
     watching: bool = False
-    syncing: bool = False  # a reconnect's sync is on its way: live events wait in ``held``
+    syncing: bool = False
     held: list[Message] = field(default_factory=list)
+    sync_task: asyncio.Task[None] | None = field(default=None, repr=False)
+    poke: asyncio.Event = field(default_factory=asyncio.Event, repr=False)
+    """Set when the table speaks while a refused ``sync`` waits to be sent again."""
 
     def typed_state(self) -> TableState | None:
         return None if self.state is None else TableState.from_dict(self.state)
@@ -148,7 +180,11 @@ class Client:
         hello: bool = False,
         request_timeout: float = REQUEST_TIMEOUT,
         auto_reconnect: bool = True,
-        max_reconnects: int = 5,
+        max_reconnects: int = 8,
+        urls: Sequence[str] = (),
+        choose_url: Callable[[Client], str | Awaitable[str]] | None = None,
+        catch_up: bool = True,
+        sync_retry_for: float = 30.0,
         keep_messages: bool = False,
         queue_events: bool = True,
         on_message: Callable[[Message], None] | None = None,
@@ -158,13 +194,21 @@ class Client:
         full_states: bool = True,
     ) -> None:
         self.url = url
+        # Where to reconnect: the next of ``urls`` (``url`` first) after a close 1001/1012
+        # or a failed attempt; ``choose_url(client)``, when given, decides instead.
+        self.urls: list[str] = list(dict.fromkeys([url, *urls]))
+        self.choose_url = choose_url
         self.token = token
         self.format = Format(fmt)
         self.headers = dict(headers or {})
         self.hello = hello
         self.request_timeout = request_timeout
         self.auto_reconnect = auto_reconnect
-        self.max_reconnects = max_reconnects
+        self.max_reconnects = max_reconnects  # attempts in a row before giving up
+        # Sync on a gap (an event or a resume ahead of the next version expected), and
+        # send a refused sync again for at most ``sync_retry_for`` seconds.
+        self.catch_up = catch_up
+        self.sync_retry_for = sync_retry_for
         self.keep_messages = keep_messages
         self.queue_events = queue_events
         self.on_message = on_message
@@ -182,7 +226,7 @@ class Client:
         self.messages: list[Message] = []
         self.tables: dict[str, TableView] = {}
         self.close_code: int | None = None
-        self.reconnects = 0
+        self.reconnects = 0  # reconnects that succeeded
         self.arrived = asyncio.Event()
         self._events: asyncio.Queue[Event | None] = asyncio.Queue()
         self._pending: dict[Any, asyncio.Future[Message]] = {}
@@ -191,8 +235,16 @@ class Client:
         self._welcomed: asyncio.Future[Welcome] | None = None
         self._closing = False
         self._lost = False
+        self._gone = False  # gave up reconnecting: next_event raises ConnectionLost
         self._background: set[asyncio.Task[Any]] = set()
         self._reconnecting = False
+        self._opening = False
+        self._auto: asyncio.Task[None] | None = None
+        self._connected = False  # a socket is open and authenticated (welcomed)
+        self._generation = 0  # sockets opened so far
+        self._opened_at = 0.0
+        self._streak = 0  # reconnect attempts since the last stable socket
+        self._up = asyncio.Event()
 
     # --- connecting ------------------------------------------------------------------------
 
@@ -212,12 +264,21 @@ class Client:
         """Open a socket to ``url`` (``ws://host:port/ws``) with ``token`` (as a bearer
         header, or in a ``hello`` message when ``hello``), or as a new guest when ``guest``.
         Waits for ``welcome`` unless ``wait_welcome`` is False or there is no token.
-        ``options`` go to the constructor (``auto_reconnect``, ``request_timeout``...)."""
+        ``options`` go to the constructor (``auto_reconnect``, ``urls``, ``request_timeout``
+        ...); with ``urls``, the first of ``url``, ``urls`` that accepts is used."""
         if guest and token is None:
             token = await guest_token(url)
         client = cls(url, token=token, fmt=Format(fmt), headers=headers, hello=hello,
                      **options)
-        await client._open(wait_welcome=wait_welcome and token is not None)
+        for i, candidate in enumerate(client.urls):
+            client.url = candidate
+            try:
+                await client._open(wait_welcome=wait_welcome and token is not None)
+                break
+            except ConnectionLost:
+                if i == len(client.urls) - 1:
+                    raise
+                log.info("%s does not answer, trying the next node", candidate)
         return client
 
     def _ws_url(self) -> str:
@@ -228,6 +289,8 @@ class Client:
         return url + ("&" if "?" in url else "?") + f"protocol={self.protocol}"
 
     async def _open(self, *, wait_welcome: bool) -> None:
+        """Open a socket to :attr:`url`. Raises :class:`ConnectionLost` when it cannot be
+        opened or closes before ``welcome``, :class:`ClientError` when refused (HTTP 401)."""
         headers = dict(self.headers)
         if self.token is not None and not self.hello:
             headers["Authorization"] = f"Bearer {self.token}"
@@ -238,27 +301,48 @@ class Client:
         except websockets.InvalidStatus as exc:  # 401 auth_failed for a bad bearer token
             raise ClientError(f"{self.url} refused the connection: HTTP "
                               f"{exc.response.status_code}") from exc
+        except (OSError, TimeoutError, websockets.InvalidHandshake) as exc:
+            raise ConnectionLost(f"cannot connect to {self.url}: {exc!r}") from exc
         self.close_code = None
         self._lost = False
+        self._opening = True  # a close before welcome is this call's failure, not a loss
+        self._generation += 1
         loop = asyncio.get_running_loop()
+        self._opened_at = loop.time()
         self._welcomed = loop.create_future()
         self._reader = asyncio.create_task(self._read_loop(self.ws))
-        if self.hello and self.token is not None:
-            await self.send({"type": "hello", "token": self.token, "protocol": self.protocol})
-        if wait_welcome:
-            waiting: set[asyncio.Future[Any]] = {self._welcomed, self._reader}
-            done, _ = await asyncio.wait(
-                waiting, timeout=self.request_timeout,
-                return_when=asyncio.FIRST_COMPLETED,
-            )
-            if self._welcomed not in done:
-                with contextlib.suppress(Exception):
-                    await self.ws.close()
-                raise ConnectionLost(f"no welcome from {self.url} (close {self.close_code})")
+        try:
+            if self.hello and self.token is not None:
+                await self.send({"type": "hello", "token": self.token,
+                                 "protocol": self.protocol})
+            if wait_welcome:
+                waiting: set[asyncio.Future[Any]] = {self._welcomed, self._reader}
+                done, _ = await asyncio.wait(
+                    waiting, timeout=self.request_timeout,
+                    return_when=asyncio.FIRST_COMPLETED,
+                )
+                if self._welcomed not in done:
+                    with contextlib.suppress(Exception):
+                        await self.ws.close()
+                    raise ConnectionLost(f"no welcome from {self.url} "
+                                         f"(close {self.close_code})")
+            if self._lost:
+                raise ConnectionLost(f"{self.url} closed the socket at once "
+                                     f"({self.close_code})")
+        finally:
+            self._opening = False
+        self._connected = True
+        self._gone = False
+        self._up.set()
 
-    async def reconnect(self) -> None:
-        """Open a new socket (same token, format and headers), then ``sync`` every table
-        this client plays at or watches from the last version it saw."""
+    async def reconnect(self, url: str | None = None) -> None:
+        """Open a new socket (same token, format and headers; to ``url`` when given), then
+        ``sync`` every table this client plays at or watches from the last version it saw.
+        Live events wait until each ``sync`` has delivered what was missed. Raises
+        :class:`ConnectionLost` (or :class:`ClientError`, refused) when it cannot connect."""
+        current = asyncio.current_task()
+        if self._auto is not None and self._auto is not current and not self._auto.done():
+            self._auto.cancel()  # this reconnect replaces the automatic one
         if self._reader is not None and not self._reader.done():
             self._reconnecting = True
             try:
@@ -269,30 +353,29 @@ class Client:
                     await self._reader
             finally:
                 self._reconnecting = False
+        if url is not None:
+            self.url = url  # (``urls`` stays as given: the list to move along)
+        resuming = [view for view in self.tables.values()
+                    if view.seated or view.watching or view.syncing]
+        for view in resuming:
+            view.syncing = True  # whatever the new socket brings waits for the sync
         await self._open(wait_welcome=self.token is not None)
-        for view in list(self.tables.values()):
+        for view in resuming:
             if view.watching and not view.seated:
                 await self.send({"type": "watch", "table": view.table})
-            if view.seated or view.watching:
-                view.syncing = True
-                self._spawn_sync(view.table, view.v)
+            self._start_sync(view)
 
-    def _spawn_sync(self, table: str, since: int) -> None:
-        async def sync() -> None:
-            try:
-                await self.sync(table, since)
-            except (ClientError, OSError) as exc:
-                log.info("sync of %s after a reconnect failed: %s", table, exc)
-                view = self.tables.get(table)
-                if view is not None and view.syncing:  # deliver what is held, gaps and all
-                    view.syncing = False
-                    held, view.held = view.held, []
-                    for live in held:
-                        self._deliver(view, live)
-
-        task = asyncio.ensure_future(sync())
-        self._background.add(task)
-        task.add_done_callback(self._background.discard)
+    async def wait_connected(self, timeout: float | None = None) -> None:
+        """Wait until a socket is open (an automatic reconnect may be under way). Raises
+        :class:`ConnectionLost` once the client has given up or was closed, TimeoutError
+        after ``timeout``."""
+        async with asyncio.timeout(timeout):
+            while not self._connected:
+                if self._closing or self._gone or (
+                        self.is_closed and (self._auto is None or self._auto.done())):
+                    raise ConnectionLost(f"not connected (close {self.close_code})")
+                self._up.clear()
+                await self._up.wait()
 
     # --- the reader ------------------------------------------------------------------------
 
@@ -310,37 +393,69 @@ class Client:
         finally:
             self.close_code = ws.close_code
             self._lost = True
+            self._connected = False
             for future in self._pending.values():
                 if not future.done():
                     future.set_exception(ConnectionLost(f"socket closed ({self.close_code})"))
             self._pending.clear()
             self.arrived.set()
+            if asyncio.get_running_loop().time() - self._opened_at >= STABLE_CONNECTION:
+                self._streak = 0
             retry = (not self._closing and self.auto_reconnect and self.token is not None
-                     and self.close_code != CLOSE_POLICY
-                     and self.reconnects < self.max_reconnects)
-            if self._reconnecting:
-                pass  # reconnect() closed it and opens the next one
+                     and self.close_code not in NO_RETRY_CLOSES)
+            if self._reconnecting or self._opening:
+                pass  # reconnect() closed it and opens the next one, or _open fails
             elif retry:
-                self.reconnects += 1
-                task = asyncio.ensure_future(self._reconnect_later())
-                self._background.add(task)
-                task.add_done_callback(self._background.discard)
+                self._auto = self._spawn(self._reconnect_later())
             else:
-                self._events.put_nowait(None)  # next_event raises ConnectionLost
+                self._give_up()
+            self._up.set()  # wake wait_connected, which looks again
+
+    def _give_up(self) -> None:
+        self._gone = True
+        self._events.put_nowait(None)  # next_event raises ConnectionLost
+        self._up.set()
+
+    def _spawn(self, coro: Awaitable[None]) -> asyncio.Task[None]:
+        task = asyncio.ensure_future(coro)
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+        return task
 
     def _decode(self, frame: bytes | str) -> Message:
         """One received frame as a message (a subclass may check the frame itself)."""
         return decode(frame)
 
+    async def _next_url(self, *, move: bool) -> str:
+        """Where the next reconnect goes: ``choose_url``'s answer, else the next of
+        ``urls`` when ``move`` (the node is going away, or did not answer), else here."""
+        if self.choose_url is not None:
+            chosen = self.choose_url(self)
+            return await chosen if inspect.isawaitable(chosen) else chosen
+        if move and len(self.urls) > 1:
+            at = self.urls.index(self.url) if self.url in self.urls else -1
+            return self.urls[(at + 1) % len(self.urls)]
+        return self.url
+
     async def _reconnect_later(self) -> None:
-        for attempt in range(self.max_reconnects):
-            await asyncio.sleep(min(2.0, 0.05 * 2**attempt))
+        move = self.close_code in MOVE_CLOSES
+        first = True
+        while self._streak < self.max_reconnects and not self._closing:
+            # a node going away asks for a reconnect at once; then back off, 50 ms to 2 s
+            delay = 0.0 if first and move else min(2.0, 0.05 * 2 ** self._streak)
+            self._streak += 1
+            await asyncio.sleep(delay)
             try:
-                await self.reconnect()
+                await self.reconnect(await self._next_url(move=move or not first))
+                self.reconnects += 1
                 return
-            except (OSError, ClientError, websockets.InvalidHandshake) as exc:
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:  # refused, unreachable, or choose_url failed
                 log.info("reconnect to %s failed: %s", self.url, exc)
-        self._events.put_nowait(None)
+            first = False
+        if not self._closing:
+            self._give_up()
 
     def _handle(self, message: Message) -> None:
         kind = message.get("type")
@@ -370,45 +485,143 @@ class Client:
                 future.set_result(message)
         self.arrived.set()
 
+    # --- one table's events, in order, once --------------------------------------------------
+
     def _table_message(self, table: str, message: Message) -> None:
-        """Keep the table's view, and pass on each versioned event once, in order: after a
-        reconnect, live events wait until the ``sync`` answer has delivered what was
-        missed."""
+        """Keep the table's view, and pass on each versioned event once, in order, with no
+        gap: events ahead of the next version, or a ``resume``/``watching`` ahead of the
+        last one, start a ``sync``; live events wait until it has answered."""
         kind = message.get("type")
         view = self.tables.get(table)
         if view is None:
             view = self.tables[table] = TableView(table)
         if kind in TABLE_EVENTS:
-            if view.syncing:
-                view.held.append(message)
-            else:
-                self._deliver(view, message)
+            self._live_event(view, message)
             return
         state = message.get("state")
+        v = message.get("v")
         if kind == "sync":
-            for missed in message.get("events") or ():
-                self._deliver(view, missed)
-            v = message.get("v")
-            if isinstance(v, int) and v > view.v:
-                view.v = v
-            if isinstance(state, dict):
-                view.state = state
-            view.syncing = False
-            held, view.held = view.held, []
-            for live in held:
-                self._deliver(view, live)
+            self._synced(view, message)
         elif kind == "resume" or kind == "watching":
             if kind == "resume":
                 view.seated = True
             else:
                 view.watching = True
-            v = message.get("v")
-            if isinstance(state, dict) and (not isinstance(v, int) or v >= view.v):
-                view.state = state
+            if isinstance(v, int) and isinstance(state, dict):
+                if view.syncing:
+                    view.poke.set()  # the table is served again: a waiting sync goes now
+                elif view.v == 0:  # the first word of this table: the versions start here
+                    view.v = v
+                    view.state = state
+                elif v > view.v and self.catch_up:
+                    self._start_sync(view)  # the table moved on without us: catch up
+                elif v == view.v:
+                    view.state = state
         elif kind == "table_created":
             view.seated = True
         if self.queue_events:
             self._events.put_nowait(parse_event(message))
+
+    def _live_event(self, view: TableView, message: Message) -> None:
+        if view.syncing:
+            view.held.append(message)
+            view.poke.set()
+            return
+        v = message.get("v")
+        if self.catch_up and view.v > 0 and isinstance(v, int) and v > view.v + 1:
+            view.held.append(message)  # a gap: fill it first
+            self._start_sync(view)
+            return
+        self._deliver(view, message)
+
+    def _synced(self, view: TableView, answer: Message) -> None:
+        """Apply a ``sync`` answer (to the library's request or the application's): the
+        missed events, in order, then the events held meanwhile."""
+        events = [e for e in answer.get("events") or () if isinstance(e, dict)]
+        fresh = [e for e in events if isinstance(e.get("v"), int) and e["v"] > view.v]
+        if fresh and fresh[0]["v"] == view.v + 1:
+            for missed in fresh:
+                if missed["v"] != view.v + 1:
+                    break  # never past a gap (an incomplete log)
+                self._deliver(view, missed)
+        v = answer.get("v")
+        state = answer.get("state")
+        if isinstance(v, int) and v >= view.v:
+            # the answer's state is newer than what was delivered (a log that is not
+            # ``complete``): the application rebuilds from the ``sync`` event's state
+            view.v = v
+            if isinstance(state, dict):
+                view.state = state
+        if not view.syncing:
+            return
+        view.syncing = False
+        held, view.held = view.held, []
+        for live in held:
+            self._live_event(view, live)  # a gap left after the answer syncs again
+
+    def _start_sync(self, view: TableView) -> None:
+        """Sync ``view`` from its last version (one task per table at a time)."""
+        view.syncing = True
+        if view.sync_task is None or view.sync_task.done():
+            view.sync_task = self._spawn(self._sync_until_done(view))
+        else:
+            view.poke.set()
+
+    async def _sync_until_done(self, view: TableView) -> None:
+        loop = asyncio.get_running_loop()
+        deadline = 0.0
+        socket = -1
+        while view.syncing and not self._closing and self.tables.get(view.table) is view:
+            generation = self._generation
+            if generation != socket:  # each socket gets the whole budget
+                socket = generation
+                deadline = loop.time() + self.sync_retry_for
+            wait = 0.0
+            view.poke.clear()  # the table speaking from now on wakes the wait below
+            since = view.v
+            try:
+                # the answer is applied by the reader (_synced) before this returns
+                await self._ask({"type": "sync", "table": view.table, "since": since})
+                if not view.syncing or view.v > since:
+                    continue  # done, unless the held events left another gap
+                # answered, but the held events are still ahead of it: the server has not
+                # caught up with itself yet (a table changing hands); ask again shortly
+                if loop.time() >= deadline:
+                    self._sync_failed(view, ClientError("the sync answers stay behind"))
+                    return
+                wait = 0.1
+                view.poke.clear()  # (set by the held events just replayed)
+            except RequestFailed as exc:
+                if exc.code not in SYNC_RETRY_CODES or loop.time() >= deadline:
+                    self._sync_failed(view, exc)
+                    return
+                retry_after = exc.error.raw.get("retry_after")
+                wait = float(retry_after) if isinstance(retry_after, int | float) \
+                    else SYNC_RETRY_WAIT
+            except RequestTimeout as exc:
+                if loop.time() >= deadline:
+                    self._sync_failed(view, exc)
+                    return
+            except ConnectionLost:
+                if self._connected and self._generation != generation:
+                    continue  # a new socket is open already: sync there
+                return  # the next socket's reconnect syncs again (the events stay held)
+            wait = min(wait, SYNC_RETRY_WAIT_MAX, max(0.0, deadline - loop.time()))
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(view.poke.wait(), wait)
+
+    def _sync_failed(self, view: TableView, exc: Exception) -> None:
+        """Give up catching ``view`` up: hand on the held events that follow on without a
+        gap, drop the rest (the next event, or a ``sync`` the application sends, tries
+        again)."""
+        log.warning("sync of %s failed: %s", view.table, exc)
+        view.syncing = False
+        held, view.held = view.held, []
+        for live in held:
+            v = live.get("v")
+            if isinstance(v, int) and v > view.v + 1:
+                break
+            self._deliver(view, live)
 
     def _deliver(self, view: TableView, message: Message) -> None:
         v = message.get("v")
@@ -436,18 +649,23 @@ class Client:
     def is_closed(self) -> bool:
         return self._reader is not None and self._reader.done()
 
+    @property
+    def connected(self) -> bool:
+        """A socket is open (and welcomed); False while an automatic reconnect is under way."""
+        return self._connected
+
     async def send(self, message: Mapping[str, Any]) -> None:
-        """Send one message as it is (no ``id`` added)."""
+        """Send one message as it is (no ``id`` added). Raises :class:`ConnectionLost`
+        when there is no open socket (one being reopened included)."""
+        await self.send_raw(encode(message, self.format))
+
+    async def send_raw(self, data: bytes | str) -> None:
         if self.ws is None:
             raise ConnectionLost("not connected")
         try:
-            await self.ws.send(encode(message, self.format))
-        except websockets.ConnectionClosed as exc:
-            raise ConnectionLost(str(exc)) from exc
-
-    async def send_raw(self, data: bytes | str) -> None:
-        assert self.ws is not None
-        await self.ws.send(data)
+            await self.ws.send(data)
+        except (websockets.ConnectionClosed, OSError) as exc:  # ConnectionResetError...
+            raise ConnectionLost(f"send failed: {exc!r}") from exc
 
     async def request(self, message: Mapping[str, Any], *,
                       timeout: float | None = None) -> Message:
@@ -455,6 +673,10 @@ class Client:
         Raises :class:`RequestFailed` for an ``error`` answer, :class:`RequestTimeout` when
         none comes within ``timeout`` (default ``request_timeout``), :class:`ConnectionLost`
         when the socket closes first."""
+        return await self._ask(message, timeout)
+
+    async def _ask(self, message: Mapping[str, Any], timeout: float | None = None) -> Message:
+        """:meth:`request` as the library itself uses it (a subclass may change ``request``)."""
         ref = next(self._ids)
         future: asyncio.Future[Message] = asyncio.get_running_loop().create_future()
         self._pending[ref] = future
@@ -587,6 +809,10 @@ class Client:
     async def close(self) -> None:
         """Close the socket (no reconnect) and wait for the reader to end."""
         self._closing = True
+        self._up.set()
+        for task in list(self._background):  # reconnects and syncs under way
+            if task is not asyncio.current_task():
+                task.cancel()
         if self.ws is not None:
             with contextlib.suppress(Exception):
                 await self.ws.close()

@@ -44,13 +44,11 @@ from server.client import Client, Format
 from server.client import default_decision as library_default_decision
 from server.client import register as library_register
 from server.client.connection import (
-    ClientError,
     ConnectionLost,
     RequestFailed,
     RequestTimeout,
     TableView,
 )
-from server.client.wire import TABLE_EVENTS
 
 ROOT = Path(__file__).resolve().parents[2]
 """The repository these tests belong to: its ``server`` package is the one the nodes run."""
@@ -328,17 +326,19 @@ def fingerprint(event: Mapping[str, Any]) -> tuple[Any, ...]:
 class Player(Client):
     """A protocol client whose reconnects the test drives (:meth:`switch`), recording every
     versioned event handed to it: ``delivered[table]`` lists the versions passed on (once
-    each, in order), ``conflicts`` every version that came twice with different contents."""
+    each, in order), ``conflicts`` every version that came twice with different contents.
+    Catching up is the library's: after a reconnect or a gap the server left (an event or a
+    ``resume`` ahead) it syncs, sends a ``sync`` refused while the table changes hands again,
+    and never hands on an event past a gap; ``sync_failures`` lists the catch-ups it gave
+    up."""
 
     def __init__(self, url: str, **options: Any) -> None:
         super().__init__(url, **options)
-        self.node_url = url
         self.delivered: dict[str, list[int]] = {}
         self.contents: dict[tuple[str, int], tuple[Any, ...]] = {}
         self.conflicts: list[tuple[str, int, tuple[Any, ...], tuple[Any, ...]]] = []
         self.on_frame: Callable[[dict[str, Any]], None] | None = None
         self.sync_failures: list[str] = []
-        self.catch_ups = 0  # syncs started on a gap the server left (not on a reconnect)
         self.from_sync: list[dict[str, Any]] = []
         self._live: set[int] = set()  # id() of each message received (kept in messages)
 
@@ -350,6 +350,7 @@ class Player(Client):
         values: dict[str, Any] = {
             "token": token, "fmt": fmt, "headers": headers, "auto_reconnect": False,
             "keep_messages": True, "queue_events": False, "request_timeout": TIMEOUT,
+            "sync_retry_for": TAKEOVER_BOUND,
         }
         values.update(options)
         player = cls(node.ws_url, **values)
@@ -361,21 +362,6 @@ class Player(Client):
         if self.on_frame is not None:
             self.on_frame(message)
         super()._handle(message)
-
-    def _table_message(self, table: str, message: dict[str, Any]) -> None:
-        """As the library, and as PROTOCOL.md asks of a client: after a gap (an event or a
-        ``resume`` ahead of the last version seen plus one), ``sync`` from the last version
-        seen, holding live events until it answers."""
-        view = self.tables.get(table)
-        v = message.get("v")
-        kind = message.get("type")
-        if view is not None and view.v > 0 and not view.syncing and isinstance(v, int) \
-                and ((kind == "resume" and v > view.v)
-                     or (kind in TABLE_EVENTS and v > view.v + 1)):
-            self.catch_ups += 1
-            view.syncing = True
-            self._spawn_sync(table, view.v)
-        super()._table_message(table, message)
 
     def _deliver(self, view: TableView, message: dict[str, Any]) -> None:
         v = message.get("v")
@@ -392,38 +378,9 @@ class Player(Client):
                     self.from_sync.append(message)
         super()._deliver(view, message)
 
-    def _spawn_sync(self, table: str, since: int) -> None:
-        """After a reconnect: ``sync`` from ``since`` and hold live events until it answers,
-        trying again while the table is ``unavailable`` (changing hands) -- the library
-        gives up after one failed try and hands on what it held, with a gap."""
-        async def sync() -> None:
-            loop = asyncio.get_running_loop()
-            deadline = loop.time() + TAKEOVER_BOUND
-            while True:
-                try:
-                    await self.sync(table, since)
-                    return
-                except (RequestFailed, RequestTimeout) as exc:
-                    if loop.time() < deadline and not self.is_closed:
-                        await asyncio.sleep(0.05)
-                        continue
-                    failure: Exception = exc
-                except (ClientError, OSError) as exc:
-                    failure = exc
-                if self.is_closed:
-                    return  # held until the sync of the next connection answers
-                view = self.tables.get(table)
-                if view is not None and view.syncing:  # as the library: hand on what is held
-                    view.syncing = False
-                    held, view.held = view.held, []
-                    for live in held:
-                        self._deliver(view, live)
-                self.sync_failures.append(f"{table}: {failure}")
-                return
-
-        task = asyncio.ensure_future(sync())
-        self._background.add(task)
-        task.add_done_callback(self._background.discard)
+    def _sync_failed(self, view: TableView, exc: Exception) -> None:
+        self.sync_failures.append(f"{view.table}: {exc}")
+        super()._sync_failed(view, exc)
 
     def gaps(self, table: str) -> list[tuple[int, int]]:
         """Each pair of consecutive delivered versions of ``table`` that are not v, v+1."""
@@ -438,14 +395,13 @@ class Player(Client):
                 ws.transport.abort()
 
     async def switch(self, node: Node) -> None:
-        """Leave the current node (abruptly) and connect through ``node``, then ``sync``
-        every table this player sits at or watches from the last version seen."""
+        """Leave the current node (abruptly) and connect through ``node``; the library then
+        ``sync``\\ s every table this player sits at or watches from the last version seen."""
         self.abort()
         if self._reader is not None:
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(asyncio.shield(self._reader), 5.0)
-        self.url = self.node_url = node.ws_url
-        await self.reconnect()
+        await self.reconnect(node.ws_url)
 
     def of_type(self, kind: str, table: str | None = None) -> list[dict[str, Any]]:
         """Messages of type ``kind`` received, and events of that type handed on from the
