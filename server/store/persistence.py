@@ -173,6 +173,10 @@ class Persistence:
         self._dirty: dict[str, SnapshotFn] = {}
         self._urgent: set[str] = set()
         self._snapshot_at: dict[str, float] = {}  # loop time of each table's last snapshot
+        # No dirty table's periodic snapshot is due before this loop time: until then a
+        # flush looks at the urgent tables only, not at every dirty one (per move at a
+        # human pace, that look grew with the tables).
+        self._due_at = 0.0
         self._pruned_at = 0.0
         self._later: asyncio.TimerHandle | None = None
         self._lock = asyncio.Lock()
@@ -229,7 +233,13 @@ class Persistence:
         """Ask for the table's snapshot to be written (computed when it is written): with the
         next flush when ``urgent`` or when the table has none from the last
         :data:`SNAPSHOT_INTERVAL` seconds, else once that interval has passed."""
-        self._dirty[table] = snapshot
+        dirty = self._dirty
+        if table not in dirty:
+            at = self._snapshot_at.get(table)
+            due = 0.0 if at is None else at + SNAPSHOT_INTERVAL
+            if due < self._due_at:
+                self._due_at = due
+        dirty[table] = snapshot
         if urgent:
             self._urgent.add(table)
             self._wake.set()
@@ -293,22 +303,33 @@ class Persistence:
         if self._dirty:
             snapshot_at = self._snapshot_at
             urgent, self._urgent = self._urgent, set()
-            waiting: dict[str, SnapshotFn] = {}
-            for table, snapshot in self._dirty.items():
-                if (everything or table in urgent
-                        or now - snapshot_at.get(table, -SNAPSHOT_INTERVAL) >= SNAPSHOT_INTERVAL):
-                    try:
-                        packed_snapshots[table] = _packer.pack(snapshot())
-                    except Exception:
-                        # A bug in one table's state must not lose the events already taken
-                        # from the buffer (nor stop the flusher): that snapshot is skipped.
-                        log.exception("table %s: snapshot not written", table)
-                        continue
-                    snapshot_at[table] = now
-                    taken[table] = snapshot
-                else:
-                    waiting[table] = snapshot
-            self._dirty = waiting
+            if everything or now >= self._due_at:
+                due: list[tuple[str, SnapshotFn]] = []
+                waiting: dict[str, SnapshotFn] = {}
+                due_at = float("inf")
+                for table, snapshot in self._dirty.items():
+                    at = snapshot_at.get(table, -SNAPSHOT_INTERVAL) + SNAPSHOT_INTERVAL
+                    if everything or table in urgent or now >= at:
+                        due.append((table, snapshot))
+                    else:
+                        waiting[table] = snapshot
+                        if at < due_at:
+                            due_at = at
+                self._dirty, self._due_at = waiting, due_at
+            else:
+                # Only the urgent tables can be due (see mark_dirty): the others wait.
+                waiting = self._dirty
+                due = [(table, waiting.pop(table)) for table in urgent if table in waiting]
+            for table, snapshot in due:
+                try:
+                    packed_snapshots[table] = _packer.pack(snapshot())
+                except Exception:
+                    # A bug in one table's state must not lose the events already taken
+                    # from the buffer (nor stop the flusher): that snapshot is skipped.
+                    log.exception("table %s: snapshot not written", table)
+                    continue
+                snapshot_at[table] = now
+                taken[table] = snapshot
             if waiting and self._later is None:
                 self._later = asyncio.get_running_loop().call_later(
                     SNAPSHOT_INTERVAL, self._wake_later
