@@ -80,12 +80,17 @@ class _Batch:
     raises, like a pipeline would.
     """
 
-    __slots__ = ("commands", "count", "parts")
+    __slots__ = ("commands", "count", "keep", "parts")
 
-    def __init__(self) -> None:
+    def __init__(self, keep: list[Any] | None = None) -> None:
         self.commands: list[tuple[bytes, ...]] = []
         self.parts: list[bytes] = []
         self.count = 0
+        # With ``keep`` (a list of at most one connection), the connection stays there from
+        # one execute to the next instead of going back to the pool (whose check-out and
+        # check-in cost about as much as the write): the write-behind flusher's, which
+        # executes once per move at a human pace.
+        self.keep = keep
 
     def add(self, *args: bytes) -> None:
         self.commands.append(args)
@@ -104,15 +109,23 @@ class _Batch:
                     pipe.execute_command(command[0].decode(), *command[1:])
                 return list(await pipe.execute())
         pool: Any = redis.connection_pool  # get_connection is not typed in redis-py 5.2
-        conn = await pool.get_connection("_")
+        keep = self.keep
+        conn = keep[0] if keep else await pool.get_connection("_")
         try:
             await conn.send_packed_command(self.parts)  # pings first only if long idle
-            return [await conn.read_response(disable_decoding=True) for _ in range(self.count)]
+            replies = [await conn.read_response(disable_decoding=True)
+                       for _ in range(self.count)]
         except BaseException:
+            if keep:
+                keep.clear()
             await conn.disconnect(nowait=True)
-            raise
-        finally:
             await pool.release(conn)
+            raise
+        if keep is None:
+            await pool.release(conn)
+        elif not keep:
+            keep.append(conn)
+        return replies
 
 
 def _aw(value: Awaitable[T] | T) -> Awaitable[T]:
@@ -180,6 +193,7 @@ class Persistence:
         self._pruned_at = 0.0
         self._later: asyncio.TimerHandle | None = None
         self._lock = asyncio.Lock()
+        self._flush_conn: list[Any] = []  # the flusher's own Redis connection (_Batch.execute)
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         # Owner epoch of each table this node owns (FENCED_OUT once a write was refused).
@@ -376,7 +390,7 @@ class Persistence:
     async def _flush_locked(self, *, everything: bool = False) -> None:
         if not self._events and not self._dirty:
             return
-        batch = _Batch()
+        batch = _Batch(self._flush_conn)
         order, events, snapshots, versions = self._queue_buffered(batch, everything=everything)
         if not batch.count:
             return
@@ -475,6 +489,8 @@ class Persistence:
             self._later.cancel()
             self._later = None
         await self.flush(everything=True)
+        if self._flush_conn:
+            await cast(Any, self.redis.connection_pool).release(self._flush_conn.pop())
 
     # --- finished games ------------------------------------------------------------------
 
