@@ -80,12 +80,17 @@ class _Batch:
     raises, like a pipeline would.
     """
 
-    __slots__ = ("commands", "count", "parts")
+    __slots__ = ("commands", "count", "keep", "parts")
 
-    def __init__(self) -> None:
+    def __init__(self, keep: list[Any] | None = None) -> None:
         self.commands: list[tuple[bytes, ...]] = []
         self.parts: list[bytes] = []
         self.count = 0
+        # With ``keep`` (a list of at most one connection), the connection stays there from
+        # one execute to the next instead of going back to the pool (whose check-out and
+        # check-in cost about as much as the write): the write-behind flusher's, which
+        # executes once per move at a human pace.
+        self.keep = keep
 
     def add(self, *args: bytes) -> None:
         self.commands.append(args)
@@ -104,15 +109,23 @@ class _Batch:
                     pipe.execute_command(command[0].decode(), *command[1:])
                 return list(await pipe.execute())
         pool: Any = redis.connection_pool  # get_connection is not typed in redis-py 5.2
-        conn = await pool.get_connection("_")
+        keep = self.keep
+        conn = keep[0] if keep else await pool.get_connection("_")
         try:
             await conn.send_packed_command(self.parts)  # pings first only if long idle
-            return [await conn.read_response(disable_decoding=True) for _ in range(self.count)]
+            replies = [await conn.read_response(disable_decoding=True)
+                       for _ in range(self.count)]
         except BaseException:
+            if keep:
+                keep.clear()
             await conn.disconnect(nowait=True)
-            raise
-        finally:
             await pool.release(conn)
+            raise
+        if keep is None:
+            await pool.release(conn)
+        elif not keep:
+            keep.append(conn)
+        return replies
 
 
 def _aw(value: Awaitable[T] | T) -> Awaitable[T]:
@@ -179,9 +192,14 @@ class Persistence:
         self._dirty: dict[str, SnapshotFn] = {}
         self._urgent: set[str] = set()
         self._snapshot_at: dict[str, float] = {}  # loop time of each table's last snapshot
+        # No dirty table's periodic snapshot is due before this loop time: until then a
+        # flush looks at the urgent tables only, not at every dirty one (per move at a
+        # human pace, that look grew with the tables).
+        self._due_at = 0.0
         self._pruned_at = 0.0
         self._later: asyncio.TimerHandle | None = None
         self._lock = asyncio.Lock()
+        self._flush_conn: list[Any] = []  # the flusher's own Redis connection (_Batch.execute)
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         # Owner epoch of each table this node owns (FENCED_OUT once a write was refused).
@@ -237,7 +255,13 @@ class Persistence:
         """Ask for the table's snapshot to be written (computed when it is written): with the
         next flush when ``urgent`` or when the table has none from the last
         :data:`SNAPSHOT_INTERVAL` seconds, else once that interval has passed."""
-        self._dirty[table] = snapshot
+        dirty = self._dirty
+        if table not in dirty:
+            at = self._snapshot_at.get(table)
+            due = 0.0 if at is None else at + SNAPSHOT_INTERVAL
+            if due < self._due_at:
+                self._due_at = due
+        dirty[table] = snapshot
         if urgent:
             self._urgent.add(table)
             self._wake.set()
@@ -304,22 +328,33 @@ class Persistence:
         if self._dirty:
             snapshot_at = self._snapshot_at
             urgent, self._urgent = self._urgent, set()
-            waiting: dict[str, SnapshotFn] = {}
-            for table, snapshot in self._dirty.items():
-                if (everything or table in urgent
-                        or now - snapshot_at.get(table, -SNAPSHOT_INTERVAL) >= SNAPSHOT_INTERVAL):
-                    try:
-                        packed_snapshots[table] = _packer.pack(snapshot())
-                    except Exception:
-                        # A bug in one table's state must not lose the events already taken
-                        # from the buffer (nor stop the flusher): that snapshot is skipped.
-                        log.exception("table %s: snapshot not written", table)
-                        continue
-                    snapshot_at[table] = now
-                    taken[table] = snapshot
-                else:
-                    waiting[table] = snapshot
-            self._dirty = waiting
+            if everything or now >= self._due_at:
+                due: list[tuple[str, SnapshotFn]] = []
+                waiting: dict[str, SnapshotFn] = {}
+                due_at = float("inf")
+                for table, snapshot in self._dirty.items():
+                    at = snapshot_at.get(table, -SNAPSHOT_INTERVAL) + SNAPSHOT_INTERVAL
+                    if everything or table in urgent or now >= at:
+                        due.append((table, snapshot))
+                    else:
+                        waiting[table] = snapshot
+                        if at < due_at:
+                            due_at = at
+                self._dirty, self._due_at = waiting, due_at
+            else:
+                # Only the urgent tables can be due (see mark_dirty): the others wait.
+                waiting = self._dirty
+                due = [(table, waiting.pop(table)) for table in urgent if table in waiting]
+            for table, snapshot in due:
+                try:
+                    packed_snapshots[table] = _packer.pack(snapshot())
+                except Exception:
+                    # A bug in one table's state must not lose the events already taken
+                    # from the buffer (nor stop the flusher): that snapshot is skipped.
+                    log.exception("table %s: snapshot not written", table)
+                    continue
+                snapshot_at[table] = now
+                taken[table] = snapshot
             if waiting and self._later is None:
                 self._later = asyncio.get_running_loop().call_later(
                     SNAPSHOT_INTERVAL, self._wake_later
@@ -376,7 +411,7 @@ class Persistence:
     async def _flush_locked(self, *, everything: bool = False) -> None:
         if not self._events and not self._dirty:
             return
-        batch = _Batch()
+        batch = _Batch(self._flush_conn)
         order, events, snapshots, versions, firsts = self._queue_buffered(
             batch, everything=everything)
         if not batch.count:
@@ -478,6 +513,8 @@ class Persistence:
             self._later.cancel()
             self._later = None
         await self.flush(everything=True)
+        if self._flush_conn:
+            await cast(Any, self.redis.connection_pool).release(self._flush_conn.pop())
 
     # --- finished games ------------------------------------------------------------------
 
@@ -623,24 +660,23 @@ class Persistence:
         owned = [(t, e) for t, e in self.epochs.items() if e != FENCED_OUT]
         ttl_ms = int(self._settings.lease_ttl * 1000)
         now_ms = int(time.time() * 1000)
-        sha = self._lease_renew.sha
-        for attempt in (1, 2):
-            # EVALSHA by name: redis-py's cluster pipeline refuses a Script object's call
-            # (each renewal goes to its table's slot either way).
-            async with self.redis.pipeline(transaction=False) as pipe:
-                for table, epoch in owned:
-                    pipe.execute_command("EVALSHA", sha, 1, self.keys.table_lease(table),
-                                         epoch, ttl_ms)
-                if owned:
-                    pipe.zadd(self.keys.lease_index, {t: now_ms + ttl_ms for t, _ in owned})
-                pipe.zadd(self.keys.nodes, {node: now_ms + int(node_ttl * 1000)})
-                try:
-                    replies = await pipe.execute()
-                    break
-                except NoScriptError:
-                    if attempt == 2:
-                        raise
-                    await self.load_scripts()  # Redis restarted or flushed its scripts
+        # Hand-packed (see _Batch): a pipeline of one script call per table cost a few ms of
+        # the node's CPU per renewal with a hundred tables.
+        batch = _Batch()
+        sha, ttl, lease = self._lease_renew.sha.encode(), b"%d" % ttl_ms, self.keys.table_lease
+        for table, epoch in owned:
+            batch.add(b"EVALSHA", sha, b"1", lease(table).encode(), b"%d" % epoch, ttl)
+        if owned:
+            expires = b"%d" % (now_ms + ttl_ms)
+            batch.add(b"ZADD", self.keys.lease_index.encode(),
+                      *[part for t, _ in owned for part in (expires, t.encode())])
+        batch.add(b"ZADD", self.keys.nodes.encode(), b"%d" % (now_ms + int(node_ttl * 1000)),
+                  node.encode())
+        try:
+            replies = await batch.execute(self.redis)
+        except NoScriptError:
+            await self.redis.script_load(self._lease_renew.script)
+            replies = await batch.execute(self.redis)
         return [t for (t, e), ok in zip(owned, replies, strict=False)
                 if not int(ok) and self.epochs.get(t) == e]
 

@@ -553,10 +553,17 @@ class MatchmakingQueue:
             scan_exhausted=plan.scan_exhausted,
         )
 
-    async def run_all(self, *, now: float | None = None) -> list[PassResult]:
-        """:meth:`run_pass` over every pool; pools another node is pairing are skipped."""
+    async def run_all(self, *, now: float | None = None,
+                      skip_empty: bool = False) -> list[PassResult]:
+        """:meth:`run_pass` over every pool; pools another node is pairing are skipped, and
+        with ``skip_empty`` the pools with no ticket (one read for all of them: a pass over
+        an empty pool pairs and removes nothing, and costs three round trips)."""
+        pools: Iterable[Pool] = POOLS
+        if skip_empty:
+            sizes = await self.sizes()
+            pools = [pool for pool in POOLS if sizes.get(pool.id)]
         results: list[PassResult] = []
-        for pool in POOLS:
+        for pool in pools:
             result = await self.run_pass(pool.id, now=now)
             if result is not None:
                 results.append(result)
@@ -628,7 +635,7 @@ async def pairing_loop(
     while True:
         started = time.monotonic()
         try:
-            for result in await queue.run_all():
+            for result in await queue.run_all(skip_empty=True):
                 if result.pairs or result.expired or result.dropped:
                     try:
                         await on_result(result)

@@ -21,6 +21,7 @@ from server.matchmaking import (
     wait_for_gap,
 )
 from server.matchmaking.errors import QueueFullError
+from server.matchmaking.policy import POOLS
 from server.store.queue import (
     MatchmakingKeys,
     MatchmakingQueue,
@@ -458,3 +459,13 @@ async def test_the_queue_runs_on_a_cluster(
     assert (await queue.cancel("c")).player == "c"
     assert await queue.remove_node_tickets("c") == []
 
+
+
+async def test_run_all_can_skip_the_empty_pools(queue: MatchmakingQueue) -> None:
+    assert await queue.run_all(now=T, skip_empty=True) == []
+    assert len(await queue.run_all(now=T)) == len(POOLS)  # every pool, empty or not
+    await join(queue, "a", 1500, pool="match-3")
+    await join(queue, "b", 1500, pool="match-3")
+    results = await queue.run_all(now=T, skip_empty=True)
+    assert [r.pool.id for r in results] == ["match-3"]
+    assert names(results[0]) == [("a", "b")]
