@@ -833,11 +833,15 @@ class Lobby:
     # --- listing -----------------------------------------------------------------------------
 
     async def _publish_listing(self, table: Table) -> None:
-        if not table.is_listed or not await self._holds_lease(table.id):
+        if not table.is_listed:
             return
         if table.status in (TableStatus.OPEN, TableStatus.PLAYING):
-            await self.persistence.list_table(table.id, table.summary())
-        else:
+            if await self._holds_lease(table.id) and table.status in (TableStatus.OPEN,
+                                                                       TableStatus.PLAYING):
+                await self.persistence.list_table(table.id, table.summary())
+        elif self.persistence.epochs.get(table.id) != FENCED_OUT:
+            # Unlisted even once its lease is given up (done); never by a node that was
+            # told another owns the table now (it might be live there).
             await self.persistence.unlist_table(table.id, str(table.mode))
 
     async def _holds_lease(self, table_id: str) -> bool:

@@ -279,7 +279,11 @@ async def test_a_game_against_the_computer_goes_on_after_a_drain(
     message = {**sync, "type": "sync"}
     for _ in range(4000):
         if message.get("table") == table:
-            assert message.get("type") != "error", message
+            # A decision sent from a state a later event had already replaced (a sync
+            # answer and the events around the takeover) is refused as out of turn: the
+            # next state asks again.
+            assert message.get("type") != "error" or message.get("code") in (
+                "wrong_phase", "not_your_turn"), message
             if message["type"] == "game_over":
                 break
             state = message.get("state")
