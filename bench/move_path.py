@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import random
 import secrets
 import sys
@@ -261,7 +262,12 @@ def main(argv: list[str] | None = None) -> int:
                              "server's default; bench/callgrind.py sets an hour)")
     parser.add_argument("--stall", type=float, default=120.0,
                         help="give up when no move was made for this many seconds (120)")
+    parser.add_argument("--gc-threshold", type=int, default=None,
+                        help="gc.set_threshold(N, 10, 10) first (CPython's default N is 700): "
+                             "what the cyclic collector costs per move")
     args = parser.parse_args(argv)
+    if args.gc_threshold is not None:
+        gc.set_threshold(args.gc_threshold, 10, 10)
     result = asyncio.run(run(args))
     print(f"{result['cpu_per_move_us']:.1f} µs of CPU per move in Session.receive + "
           f"Lobby.on_message ({result['moves']:,} moves, {result['games']} games, "
