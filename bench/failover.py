@@ -169,6 +169,11 @@ def fencing(args: argparse.Namespace) -> dict[str, Any]:
     if has_flag("--fencing"):
         variants = [("fencing off (TABLE42_FENCING=0)", ROOT, {"TABLE42_FENCING": "0"}),
                     ("fencing on", ROOT, {})]
+    elif args.baseline_dir is not None:
+        # A baseline tree made beforehand (e.g. an export with the same compiled extension
+        # as this tree: a fresh worktree has none, and would run the pure-Python generator).
+        variants = [(f"before ({args.baseline_dir})", args.baseline_dir.resolve(), {}),
+                    ("this tree", ROOT, {})]
     else:
         baseline_dir = Path(tempfile.mkdtemp(prefix="table42-baseline-"))
         subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach",
@@ -217,6 +222,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="seconds after a kill with no event: counted as not taken over")
     parser.add_argument("--baseline", default="75df6a1",
                         help="commit measured against when the server has no fencing switch")
+    parser.add_argument("--baseline-dir", type=Path, default=None,
+                        help="fencing: an existing tree to measure against instead of a "
+                             "fresh worktree of --baseline")
     parser.add_argument("--rounds", type=int, default=3, help="fencing: runs of each variant")
     parser.add_argument("--games", type=int, default=100, help="fencing: concurrent games")
     parser.add_argument("--clients", type=int, default=2, help="fencing: client processes")
