@@ -100,6 +100,16 @@ class _Batch:
             parts.append(b"$%d\r\n%b\r\n" % (len(arg), arg))
         self.count += 1
 
+    def add_headed(self, head: tuple[bytes, ...], encoded: bytes, *tail: bytes) -> None:
+        """Like ``add(*head, *tail)``, with ``encoded`` the RESP of ``head`` made beforehand."""
+        self.commands.append(head + tail)
+        parts = self.parts
+        parts.append(b"*%d\r\n" % (len(head) + len(tail)))
+        parts.append(encoded)
+        for arg in tail:
+            parts.append(b"$%d\r\n%b\r\n" % (len(arg), arg))
+        self.count += 1
+
     async def execute(self, redis: aioredis.Redis) -> list[Any]:
         if isinstance(redis, aioredis.RedisCluster):
             # A cluster: redis-py's cluster pipeline sends each command to its slot's node
@@ -204,6 +214,9 @@ class Persistence:
         self._task: asyncio.Task[None] | None = None
         # Owner epoch of each table this node owns (FENCED_OUT once a write was refused).
         self.epochs: dict[str, int] = {}
+        # Per table, the fixed arguments of its fenced append and their RESP encoding, made
+        # once per epoch (dropped whenever the epoch changes or the table is given up).
+        self._heads: dict[str, tuple[tuple[bytes, ...], bytes]] = {}
         # Told after each flush: a table's events up to this version are stored; a table's
         # lease was lost. Set by the lobby.
         self.on_stored: Callable[[str, int], None] | None = None
@@ -275,10 +288,12 @@ class Persistence:
     def adopt(self, table: str, epoch: int) -> None:
         """From now on this node writes ``table`` under owner ``epoch`` (its lease claim's)."""
         self.epochs[table] = epoch
+        self._heads.pop(table, None)
 
     def disown(self, table: str) -> int | None:
         """Stop writing ``table`` as its owner; its epoch (None: it had none)."""
         self._callbacks.pop(table, None)
+        self._heads.pop(table, None)
         return self.epochs.pop(table, None)
 
     def _epoch_arg(self, table: str) -> bytes:
@@ -292,6 +307,7 @@ class Persistence:
             return
         log.warning("table %s: owner lease lost (a newer owner claimed it); letting go", table)
         self.epochs[table] = FENCED_OUT
+        self._heads.pop(table, None)
         self._events.pop(table, None)
         self._versions.pop(table, None)
         self._firsts.pop(table, None)
@@ -363,11 +379,19 @@ class Persistence:
         cap = b"%d" % self._settings.event_log_max
         sha = self._append_sha
         order: list[str] = []
+        heads = self._heads
         for table in dict.fromkeys([*events, *packed_snapshots]):
-            batch.add(b"EVALSHA", sha, b"3", keys.table_lease(table).encode(),
-                      keys.table_events(table).encode(), keys.table_snapshot(table).encode(),
-                      self._epoch_arg(table), ttl, cap, packed_snapshots.get(table, b""),
-                      _first_arg(firsts, table), *events.get(table, ()))
+            # The fixed part of a table's fenced append (script, keys, epoch, TTL, cap) is
+            # built and RESP-encoded once per epoch, not on every flush.
+            head = heads.get(table)
+            if head is None:
+                args = (b"EVALSHA", sha, b"3", keys.table_lease(table).encode(),
+                        keys.table_events(table).encode(), keys.table_snapshot(table).encode(),
+                        self._epoch_arg(table), ttl, cap)
+                head = heads[table] = (args, b"".join(b"$%d\r\n%b\r\n" % (len(a), a)
+                                                      for a in args))
+            batch.add_headed(head[0], head[1], packed_snapshots.get(table, b""),
+                             _first_arg(firsts, table), *events.get(table, ()))
             order.append(table)
         if now - self._pruned_at > SNAPSHOT_INTERVAL:
             self._prune(now)
@@ -693,6 +717,7 @@ class Persistence:
         # has nothing more to write.
         self._versions.pop(table, None)
         self._callbacks.pop(table, None)
+        self._heads.pop(table, None)
         if done:
             self.epochs.pop(table, None)
         else:
