@@ -26,6 +26,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import gc
+import os
 import random
 import secrets
 import sys
@@ -268,6 +269,12 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.gc_threshold is not None:
         gc.set_threshold(args.gc_threshold, 10, 10)
+    if os.environ.get("TABLE42_NODE_GC"):
+        # As `python -m server` runs: everything made so far frozen, the node's thresholds.
+        from server.__main__ import GC_THRESHOLDS
+        gc.collect()
+        gc.freeze()
+        gc.set_threshold(*GC_THRESHOLDS)
     result = asyncio.run(run(args))
     print(f"{result['cpu_per_move_us']:.1f} µs of CPU per move in Session.receive + "
           f"Lobby.on_message ({result['moves']:,} moves, {result['games']} games, "
