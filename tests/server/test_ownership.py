@@ -296,3 +296,25 @@ async def test_a_game_against_the_computer_goes_on_after_a_drain(
     else:  # pragma: no cover
         raise AssertionError("no game_over")
     assert message["reason"] == "normal", message
+
+
+async def test_a_node_taken_for_dead_and_seen_again_gets_its_players_back_on_their_seats(
+    start_nodes: StartNodes,
+) -> None:
+    """A node only paused (a long GC, Redis away longer than a lease) was taken for dead: the
+    table's owner took its players off their seats. Seen alive again, it is asked to attach
+    them again: they get ``resume`` and the table says they are back."""
+    one, two = await start_nodes(2, dice_factory=scripted(7))
+    c = await connect(two, await register(two, "carol"))
+    d = await connect(one, await register(one, "dave"))
+    table, _ = await seat_two(two, c, d)  # owned by n2; dave plays through n1
+    await two.lobby.node_died(one.lobby.node_id)  # as after a missed heartbeat
+    gone = await c.expect("player_disconnected", table=table)
+    assert gone["player"] == "dave"
+    two.lobby.node_back(one.lobby.node_id)
+    resume = await d.expect("resume", table=table)
+    assert resume["side"] == 1
+    back = await c.expect("player_reconnected", table=table)
+    assert back["player"] == "dave"
+    seat = two.lobby.tables[table].machine.seats[1]
+    assert seat is not None and one.lobby.node_id in seat.nodes
