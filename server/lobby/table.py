@@ -1017,10 +1017,4 @@ class Table:
 
     async def _result_stored(self, game_id: str) -> bool:
         """Whether the table's results hold ``game_id`` (its settlement was made)."""
-        persistence = self.lobby.persistence
-        has_result = getattr(persistence, "has_result", None)
-        if callable(has_result):
-            return bool(await has_result(self.id, game_id))
-        raw = await persistence.redis.lrange(persistence.keys.table_results(self.id), 0, -1)  # type: ignore[misc]
-        needle = f'"game_id":"{game_id}"'.encode()
-        return any(needle in (r if isinstance(r, bytes) else str(r).encode()) for r in raw)
+        return await self.lobby.persistence.has_result(self.id, game_id)

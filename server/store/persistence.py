@@ -622,6 +622,18 @@ class Persistence:
                 pipe.pexpire(key, self._log_ttl_ms)
                 await pipe.execute()
 
+    async def has_result(self, table: str, game_id: str) -> bool:
+        """Whether ``table``'s results hold ``game_id`` (its end was stored)."""
+        raw = await _aw(self.redis.lrange(self.keys.table_results(table), 0, -1))
+        for entry in raw:
+            try:
+                record = json.loads(entry)
+            except ValueError:
+                continue
+            if isinstance(record, dict) and record.get("game_id") == game_id:
+                return True
+        return False
+
     async def inboxed(self, table: str, game_id: str) -> bool:
         """Whether ``game_id``'s rating events were written to the inboxes (see
         :meth:`write_inbox`)."""
