@@ -26,6 +26,7 @@ import msgpack
 import redis.asyncio as aioredis
 from redis.exceptions import RedisError
 
+from server.logs import every
 from server.store.keys import Keys
 
 log = logging.getLogger(__name__)
@@ -162,9 +163,8 @@ class NodeBus:
 
     async def _keep_alive(self) -> None:
         key = self._keys.node_alive(self.node_id)
-        while True:
-            await asyncio.sleep(self._alive_refresh)
-            try:
-                await self._redis.set(key, "1", px=self._alive_ttl_ms)
-            except (RedisError, OSError) as exc:
-                log.warning("bus: alive refresh failed: %s", exc)
+
+        async def refresh() -> None:
+            await self._redis.set(key, "1", px=self._alive_ttl_ms)
+
+        await every(self._alive_refresh, refresh, "bus: alive refresh", log)

@@ -48,6 +48,7 @@ from rating_plugin.store import RatingStore
 from server.config import Settings
 from server.lobby.routing import Lobby, error_message
 from server.lobby.table import TableStatus
+from server.logs import every
 from server.matchmaking import (
     GameMode,
     MatchmakingError,
@@ -438,15 +439,8 @@ class Matchmaker:
     # --- status pushes -------------------------------------------------------------------
 
     async def _status_loop(self) -> None:
-        interval = self.settings.matchmaking_status_interval
-        while True:
-            await asyncio.sleep(interval)
-            try:
-                await self.push_statuses()
-            except (RedisError, OSError) as exc:
-                log.warning("matchmaking: status update failed: %s", exc)
-            except Exception:
-                log.exception("matchmaking: status update failed")
+        await every(self.settings.matchmaking_status_interval, self.push_statuses,
+                    "matchmaking: status update", log)
 
     async def push_statuses(self) -> None:
         """Send ``queue_status`` to every player waiting through this node (one read)."""

@@ -37,6 +37,7 @@ from redis.exceptions import RedisError
 
 from server.config import Settings
 from server.lobby.routing import Lobby
+from server.logs import every
 from server.store.persistence import Persistence
 
 log = logging.getLogger(__name__)
@@ -95,15 +96,8 @@ class Ownership:
             self.persistence.fenced_out(table)
 
     async def _renew_loop(self) -> None:
-        interval = self.settings.lease_renew
-        while True:
-            await asyncio.sleep(interval)
-            try:
-                await self.renew_once()
-            except (RedisError, OSError) as exc:
-                log.warning("ownership: renewing leases failed: %s", exc)
-            except Exception:
-                log.exception("ownership: renewing leases failed")
+        await every(self.settings.lease_renew, self.renew_once, "ownership: renewing leases",
+                    log)
 
     # --- takeover ----------------------------------------------------------------------------
 
