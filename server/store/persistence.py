@@ -82,8 +82,9 @@ class _Batch:
 
     __slots__ = ("commands", "count", "keep", "parts")
 
-    def __init__(self, keep: list[Any] | None = None) -> None:
-        self.commands: list[tuple[bytes, ...]] = []
+    def __init__(self, keep: list[Any] | None = None, *, cluster: bool = False) -> None:
+        # The arguments as well, only for a cluster (sent through redis-py's pipeline).
+        self.commands: list[tuple[bytes, ...]] | None = [] if cluster else None
         self.parts: list[bytes] = []
         self.count = 0
         # With ``keep`` (a list of at most one connection), the connection stays there from
@@ -93,7 +94,8 @@ class _Batch:
         self.keep = keep
 
     def add(self, *args: bytes) -> None:
-        self.commands.append(args)
+        if self.commands is not None:
+            self.commands.append(args)
         parts = self.parts
         parts.append(b"*%d\r\n" % len(args))
         for arg in args:
@@ -102,7 +104,8 @@ class _Batch:
 
     def add_headed(self, head: tuple[bytes, ...], encoded: bytes, *tail: bytes) -> None:
         """Like ``add(*head, *tail)``, with ``encoded`` the RESP of ``head`` made beforehand."""
-        self.commands.append(head + tail)
+        if self.commands is not None:
+            self.commands.append(head + tail)
         parts = self.parts
         parts.append(b"*%d\r\n" % (len(head) + len(tail)))
         parts.append(encoded)
@@ -114,6 +117,7 @@ class _Batch:
         if isinstance(redis, aioredis.RedisCluster):
             # A cluster: redis-py's cluster pipeline sends each command to its slot's node
             # (one round trip per node); the replies come back in order.
+            assert self.commands is not None, "a batch for a cluster is made with cluster=True"
             async with redis.pipeline(transaction=False) as pipe:
                 for command in self.commands:
                     pipe.execute_command(command[0].decode(), *command[1:])
@@ -214,6 +218,7 @@ class Persistence:
         self._task: asyncio.Task[None] | None = None
         # Owner epoch of each table this node owns (FENCED_OUT once a write was refused).
         self.epochs: dict[str, int] = {}
+        self._cluster = isinstance(redis, aioredis.RedisCluster)
         # Per table, the fixed arguments of its fenced append and their RESP encoding, made
         # once per epoch (dropped whenever the epoch changes or the table is given up).
         self._heads: dict[str, tuple[tuple[bytes, ...], bytes]] = {}
@@ -435,7 +440,7 @@ class Persistence:
     async def _flush_locked(self, *, everything: bool = False) -> None:
         if not self._events and not self._dirty:
             return
-        batch = _Batch(self._flush_conn)
+        batch = _Batch(self._flush_conn, cluster=self._cluster)
         order, events, snapshots, versions, firsts = self._queue_buffered(
             batch, everything=everything)
         if not batch.count:
@@ -698,7 +703,7 @@ class Persistence:
         now_ms = int(time.time() * 1000)
         # Hand-packed (see _Batch): a pipeline of one script call per table cost a few ms of
         # the node's CPU per renewal with a hundred tables.
-        batch = _Batch()
+        batch = _Batch(cluster=self._cluster)
         sha, ttl, lease = self._lease_renew.sha.encode(), b"%d" % ttl_ms, self.keys.table_lease
         for table, epoch in owned:
             batch.add(b"EVALSHA", sha, b"1", lease(table).encode(), b"%d" % epoch, ttl)
