@@ -984,8 +984,8 @@ class Lobby:
             await self._taken_over(table_id, self.node_id, table.seated_players())
             return table
         if status == "playing":
-            log.warning("table %s: game in progress lost with its node (its log is gone)",
-                        table_id)
+            log.warning("table %s: game in progress lost with its node (no log to rebuild "
+                        "it from, or a log that does not replay)", table_id)
         for player in players:
             await self.persistence.release_seat(player, table_id)
         await self.persistence.unlist_table(table_id, str(summary.get("mode") or "") or None)
