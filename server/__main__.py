@@ -3,7 +3,8 @@
 
 Settings come from flags and environment variables (``python -m server --help`` lists them;
 ``server/config.py`` has the table). Without ``REDIS_URL`` an embedded redis-server is started
-for the life of the process. SIGTERM and SIGINT shut down cleanly: sockets are closed with 1001,
+for the life of the process; it keeps its data in the data folder (``--data-dir``) and finds it
+again at the next start. SIGTERM and SIGINT shut down cleanly: sockets are closed with 1001,
 in-flight settlements and the write-behind buffer are flushed, then Redis (if embedded) stops.
 """
 
@@ -16,12 +17,13 @@ import logging
 import os
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 
 from aiohttp import web
 
 from server.app import METRICS, create_app
 from server.config import SettingsError, settings_from
-from server.embedded_redis import EmbeddedRedis, EmbeddedRedisError
+from server.embedded_redis import EmbeddedRedis, EmbeddedRedisError, default_data_dir
 from server.logs import setup_logging
 from server.net.http_server import raise_fd_limit, serve
 from server.tournaments.cli import main as runner_key_main
@@ -60,13 +62,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     raise_fd_limit()
     embedded: EmbeddedRedis | None = None
     if not settings.redis_url:
+        data_dir = Path(settings.data_dir) if settings.data_dir else default_data_dir(os.environ)
         try:
-            embedded = EmbeddedRedis().start()
+            embedded = EmbeddedRedis(data_dir=data_dir).start()
         except EmbeddedRedisError as exc:
             print(f"python -m server: {exc}", file=sys.stderr)
             return 1
         settings = settings.with_changes(redis_url=embedded.url)
-        log.info("REDIS_URL not set: started an embedded redis-server at %s", embedded.url)
+        log.info("REDIS_URL not set: the embedded redis-server keeps its data in %s (%s)",
+                 embedded.data_dir, embedded.url)
     try:
         app = create_app(settings)
         app.on_startup.append(_settle_heap)

@@ -1,8 +1,9 @@
 """Operator commands: ``python -m server.admin revoke PLAYER`` ends every token of an account
 (its sockets close with 4001 on every node within a second).
 
-Reads ``REDIS_URL`` and ``TABLE42_KEY_PREFIX`` (or ``--redis-url``/``--key-prefix``) like the
-server does.
+Finds Redis as the server does: ``--redis-url``/``REDIS_URL``, else the embedded store of the
+data folder (``--data-dir``/``TABLE42_DATA_DIR``, the server's default folder otherwise);
+``--key-prefix``/``TABLE42_KEY_PREFIX``.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import sys
 from collections.abc import Sequence
 
 from server.config import Settings
+from server.embedded_redis import EmbeddedRedisError, command_store
 from server.store.accounts import Accounts
 from server.store.keys import Keys
 from server.store.redis_client import redis_client
@@ -31,15 +33,19 @@ async def _revoke(url: str, prefix: str, player: str) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m server.admin")
     parser.add_argument("--redis-url", default=os.environ.get("REDIS_URL"))
+    parser.add_argument("--data-dir", default=os.environ.get("TABLE42_DATA_DIR"),
+                        help="the embedded store's folder when no Redis URL is given")
     parser.add_argument("--key-prefix", default=os.environ.get("TABLE42_KEY_PREFIX", "t42:"))
     commands = parser.add_subparsers(dest="command", required=True)
     revoke = commands.add_parser("revoke", help="end every token of an account")
     revoke.add_argument("player")
     args = parser.parse_args(argv)
-    if not args.redis_url:
-        print("python -m server.admin: set REDIS_URL or --redis-url", file=sys.stderr)
+    try:
+        with command_store(args.redis_url, args.data_dir, os.environ) as url:
+            ended = asyncio.run(_revoke(url, args.key_prefix, args.player))
+    except EmbeddedRedisError as exc:
+        print(f"python -m server.admin: {exc}", file=sys.stderr)
         return 2
-    ended = asyncio.run(_revoke(args.redis_url, args.key_prefix, args.player))
     print(f"{ended} token(s) of {args.player} ended")
     return 0
 

