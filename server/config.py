@@ -121,7 +121,7 @@ class Settings:
     tournament_tick: float = 1.0
     tournament_lease: float = 10.0
 
-    # Hardening (issue 12; docs/operations.md): per-address and per-account limits, HTTP
+    # Hardening (docs/operations.md): per-address and per-account limits, HTTP
     # connection guards, metrics and logs. ``limits`` turns every limit of this block off at
     # once (benchmarks); a rate of 0 turns one off.
     limits: bool = True

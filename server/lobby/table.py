@@ -39,7 +39,7 @@ The end of a game, in this order (nothing is announced before it is stored):
    event is delivered once.
 
 Every write a finished game needs (the result with the buffered events, the inbox, the seat
-release) is retried with back-off until Redis has stored it (issue 12: an outage delays the
+release) is retried with back-off until Redis has stored it (an outage delays the
 end of a game, it loses nothing); the settlement is retried the same way in the background.
 """
 
