@@ -1,5 +1,5 @@
-"""Failover benchmark (issue 11): how long a table is without an owner after SIGKILL, and what
-fenced writes cost per move.
+"""Failover benchmark (ownership and fencing): how long a table is without an owner after
+SIGKILL, and what fenced writes cost per move.
 
 Run from the repository root, with a Redis at ``--redis-url`` for the first part (a fresh key
 prefix, deleted afterwards)::

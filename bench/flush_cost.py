@@ -12,7 +12,7 @@ Run from the repository root (valgrind installed; about a minute each)::
 Method: the workload runs under ``valgrind --tool=callgrind`` with 10 and 110 flushes of 7
 tables; the difference of the two instruction totals over the 700 more buffered events is the
 cost of one event from its buffering to its stored callback. It also runs on the layout
-before issue 11 (``server.persistence``, no epochs or callbacks) to compare.
+before ownership and fencing (``server.persistence``, no epochs or callbacks) to compare.
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ async def workload(flushes: int, tables: int) -> None:
     # Decided by the files of this tree, not by trying the import: an editable install of
     # another checkout can answer an import this tree does not have.
     fenced = (ROOT / "server" / "store" / "persistence.py").exists()
-    layout = "server.store." if fenced else "server."  # else the layout before issue 11
+    layout = "server.store." if fenced else "server."  # else the layout before fencing
     store: Any = importlib.import_module(layout + "persistence")
     keys_module: Any = importlib.import_module(layout + "keys")
     assert Path(store.__file__).resolve().is_relative_to(ROOT), store.__file__

@@ -91,7 +91,7 @@ TARGET_P99_MS = 50.0
 TARGET_IDLE_KB = 30.0
 TARGET_RATING_P99_MS = 10.0
 CAPACITY_BUSY = 0.75
-"""Capacity (issue 13): the concurrent games at which the server process is this busy."""
+"""Capacity: the concurrent games at which the server process is this busy."""
 
 
 # --- /proc readings ------------------------------------------------------------------------
@@ -573,7 +573,7 @@ def measure_window(pids: dict[str, list[int]], measure_from: float,
 
 
 def hardening_args(mode: str) -> list[str]:
-    """``--hardening off``: the per-address limits and the metrics of issue 12 are off.
+    """``--hardening off``: the per-address limits and the metrics (hardening limits) are off.
     ``on`` (the default): both on, every check on the path (the limiters, the counters and
     histograms) running, with bounds the bench's own setup (hundreds of accounts and tables
     from a few addresses) cannot reach, so the two modes play the same games."""
@@ -977,7 +977,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--timeout", type=float, default=900.0,
                         help="hard limit for the whole run, seconds")
     parser.add_argument("--hardening", choices=("on", "off"), default="on",
-                        help="the server's per-address limits and metrics (issue 12)")
+                        help="the server's per-address limits and metrics (hardening limits)")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--log-level", default="WARNING", help="the server's log level")
     parser.add_argument("--profile", default=None, metavar="FILE",

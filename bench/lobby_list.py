@@ -1,4 +1,4 @@
-"""The table-list attack of issue 12, point 4, as a benchmark: many listed tables, loops of
+"""The table-list flood of the hardening tests as a benchmark: many listed tables, loops of
 ``GET /api/tables`` from another process, and one client's ping round trips meanwhile.
 
 Run from the repository root::

@@ -1,4 +1,4 @@
-"""Every figure of issue 13 in one command: instructions per move and per echo round trip
+"""Every figure of the lean move path in one command: instructions per move and per echo round trip
 (callgrind), and server CPU per move against the echo over real sockets at full speed and at
 human pace, with the capacity of one node at human pace.
 

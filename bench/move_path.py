@@ -14,7 +14,7 @@ by handing each command's frame to ``Session.receive`` and ``Lobby.on_message``,
 the socket handler does. The figure is the process CPU time spent inside those two calls
 (the game's end, settled in the background, is not in it), divided by the moves: what the
 server's own code costs per move, with aiohttp, the kernel and the network left out. Since
-the table driver announces a move's events only once they are stored (issue 11), the
+the table driver announces a move's events only once they are stored (store before announce), the
 write-behind flush and the announcements run outside those two calls, so the second figure
 printed is the whole process's CPU per measured move (those, the event loop and the driver's
 own work included): compare that one across trees with and without store-before-announce.

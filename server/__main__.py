@@ -35,7 +35,7 @@ GC_THRESHOLDS = (700, 100, 100)
 """The cyclic garbage collector's thresholds for the server process. Nearly everything a move
 allocates is freed by reference counting; the older generations are walked a tenth as often
 as Python's default (700, 10, 10), which under load cost about a tenth of the CPU and long
-pauses (see BENCHMARKS.md)."""
+pauses (BENCHMARKS.md: instructions per move with either setting)."""
 
 
 async def _settle_heap(app: web.Application) -> None:

@@ -109,11 +109,10 @@ class Settings:
     matchmaking_max_tickets: int = 100_000
     matchmaking_status_interval: float = 5.0
 
-    # Ownership (server/lobby/ownership.py, docs/operations.md "Node loss and takeover"):
-    # each live
-    # table's owner lease lasts lease_ttl unless renewed (every lease_renew); every node looks
-    # for expired leases every takeover_scan. A table is taken over at most
-    # lease_ttl + takeover_scan after its owner's last renewal (7 s by default).
+    # Ownership (server/lobby/ownership.py; docs/operations.md, "Node loss, takeover and
+    # rolling restarts"): each live table's owner lease lasts lease_ttl unless renewed (every
+    # lease_renew); every node looks for expired leases every takeover_scan. A table is taken
+    # over at most lease_ttl + takeover_scan after its owner's last renewal (7 s by default).
     lease_ttl: float = 6.0
     lease_renew: float = 2.0
     takeover_scan: float = 1.0
@@ -123,7 +122,7 @@ class Settings:
     tournament_tick: float = 1.0
     tournament_lease: float = 10.0
 
-    # Hardening (issue 12; docs/operations.md): per-address and per-account limits, HTTP
+    # Hardening (docs/operations.md): per-address and per-account limits, HTTP
     # connection guards, metrics and logs. ``limits`` turns every limit of this block off at
     # once (benchmarks); a rate of 0 turns one off.
     limits: bool = True

@@ -158,7 +158,7 @@ class Lobby:
     ) -> None:
         self.settings = settings
         self.metrics = metrics if metrics is not None else Metrics(enabled=False)
-        # Table creation limits (issue 12): a rate per player and per address, and open
+        # Table creation limits (hardening): a rate per player and per address, and open
         # tables per address on this node.
         on = settings.limits
         self._create_limit = RateLimiter(settings.table_create_rate if on else 0.0,

@@ -28,7 +28,7 @@ The end of a game, in this order (nothing is announced before it is stored):
 
 1. at the same time, so that the two round trips to Redis overlap: settle ratings through the
    rating store (Table42 for a Competitive single game, FIBS when a rated match ends, Boosted
-   points for a Boosted game), and, in one pipeline, write the table's buffered events
+   points for a Boosted game), and, in one fenced script, write the table's buffered events
    (``game_over``/``match_over`` included) and append the result to the table's results;
    each is retried on Redis errors;
 2. once both are stored: broadcast ``game_over`` (and ``match_over``) to players and
@@ -39,7 +39,7 @@ The end of a game, in this order (nothing is announced before it is stored):
    event is delivered once.
 
 Every write a finished game needs (the result with the buffered events, the inbox, the seat
-release) is retried with back-off until Redis has stored it (issue 12: an outage delays the
+release) is retried with back-off until Redis has stored it (an outage delays the
 end of a game, it loses nothing); the settlement is retried the same way in the background.
 """
 

@@ -86,7 +86,7 @@ __all__ = [
 RatingLadder = Literal["table42", "fibs"]
 
 NEW_PLAYER_EXPERIENCE: int = fibs.NEW_PLAYER_EXPERIENCE
-"""FIBS experience below which a player is shown as "new" (SPEC 1.2): 10."""
+"""FIBS experience below which a player is shown as "new": 10 (docs/rating-engine.md)."""
 
 MAX_PLAYER_LENGTH = 64
 MAX_ADDRESS_LENGTH = 128

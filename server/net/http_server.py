@@ -1,4 +1,4 @@
-"""Serving the app: the TCP listener with a guard on connections (issue 12).
+"""Serving the app: the TCP listener with a guard on connections (hardening limits).
 
 aiohttp holds a connection whose request headers never finish for its keep-alive timeout
 (75 s by default) and accepts as many connections as the process has file descriptors, so a

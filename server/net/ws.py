@@ -236,7 +236,7 @@ class SocketHandler:
                     elif conn.identity is None:  # ping before hello
                         await self._send(conn, {"type": "pong", "ref": message.ref})
                     elif isinstance(message, MATCHMAKING_MESSAGES) and self.matchmaker is not None:
-                        if not lobby.persistence.redis_up:  # as the lobby does (issue 12)
+                        if not lobby.persistence.redis_up:  # as the lobby does (Redis outage)
                             err = ProtocolError(ErrorCode.UNAVAILABLE,
                                                 "storage unavailable, retry")
                             lobby.metrics.error(err.code)

@@ -14,7 +14,7 @@ parse, so a flush is one hand-packed batch (:class:`_Batch`) of one ``EVALSHA`` 
 :data:`SNAPSHOT_INTERVAL` seconds per table, except that a snapshot marked urgent (the table's
 status changed) goes with the next flush.
 
-Fencing (issue 11): each table this node owns has an owner epoch (:meth:`adopt`, from the
+Fencing: each table this node owns has an owner epoch (:meth:`adopt`, from the
 lease claim in ``ownership.py``); every write of its log, snapshot and result goes through a
 script that refuses it when the epoch in Redis is not the writer's. After a flush each table
 hears, through :attr:`on_stored`, the highest version now stored (store before announce), or,

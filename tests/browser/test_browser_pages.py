@@ -1,5 +1,6 @@
-"""The pages over the public read API (CONTRACT.md): leaderboards, a profile with its rating
-graph, a tournament bracket and the rating calculator (SPEC.md's examples), in Chromium.
+"""The pages over the public read API (docs/http-api.md): leaderboards, a profile with its rating
+graph, a tournament bracket and the rating calculator (the examples of docs/rating-engine.md),
+in Chromium.
 """
 
 from __future__ import annotations
@@ -122,23 +123,24 @@ async def test_the_leaderboard_pages_through_every_player(
     assert player.errors == [], player.errors
 
 
+# The examples of docs/rating-engine.md, "The rules".
 CALCULATOR = [
-    # SPEC.md 1.1: a 300-point favourite at divisor 1200 wins +12, loses -20.
+    # Table42 Elo: a 300-point favourite at divisor 1200 wins +12, loses -20.
     ("table42", {"rating": "1800", "opponent": "1500", "result": "win"}, "change", 12),
     ("table42", {"rating": "1800", "opponent": "1500", "result": "loss"}, "change", -20),
-    # SPEC.md 1.1: cube 4, two 1500 players, K = 32: +-21.
+    # Table42 Elo: cube 4, two 1500 players, K = 32: +-21.
     ("table42", {"rating": "1500", "opponent": "1500", "result": "win", "cube": "4"}, "change", 21),
-    # SPEC.md 1.2: equal ratings, 1-point match, winner's experience 150: +7.00.
+    # FIBS: equal ratings, 1-point match, winner's experience 150: +7.00.
     ("fibs", {"rating": "1500", "opponent": "1500", "result": "win", "length": "1",
               "experience": "150"}, "change", 7.0),
-    # SPEC.md 1.2: equal players, match to 9: winner +6.
+    # FIBS: equal players, match to 9: winner +6.
     ("fibs", {"rating": "1500", "opponent": "1500", "result": "win", "length": "9",
               "experience": "400"}, "change", 6.0),
-    # SPEC.md 1.3: 1500 beats 1600 with K = 32: +20.48, new rating 1520.48.
+    # Classic Elo: 1500 beats 1600 with K = 32: +20.48, new rating 1520.48.
     ("elo", {"rating": "1500", "opponent": "1600", "result": "win", "k": "32"}, "change", 20.48),
     ("elo", {"rating": "1500", "opponent": "1600", "result": "win", "k": "32"}, "new_rating",
      1520.48),
-    # SPEC.md 1.3, the FIDE preset: K 40 until 30 rated games and for juniors under 2300, 20
+    # Classic Elo, the FIDE preset: K 40 until 30 rated games and for juniors under 2300, 20
     # below 2400, 10 once 2400 has been reached; the other presets are fixed Ks.
     ("elo", {"rating": "2300", "opponent": "2300", "result": "win", "preset": "fide",
              "games": "10"}, "k", 40),

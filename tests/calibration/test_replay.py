@@ -53,7 +53,7 @@ def test_bad_rules_name_the_field(field: str, value: object) -> None:
 
 @pytest.mark.parametrize(
     ("cube", "change"),
-    [(1, 16), (2, 19), (4, 21), (8, 24), (16, 27), (32, 29), (64, 32)],  # SPEC §1.1 cube table
+    [(1, 16), (2, 19), (4, 21), (8, 24), (16, 27), (32, 29), (64, 32)],  # docs/rating-engine.md
 )
 def test_a_first_game_scores_as_the_spec_says(cube: int, change: int) -> None:
     done = Replayer().apply(game(1, "a", "b", T0, cube))
@@ -110,7 +110,7 @@ def test_fibs_replay_matches_the_spec_example() -> None:
         replayer.fibs[name].experience = 400
         replayer.fibs[name].rating = 1500.0
     done = replayer.apply(GameRecord("fibs", 2, "m2", "normal", T0, 1, 9, "a", "b", 0, 0))
-    assert done.after == (1506.0, 1494.0)  # SPEC §1.2: equal players, match to 9: +6
+    assert done.after == (1506.0, 1494.0)  # FIBS examples: equal players, match to 9: +6
 
 
 def test_mismatch_names_the_first_number_not_reproduced() -> None:

@@ -1,5 +1,5 @@
-"""A node dies and its games go on (issue 11): separate ``python -m server`` processes on
-loopback, one Redis, real protocol clients.
+"""A node dies and its games go on (ownership, fencing and takeover): separate
+``python -m server`` processes on loopback, one Redis, real protocol clients.
 
 Every test plays real rated games (Competitive single games between registered players
 from distinct addresses) with the server's own dice, making the first legal play and taking

@@ -26,7 +26,7 @@ def ticket(player: str, rating: float, pool: str = "competitive", **kwargs: obje
 @pytest.mark.parametrize(
     ("mine", "theirs", "win", "loss", "their_win", "their_loss"),
     [
-        # SPEC 1.1, K=32 cube 1: 300 apart the underdog wins +20 or loses -12
+        # Table42 Elo examples, K=32 cube 1: 300 apart the underdog wins +20 or loses -12
         (ticket("a", 1500), ticket("b", 1800), 20, -12, 12, -20),
         (ticket("a", 1500), ticket("b", 1500), 16, -16, 16, -16),
         # mixed K: 60 games this week (K=16) against a K=32 opponent at equal ratings
@@ -46,7 +46,7 @@ def test_table42_stakes(
 @pytest.mark.parametrize(
     ("pool", "experience", "win"),
     [
-        ("match-1", 150, 7.0),  # SPEC 1.2: multiplier 3.5 -> +7.00
+        ("match-1", 150, 7.0),  # FIBS examples: multiplier 3.5 -> +7.00
         ("match-1", 400, 2.0),
         ("match-1", None, 10.0),  # unknown experience counts as 0: multiplier 5
     ],

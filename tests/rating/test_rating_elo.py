@@ -1,4 +1,5 @@
-"""Classic Elo pinned to SPEC.md §1.3, with the K presets and FIDE's rules."""
+"""Classic Elo pinned to docs/rating-engine.md (Classic Elo examples), with the K presets and
+FIDE's rules."""
 
 from __future__ import annotations
 

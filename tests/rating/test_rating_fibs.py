@@ -1,4 +1,4 @@
-"""FIBS rating pinned to every number of SPEC.md §1.2."""
+"""FIBS rating pinned to every number of docs/rating-engine.md, FIBS rating and its examples."""
 
 from __future__ import annotations
 

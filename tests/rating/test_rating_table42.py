@@ -1,4 +1,4 @@
-"""Table42 Elo pinned to every number of SPEC.md §1.1."""
+"""Table42 Elo pinned to every number of docs/rating-engine.md, Table42 Elo examples."""
 
 from __future__ import annotations
 

@@ -41,7 +41,7 @@ def make_settings(redis_url: str, key_prefix: str) -> Callable[..., Settings]:
             # Scripted games run at full speed; the rate-limit test sets its own numbers.
             "rate_limit": 5000.0,
             "rate_burst": 5000,
-            # The per-address limits of issue 12 (every loopback test client is one address);
+            # The per-address hardening limits (every loopback test client is one address);
             # tests/server/test_hardening*.py turn them on.
             "limits": False,
         }

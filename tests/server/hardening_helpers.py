@@ -1,4 +1,4 @@
-"""Helpers for the hardening tests (issue 12): a private redis-server a test may stop and
+"""Helpers for the hardening tests: a private redis-server a test may stop and
 start again (never the shared one), raw HTTP, and a real ``python -m server`` process."""
 
 from __future__ import annotations

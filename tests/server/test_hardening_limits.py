@@ -1,4 +1,4 @@
-"""Issue 12, points 3 and 5: limits on what one address or account can take.
+"""Hardening, per-address and per-account limits: limits on what one address or account can take.
 
 Each test floods from one address (sent as X-Forwarded-For through the trusted loopback
 proxy), bounded in count, checks that the limit holds with 429 / ``rate_limited`` and a

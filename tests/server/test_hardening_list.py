@@ -1,4 +1,4 @@
-"""Issue 12, point 4: the table list is an index kept as tables open and close, read one page
+"""Hardening, the table list: it is an index kept as tables open and close, read one page
 per Redis round trip, whatever the number of tables.
 
 As the attack was made: 2,000 listed tables, a flood of list requests from many loops, and

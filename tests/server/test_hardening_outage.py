@@ -1,4 +1,4 @@
-"""Issue 12, point 1: a game that ends while Redis is down loses nothing and locks nobody out.
+"""Hardening, Redis outage: a game that ends while Redis is down loses nothing and locks nobody out.
 
 The attack as it was made: Redis (a private redis-server of this test, append-only file on;
 never the shared one) is stopped with SIGTERM while a game is on, the game ends during the

@@ -1,4 +1,4 @@
-"""Issue 12, point 7: a rating event is delivered once.
+"""Hardening, rating delivery: a rating event is delivered once.
 
 As it was found: a rating event received live came again on the next connection (it was also
 put in the inbox). Now an event written to one of the player's sockets leaves the inbox; an

@@ -1,4 +1,4 @@
-"""Issue 12, point 6: the small cases, each sent as the attack was."""
+"""Hardening, small cases: the small cases, each sent as the attack was."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Issue 12, point 2: a token's end ends its sockets, on every node, with close code 4001.
+"""Hardening, token end: a token's end ends its sockets, on every node, with close code 4001.
 
 As the attack was made: sockets stay open while the token is logged out, expires, has its
 account's password changed, or is revoked by an operator; each socket must close (and so stop

@@ -1,4 +1,4 @@
-"""Issue 12, operations: ``/metrics`` parsed with prometheus_client's own parser, each counter
+"""Hardening, operations: ``/metrics`` parsed with prometheus_client's own parser, each counter
 moving when its event happens; ``/readyz`` apart from ``/healthz``; JSON logs."""
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The public read API against a real server and real Redis: leaderboards, profiles, history,
-the calculator (pinned to SPEC.md), stake previews, every error status, the rate limit and
-the OpenAPI document's coverage of every route."""
+the calculator (pinned to docs/rating-engine.md), stake previews, every error status, the rate
+limit and the OpenAPI document's coverage of every route."""
 
 from __future__ import annotations
 
@@ -169,7 +169,7 @@ async def test_a_game_played_over_the_socket_shows_on_the_board_and_profile(
         await client.close()
 
 
-# (query, field, expected): SPEC.md §1.1 (Table42), §1.2 (FIBS), §1.3 (classic Elo).
+# (query, field, expected): docs/rating-engine.md, the Table42, FIBS and classic Elo examples.
 CALCULATOR_CASES: list[tuple[str, str, Any]] = [
     # K=32, cube 1: the favourite's and the underdog's win, by rating difference
     *[(f"table42?rating={1500 + d}&opponent=1500&result=win", "change", fav)

@@ -1,4 +1,4 @@
-"""Store before announce (issue 11): a table event, and a reply carrying the table's ``v``,
+"""Store before announce: a table event, and a reply carrying the table's ``v``,
 reach clients only once Redis has stored the event; the reply comes after the event."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""A table rebuilt on another node from its Redis log (issue 11): ``Table.restore``.
+"""A table rebuilt on another node from its Redis log (takeover): ``Table.restore``.
 
 Two nodes on one Redis, in one process. Node A owns a table; it stops (its ``shutdown`` path:
 the game is not ended) and node B rebuilds the table from the stored events. The players

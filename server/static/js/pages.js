@@ -181,7 +181,7 @@ const CALC = {
   },
   elo: {
     title: "Classic Elo (chess)",
-    // A preset instead of K (SPEC.md 1.3); FIDE's K also needs the games so far, and a junior's
+    // A preset instead of K (docs/rating-engine.md, Classic Elo); FIDE's K also needs the games so far, and a junior's
     // age or a 2400 peak when there is one (empty: not sent).
     fields: [["rating", 1500], ["opponent", 1500], ["result", "win", ["win", "draw", "loss"]],
       ["preset", "", ["", "new", "standard", "master", "amateur", "fide"]], ["k", 32],
