@@ -1,4 +1,8 @@
-// A few DOM helpers: h() builds elements, fmt helpers format numbers the way the server sends them.
+// A few DOM helpers: h() builds elements; numbers in the language's way; the wording of the
+// server's codes (unrated reasons, end reasons, modes) as catalogue keys; readable names; the
+// sound switch and its short tones (Web Audio, no files).
+
+import { fmtDate, fmtNum, fmtSigned, has, t } from "./i18n.js";
 
 export function h(tag, attrs = {}, ...children) {
   const node = document.createElement(tag);
@@ -16,36 +20,97 @@ export function h(tag, attrs = {}, ...children) {
   return node;
 }
 
-export const signed = (n, digits = 0) => {
-  if (n === null || n === undefined) return "–";
-  const text = Math.abs(n).toFixed(digits);
-  return (n > 0 ? "+" : n < 0 ? "−" : "±") + text;
-};
-
-export const num = (n, digits = 0) => (n === null || n === undefined ? "–"
-  : Number(n).toFixed(digits));
+export const signed = fmtSigned;
+export const num = fmtNum;
 
 export function toast(text) {
   const box = document.getElementById("toast");
   box.textContent = text;
   box.hidden = false;
   clearTimeout(toast.timer);
-  toast.timer = setTimeout(() => { box.hidden = true; }, 4000);
+  toast.timer = setTimeout(() => { box.hidden = true; }, 6000);
 }
 
-export const UNRATED = {
-  private_room: "a private room is never rated",
-  tournament_game: "tournament games are not rated",
-  guest_player: "a guest plays, and guests are never rated",
-  same_address: "both players connect from one network address",
-  boosted_mode: "a Boosted game earns Boosted points, not Elo",
-};
+// An error answer in words: its code's text when the catalogue has one, else the server's.
+export function errorText(reply) {
+  const key = `error.${reply.code}`;
+  if (!has(key)) return reply.message || reply.code;
+  return t(key, { message: reply.message || reply.code, field: reply.field || "",
+    retry_after: Math.ceil(Number(reply.retry_after) || 1), n: Math.ceil(Number(reply.retry_after) || 1), until: reply.until ? fmtDate(reply.until) : "" });
+}
 
-export const REASONS = {
-  normal: "played out", resign: "resignation", drop: "double dropped", timeout: "time-out",
-  disconnect: "disconnected", leave: "left the table",
+const UNRATED = {
+  private_room: "unrated.private_room", tournament_game: "unrated.tournament_game",
+  guest_player: "unrated.guest_player", same_address: "unrated.same_address",
+  boosted_mode: "unrated.boosted_mode", bot: "unrated.bot",
 };
+export const unratedText = (reason) => (UNRATED[reason] ? t(UNRATED[reason]) : t("unrated.other"));
+
+const REASONS = {
+  normal: "reason.normal", resign: "reason.resign", drop: "reason.drop", timeout: "reason.timeout",
+  disconnect: "reason.disconnect", leave: "reason.leave",
+};
+export const reasonText = (reason) => (REASONS[reason] ? t(REASONS[reason]) : reason);
+
+const MODES = {
+  competitive: "mode.competitive", boosted: "mode.boosted", private: "mode.private",
+  tournament: "mode.tournament", rated_match: "mode.rated_match", computer: "mode.computer",
+};
+export const modeText = (mode) => (MODES[mode] ? t(MODES[mode]) : mode || t("mode.table"));
+
+const KINDS = { single: "kind.single", gammon: "kind.gammon", backgammon: "kind.backgammon" };
+export const kindText = (kind) => (KINDS[kind] ? t(KINDS[kind]) : kind);
+
+const RESULTS = { single: "result.single", gammon: "result.gammon", backgammon: "result.backgammon",
+  resign: "result.resign", timeout: "result.timeout", forfeit: "result.forfeit" };
+export const resultText = (result) => (RESULTS[result] ? t(RESULTS[result]) : result);
+
+// A person's name to show: the server's name when it has one that is not a raw id; a guest's
+// id ("guest-fe3a13059e") becomes "Guest fe3a", a bot's "Computer".
+export function personName(player, name) {
+  const raw = name || player;
+  if (!raw) return t("seat.empty");
+  if (name && name !== player) return name;
+  if (/^guest-/.test(raw)) return t("name.guest", { tag: raw.slice(6, 10) });
+  if (/^bot-/.test(raw)) return t("name.bot");
+  return raw;
+}
 
 export function formField(label, input) {
   return h("label", { class: "field" }, h("span", {}, label), input);
+}
+
+// -- sound ------------------------------------------------------------------------------------
+
+const SOUND_KEY = "t42.sound";
+let audio = null;
+
+export const soundOn = () => localStorage.getItem(SOUND_KEY) !== "off";
+export function setSound(on) {
+  localStorage.setItem(SOUND_KEY, on ? "on" : "off");
+}
+
+const TONES = { turn: [660, 880], dice: [300], double: [520, 390, 520], call: [880, 660, 880, 660] };
+
+// A short tone sequence for `kind` (your turn, dice, a double, a tournament call) when sound is on.
+export function beep(kind) {
+  if (!soundOn()) return;
+  try {
+    audio = audio || new AudioContext();
+    let at = audio.currentTime;
+    for (const freq of TONES[kind] || TONES.turn) {
+      const osc = audio.createOscillator();
+      const gain = audio.createGain();
+      osc.frequency.value = freq;
+      gain.gain.setValueAtTime(0.08, at);
+      gain.gain.exponentialRampToValueAtTime(0.001, at + 0.14);
+      osc.connect(gain).connect(audio.destination);
+      osc.start(at);
+      osc.stop(at + 0.15);
+      at += 0.16;
+    }
+    window.__t42sounds = (window.__t42sounds || []).concat(kind);
+  } catch (err) {
+    // No audio in this browser: the page works without it.
+  }
 }
