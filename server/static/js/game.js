@@ -394,15 +394,14 @@ export class GameView {
     const me = this.viewer;
     for (const [box, side] of [[this.bottom, me], [this.top, 1 - me]]) {
       const seat = state.seats && state.seats[side];
-      box.replaceChildren(
+      box.replaceChildren(...[
         h("span", { class: `swatch ${side === 0 ? "light" : "dark"}`, "aria-hidden": "true" }),
-        h("strong", { class: "pname" }, seat ? personName(seat.player, seat.name) : t("seat.empty"),
-          seat && seat.guest ? ` (${t("seat.guest")})` : ""),
+        h("strong", { class: "pname" }, seat ? personName(seat.player, seat.name) : t("seat.empty")),
         h("span", { class: "clock", "data-side": side, "aria-label": t("game.clock") }),
         state.game ? h("span", { class: "pipcount" }, t("game.pips", { n: state.game.pips[side] })) : null,
         h("span", { class: "strikes", "data-side": side }),
         h("span", { class: "presence", "data-side": side, role: "status" }),
-      );
+      ].filter(Boolean));
     }
   }
 

@@ -95,8 +95,8 @@ export class LobbyView {
       h("h1", {}, t("lobby.title")),
       this.account,
       this.queueBox,
-      h("section", { "aria-labelledby": "pools-h" }, h("h2", { id: "pools-h" }, t("lobby.play_now")), this.poolBox),
       h("section", { "aria-labelledby": "computer-h" }, h("h2", { id: "computer-h" }, t("computer.title")), this.computerBox),
+      h("section", { "aria-labelledby": "pools-h" }, h("h2", { id: "pools-h" }, t("lobby.play_now")), this.poolBox),
       h("section", { "aria-labelledby": "tables-h" }, h("h2", { id: "tables-h" }, t("lobby.tables")),
         this.createBox, this.tableBox),
     );
@@ -113,7 +113,7 @@ export class LobbyView {
     if (app.token) {
       const me = app.me;
       this.account.replaceChildren(h("p", {},
-        me ? t(me.guest ? "account.signed_in_guest" : "account.signed_in", { name: me.name }) : t("account.connecting")));
+        me ? t(me.guest ? "account.signed_in_guest" : "account.signed_in", { name: personName(me.player, me.name) }) : t("account.connecting")));
       return;
     }
     const name = h("input", { name: "name", autocomplete: "username", required: true,
@@ -300,7 +300,7 @@ export class LobbyView {
       if (how === "join") this.join(tableId.value);
       else location.hash = `#/watch/${tableId.value}`;
     };
-    this.createBox.replaceChildren(
+    this.createBox.replaceChildren(...[
       h("form", { class: "create-form", onsubmit: create },
         formField(t("create.mode"), mode), formField(t("create.length"), length),
         h("button", { type: "submit", class: "create-btn" }, t("create.submit"))),
@@ -308,7 +308,7 @@ export class LobbyView {
       h("form", { class: "byid-form", onsubmit: byId("join") },
         formField(t("create.table_id"), tableId),
         h("button", { type: "submit" }, t("tables.join")),
-        h("button", { type: "button", onclick: byId("watch") }, t("tables.watch"))));
+        h("button", { type: "button", onclick: byId("watch") }, t("tables.watch")))].filter(Boolean));
   }
 }
 

@@ -9,7 +9,7 @@ import { LobbyView } from "./lobby.js";
 import { PAGES } from "./pages.js";
 import { ReplayView } from "./replay.js";
 import { Socket } from "./socket.js";
-import { beep, errorText, h, setSound, soundOn, toast } from "./ui.js";
+import { beep, errorText, h, personName, setSound, signed, soundOn, toast } from "./ui.js";
 
 const TOKEN_KEY = "t42.token";
 const BRAND = "Table42";
@@ -33,6 +33,7 @@ const app = {
   ratings: new Map(), // game_id -> rating / boosted event (dedupe by game_id)
   tableModes: new Map(), // table -> {mode, match_length} of tables we created
   tournamentTables: new Map(), // table -> its tournament_table event
+  tournamentsOver: new Map(), // tournament -> its tournament_over event
 };
 window.__t42 = app; // for the browser tests and the curious
 
@@ -106,6 +107,7 @@ function onMessage(msg) {
       if (app.call && app.call.tournament === msg.tournament) app.call = null;
       drawCall();
       if (msg.type === "tournament_over") {
+        app.tournamentsOver.set(msg.tournament, msg);
         toast(t("tournament.over_toast", { first: msg.podium[0] || "–" }));
       }
       break;
@@ -114,7 +116,7 @@ function onMessage(msg) {
       if (!app.ratings.has(msg.game_id)) app.ratings.set(msg.game_id, msg);
       if (msg.reason === "podium") {
         toast(t("tournament.podium_toast", { place: msg.place, name: msg.tournament_name || msg.tournament,
-          change: msg.change }));
+          change: signed(msg.change) }));
         showAward(msg);
       }
       break;
@@ -130,7 +132,7 @@ function showAward(msg) {
   box.hidden = false;
   box.replaceChildren(h("div", { class: "award", role: "status", "data-tournament": msg.tournament },
     h("strong", {}, t("tournament.award", { place: msg.place, name: msg.tournament_name || msg.tournament })),
-    " ", t("tournament.award_change", { old: msg.old, new: msg.new, change: msg.change }), " ",
+    " ", t("tournament.award_change", { old: msg.old, new: msg.new, change: signed(msg.change) }), " ",
     h("a", { href: `#/tournament/${encodeURIComponent(msg.tournament)}` }, t("tournament.see_bracket")), " ",
     h("button", { type: "button", class: "link", onclick: () => { box.hidden = true; } }, t("common.close"))));
 }
@@ -139,7 +141,7 @@ function showAward(msg) {
 function drawCall() {
   const box = document.getElementById("notice");
   const c = app.call;
-  if (!c) {
+  if (!c || (c.table && app.view instanceof GameView && app.view.table === c.table)) {
     if (box.querySelector(".call")) box.hidden = true;
     return;
   }
@@ -251,7 +253,7 @@ function drawNav() {
   if (app.me) links.push([`#/player/${encodeURIComponent(app.me.player)}`, "nav.profile"]);
   const items = links.map(([href, key]) => h("li", {}, h("a", { href }, t(key))));
   if (app.token) {
-    items.push(h("li", { class: "who" }, app.me ? app.me.name : ""));
+    items.push(h("li", { class: "who" }, app.me ? personName(app.me.player, app.me.name) : ""));
     items.push(h("li", {}, h("button", { type: "button", class: "link logout", onclick: logOut }, t("nav.logout"))));
   }
   const langSelect = h("select", { class: "lang", "aria-label": t("nav.language"), onchange: async (ev) => {
@@ -306,6 +308,7 @@ function render() {
     app.view = new LobbyView(app, { signIn });
     app.view.mount(main);
   }
+  drawCall();
   const title = TITLES[page] || "title.lobby";
   document.title = [BRAND, t(title)].join(" · ");
 }

@@ -275,7 +275,7 @@ function bracket(app, id) {
       ...b.podium.map((p) => h("li", {}, p ? playerLink(p) : "–"))) : "";
     const award = [...app.ratings.values()].find((r) => r.reason === "podium" && r.tournament === id);
     const mine = award ? h("p", { class: "award" }, t("tournament.award", { place: award.place, name: tn.name }), " ",
-      t("tournament.award_change", { old: award.old, new: award.new, change: award.change })) : "";
+      t("tournament.award_change", { old: award.old, new: award.new, change: signed(award.change) })) : "";
     body.replaceChildren(about, podium, mine, h("div", { class: "bracket", "data-version": Date.now() }, ...rounds, third || ""));
   });
 }

@@ -65,14 +65,19 @@ const RESULTS = { single: "result.single", gammon: "result.gammon", backgammon: 
   resign: "result.resign", timeout: "result.timeout", forfeit: "result.forfeit" };
 export const resultText = (result) => (RESULTS[result] ? t(RESULTS[result]) : result);
 
-// A person's name to show: the server's name when it has one that is not a raw id; a guest's
-// id ("guest-fe3a13059e") becomes "Guest fe3a", a bot's "Computer".
+const LEVELS = { random: "level.random", basic: "level.basic", strong: "level.strong", expert: "level.expert" };
+
+// A person's name to show: an account's name as it is; the server's English names for a guest
+// ("Guest fe3a") and the computer ("Computer (strong)") in the page's language; a raw id
+// ("guest-fe3a13059e", "bot-strong-…") made readable the same way.
 export function personName(player, name) {
   const raw = name || player;
   if (!raw) return t("seat.empty");
-  if (name && name !== player) return name;
-  if (/^guest-/.test(raw)) return t("name.guest", { tag: raw.slice(6, 10) });
-  if (/^bot-/.test(raw)) return t("name.bot");
+  let m = /^Guest ([0-9a-f]{4})$/.exec(raw) || /^guest-([0-9a-f]{4})/.exec(raw);
+  if (m) return t("name.guest", { tag: m[1] });
+  m = /^Computer \((\w+)\)$/.exec(raw) || /^bot-(\w+)-/.exec(raw);
+  if (m && LEVELS[m[1]]) return t("name.bot_level", { level: t(LEVELS[m[1]]) });
+  if (m || /^bot-/.test(raw)) return t("name.bot");
   return raw;
 }
 
