@@ -276,6 +276,11 @@ async def test_a_dropped_connection_resumes_after_reload(
     await fresh.wait_for_function(
         "() => window.__t42.view && window.__t42.view.state && window.__t42.view.state.game")
     await dave.page.wait_for_selector(".presence.away", state="detached")
+    # The stake line is back after the reload (match_found is gone: the page asks again).
+    stakes = fresh.locator(".stakes")
+    await stakes.wait_for()
+    found = carol.of_type("match_found")[0]["stakes"]["player"]
+    assert await stakes.get_attribute("data-win") == str(found["win"])
     mine = await state_of(carol)
     theirs = await state_of(dave)
     assert mine is not None and theirs is not None

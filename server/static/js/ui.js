@@ -100,6 +100,7 @@ const TONES = { turn: [660, 880], dice: [300], double: [520, 390, 520], call: [8
 // A short tone sequence for `kind` (your turn, dice, a double, a tournament call) when sound is on.
 export function beep(kind) {
   if (!soundOn()) return;
+  window.__t42sounds = (window.__t42sounds || []).concat(kind);
   try {
     audio = audio || new AudioContext();
     let at = audio.currentTime;
@@ -114,7 +115,6 @@ export function beep(kind) {
       osc.stop(at + 0.15);
       at += 0.16;
     }
-    window.__t42sounds = (window.__t42sounds || []).concat(kind);
   } catch (err) {
     // No audio in this browser: the page works without it.
   }
