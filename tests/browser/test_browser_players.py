@@ -14,7 +14,7 @@ import pytest
 
 from tests.browser.conftest import TIMEOUT_MS, Player
 from tests.browser.test_browser_pages import new_tournament, runner_key
-from tests.browser.test_browser_play import GAME_SEED, scripted, sign_up
+from tests.browser.test_browser_play import GAME_SEED, scripted
 
 StartServer = Callable[..., Awaitable[Any]]
 PHONE = {"width": 360, "height": 740}
@@ -83,7 +83,8 @@ VISIBLE_TEXTS = """() => {
   const walk = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
   for (let n = walk.nextNode(); n; n = walk.nextNode()) {
     const el = n.parentElement;
-    if (!n.textContent.trim() || !el || el.closest('select.lang, script, style, noscript, .skip')) continue;
+    if (!n.textContent.trim() || !el) continue;
+    if (el.closest('select.lang, script, style, noscript, .skip')) continue;
     if (!el.offsetParent && getComputedStyle(el).position !== 'fixed') continue;
     out.push([n.textContent.trim(), el.outerHTML.slice(0, 120)]);
   }
@@ -92,8 +93,9 @@ VISIBLE_TEXTS = """() => {
 
 
 async def foreign_texts(player: Player, allowed: set[str]) -> list[str]:
-    texts: list[str] = await player.page.evaluate(VISIBLE_TEXTS)
-    return [f"{t} (in {where})" for t, where in texts if KEY_ONLY.sub("", t).strip() and t not in allowed]
+    texts: list[tuple[str, str]] = await player.page.evaluate(VISIBLE_TEXTS)
+    return [f"{t} (in {where})" for t, where in texts
+            if KEY_ONLY.sub("", t).strip() and t not in allowed]
 
 
 async def test_each_language_on_a_phone_and_a_desktop(
@@ -187,7 +189,8 @@ async def test_the_computer_from_the_lobby_practice_and_rematch(
     player = await person(browser, server.url + "/", viewport=PHONE)
     page = player.page
     await as_guest(player)
-    assert "never rated" in (await page.locator("form.computer-form .practice").text_content() or "")
+    note = await page.locator("form.computer-form .practice").text_content()
+    assert "never rated" in (note or "")
     first = await play_computer(player, "basic")
     assert player.of_type("computer_game")[-1]["level"] == "basic"
     await page.wait_for_selector(".practice[data-reason=bot]")
@@ -200,11 +203,12 @@ async def test_the_computer_from_the_lobby_practice_and_rematch(
     assert "No rating change" in panel and "never rated" in panel, panel
     await page.screenshot(path=str(artifacts / "computer-end-phone.png"), full_page=True)
     await page.click("button.rematch")
-    await page.wait_for_function("t => location.hash.startsWith('#/game/') && !location.hash.endsWith(t)",
-                                 arg=first)
+    await page.wait_for_function(
+        "t => location.hash.startsWith('#/game/') && !location.hash.endsWith(t)", arg=first)
     assert player.of_type("computer_game")[-1]["level"] == "basic"
     await page.wait_for_selector("button.resign")
-    await page.evaluate("() => window.__t42.socket.request({type: 'leave', table: window.__t42.view.table})")
+    await page.evaluate(
+        "() => window.__t42.socket.request({type: 'leave', table: window.__t42.view.table})")
     # A level this server does not know: its error is shown, the page stays in the lobby.
     await page.goto(server.url + "/#/")
     await page.wait_for_selector("form.computer-form")
@@ -240,7 +244,8 @@ async def test_a_bracket_of_four_takes_every_player_to_their_table(
     players = []
     for name, route in zip(names, ("#/", "#/tournaments", "#/calculator", "#/leaders/table42"),
                            strict=True):
-        player = await person(browser, server.url + "/", viewport=PHONE if name == "amy" else DESKTOP)
+        size = PHONE if name == "amy" else DESKTOP
+        player = await person(browser, server.url + "/", viewport=size)
         await player.page.fill("input[name=name]", name)
         await player.page.fill("input[name=password]", "correct horse")
         await player.page.click("button.login")
@@ -250,10 +255,11 @@ async def test_a_bracket_of_four_takes_every_player_to_their_table(
         players.append(player)
     watcher = await person(browser, f"{server.url}/#/tournament/{tid}")
     await watcher.page.wait_for_selector("main .page-body p")
-    async with aiohttp.ClientSession() as http:
-        async with http.post(f"{server.url}/api/tournaments/{tid}/bracket",
-                             json={"no_show_seconds": 120}, headers=auth) as resp:
-            assert resp.status < 300, await resp.text()
+    async with aiohttp.ClientSession() as http, http.post(
+        f"{server.url}/api/tournaments/{tid}/bracket", json={"no_show_seconds": 120},
+        headers=auth,
+    ) as resp:
+        assert resp.status < 300, await resp.text()
     for player in players:
         await player.page.wait_for_function(
             "() => (window.__t42.tournamentTables.size > 0)")
@@ -261,7 +267,8 @@ async def test_a_bracket_of_four_takes_every_player_to_their_table(
         await player.page.wait_for_function("t => location.hash === '#/game/' + t", arg=table)
         await player.page.wait_for_selector("svg.board g.point")
         assert player.of_type("tournament_pairing"), "no pairing"
-    await players[0].page.screenshot(path=str(artifacts / "tournament-table-phone.png"), full_page=True)
+    await players[0].page.screenshot(path=str(artifacts / "tournament-table-phone.png"),
+                                     full_page=True)
     # The bracket page shows both semi-finals in play without a reload.
     await watcher.page.wait_for_selector(".bracket .match.playing >> nth=1")
 
@@ -271,7 +278,8 @@ async def test_a_bracket_of_four_takes_every_player_to_their_table(
         players away at once: all but the round's last table, every table of the last round)."""
         tables: dict[str, list[Player]] = {}
         for player in live:
-            tables.setdefault(await player.page.evaluate("() => window.__t42.view.table"), []).append(player)
+            table = await player.page.evaluate("() => window.__t42.view.table")
+            tables.setdefault(table, []).append(player)
         for i, pair in enumerate(tables.values()):
             assert len(pair) == 2
             await pair[0].page.wait_for_function(
@@ -305,7 +313,9 @@ async def test_a_bracket_of_four_takes_every_player_to_their_table(
 
 
 @pytest.mark.parametrize("route", ["#/leaders/table42", "#/tournaments", "#/calculator"])
-async def test_pages_fit_a_phone(start_browser_server: StartServer, browser: Any, route: str) -> None:
+async def test_pages_fit_a_phone(
+    start_browser_server: StartServer, browser: Any, route: str
+) -> None:
     server = await start_browser_server()
     player = await person(browser, f"{server.url}/{route}", viewport=PHONE)
     await player.page.wait_for_selector("main h1")

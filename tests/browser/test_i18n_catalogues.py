@@ -77,7 +77,10 @@ def test_plural_entries_use_the_languages_forms(lang: str) -> None:
 # What a literal may be without being visible text: keys, class names, selectors, event and
 # element names, attribute values, ids, URLs.
 NOT_TEXT = re.compile(r"^[\w.#:\-/\[\]=*>+~\"' ,()@^$%|]*$")
-VISIBLE_CALL = re.compile(r"""\bh\(\s*"[a-z0-9]+"\s*,\s*(?:\{[^{}]*\}|null)\s*,\s*["`]([^"`]*[A-Za-z][^"`]*)["`]""")
+VISIBLE_CALL = re.compile(
+    r"""\bh\(\s*"[a-z0-9]+"\s*,\s*(?:\{[^{}]*\}|null)\s*,\s*["`]([^"`]*[A-Za-z][^"`]*)["`]""")
+LABEL_SET = re.compile(
+    r"""["'](?:aria-label|placeholder|title|alt)["']?\s*[:,]\s*["`]([^"`]+)["`]""")
 TEXT_SET = re.compile(r"""(?:textContent|title)\s*=\s*["`]([^"`]*[A-Za-z]{3}[^"`]*)["`]""")
 
 
@@ -90,9 +93,10 @@ def test_no_visible_text_is_written_into_the_javascript() -> None:
         for pattern in (VISIBLE_CALL, TEXT_SET):
             for m in pattern.finditer(text):
                 literal = m.group(1)
-                if re.search(r"[A-Za-z]{2,}", literal.replace("${", " ${")) and not literal.startswith("${"):
+                words = re.search(r"[A-Za-z]{2,}", literal.replace("${", " ${"))
+                if words and not literal.startswith("${"):
                     found.append(f"{name}: {literal!r}")
-        for m in re.finditer(r"""["'](?:aria-label|placeholder|title|alt)["']?\s*[:,]\s*["`]([^"`]+)["`]""", text):
+        for m in LABEL_SET.finditer(text):
             found.append(f"{name}: {m.group(1)!r}")
         for m in re.finditer(r'"aria-label":\s*"([^"]+)"', text):
             found.append(f"{name}: {m.group(1)!r}")
