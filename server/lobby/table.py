@@ -55,14 +55,17 @@ from typing import TYPE_CHECKING, Any
 import msgpack
 from redis.exceptions import RedisError
 
+from server.lobby.chat import TableChat
 from server.logs import game_id as log_game_id
 from server.protocol.codec import Outgoing, WireFormat
 from server.protocol.errors import ErrorCode, ProtocolError
 from server.protocol.lean import apply_event, full_form
 from server.protocol.messages import (
     GAME_ACTIONS,
+    Chat,
     Join,
     Leave,
+    Report,
     Sync,
     TableMessage,
     TableMode,
@@ -176,6 +179,7 @@ class Table:
         # The finished game's .mat text (the game, its match so far), taken when it ends
         # (before the match's next game replaces it), for its record.
         self._mat: dict[str, tuple[str, str | None]] = {}
+        self.chat = TableChat(self)
         self._ended_at = 0.0  # perf_counter of the last game's end (metrics)
 
     # --- reading ---------------------------------------------------------------------------
@@ -465,6 +469,12 @@ class Table:
             metrics = self.lobby.metrics
             metrics.moves.inc()
             metrics.move_time.observe(time.perf_counter() - started)
+        elif isinstance(msg, Chat):
+            await self.chat.post(actor, msg)
+            return
+        elif isinstance(msg, Report):
+            await self.chat.report(actor, msg)
+            return
         elif isinstance(msg, Watch):
             self.watch(actor, msg)
             return
@@ -575,6 +585,7 @@ class Table:
         self._reply(actor, {
             "type": "watching", "table": self.id, "v": self.machine.version, "ref": msg.ref,
             "summary": self.summary(), "state": self.machine.handout(),
+            "chat": self.chat.for_watcher(),
         })
 
     def unwatch(self, node: str, conn: str) -> None:
@@ -654,6 +665,7 @@ class Table:
             "type": "resume", "table": self.id, "v": self.machine.version,
             "side": None if side is None else int(side),
             "summary": self.summary(), "state": self.machine.handout(),
+            "chat": self.chat.for_player(),
         }
 
     # --- presence -------------------------------------------------------------------------
@@ -1013,6 +1025,7 @@ class Table:
                 table.recent.append((int(event["v"]), msgpack.packb(event)))
         table._stored_v = machine.version
         table._snapshot_status = machine.status
+        await table.chat.restore()
         # Players whose sockets are on live nodes stay connected there (not the old owner's).
         old_owner = summary.get("node")
         present: list[set[str]] = []

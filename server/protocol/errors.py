@@ -84,6 +84,7 @@ class ProtocolError(ValueError):
     """
 
     retry_after: float | None = None
+    until: float | None = None  # chat_muted: when the operator's mute ends (Unix s)
 
     def __init__(
         self,
