@@ -123,10 +123,12 @@ async def test_each_language_on_a_phone_and_a_desktop(
             await page.wait_for_selector(".table-list .table-row")
             assert await page.evaluate("() => document.documentElement.lang") == lang
             assert await sideways(player) == 0, (lang, size)
+            assert "null" not in await page.locator("body").inner_text()
             await page.screenshot(path=str(artifacts / f"lobby-{lang}-{size}.png"), full_page=True)
             await play_computer(player)
             await page.wait_for_selector(".practice[data-reason=bot]")
             assert await sideways(player) == 0, (lang, size)
+            assert "null" not in await page.locator("body").inner_text()
             await page.screenshot(path=str(artifacts / f"game-{lang}-{size}.png"), full_page=True)
             await page.evaluate("() => window.__t42.socket.request({type: 'leave', "
                                 "table: window.__t42.view.table})")
@@ -312,11 +314,16 @@ async def test_a_bracket_of_four_takes_every_player_to_their_table(
     no_errors(*players, watcher)
 
 
-@pytest.mark.parametrize("route", ["#/leaders/table42", "#/tournaments", "#/calculator"])
+@pytest.mark.parametrize(
+    "route", ["#/leaders/table42", "#/tournaments", "#/calculator", "#/player/zoe"])
 async def test_pages_fit_a_phone(
     start_browser_server: StartServer, browser: Any, route: str
 ) -> None:
     server = await start_browser_server()
+    async with aiohttp.ClientSession() as http, http.post(
+        f"{server.url}/api/register", json={"name": "zoe", "password": "correct horse"},
+    ) as resp:
+        assert resp.status == 201
     player = await person(browser, f"{server.url}/{route}", viewport=PHONE)
     await player.page.wait_for_selector("main h1")
     await player.page.wait_for_load_state("networkidle")

@@ -250,7 +250,7 @@ function drawNav() {
   const nav = document.getElementById("nav");
   const links = [["#/", "nav.lobby"], ["#/leaders", "nav.leaders"], ["#/tournaments", "nav.tournaments"],
     ["#/calculator", "nav.calculator"]];
-  if (app.me) links.push([`#/player/${encodeURIComponent(app.me.player)}`, "nav.profile"]);
+  if (app.me && !app.me.guest) links.push([`#/player/${encodeURIComponent(app.me.player)}`, "nav.profile"]);
   const items = links.map(([href, key]) => h("li", {}, h("a", { href }, t(key))));
   if (app.token) {
     items.push(h("li", { class: "who" }, app.me ? personName(app.me.player, app.me.name) : ""));
