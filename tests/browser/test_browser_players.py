@@ -169,6 +169,10 @@ async def test_no_visible_text_comes_from_outside_the_catalogues(
     await resign_as_soon_as_possible(player)
     await page.wait_for_selector(".end-panel")
     assert await foreign_texts(player, allowed) == []
+    await page.click(".end-panel a.replay-link")
+    await page.wait_for_selector("svg.board[data-step='0']")
+    await page.keyboard.press("End")
+    assert await foreign_texts(player, allowed) == []
     for route in ("#/leaders/table42", "#/tournaments", "#/calculator", "#/player/kira"):
         await page.goto(f"{server.url}/{route}")
         await page.wait_for_selector("main h1")

@@ -7,7 +7,7 @@ import { Picker, findPlay, playText, sideView, toGame } from "./moves.js";
 import { ChatBox } from "./chat.js";
 import { t } from "./i18n.js";
 import { api, qs } from "./api.js";
-import { beep, errorText, h, kindText, modeText, num, personName, reasonText, signed, toast, unratedText } from "./ui.js";
+import { beep, errorText, h, kindText, modeText, num, personName, reasonText, shownRating, signed, toast, unratedText } from "./ui.js";
 
 const KIND_POINTS = { single: 1, gammon: 2, backgammon: 3 };
 
@@ -349,8 +349,8 @@ export class GameView {
       const opponent = found ? found.opponent : null;
       parts.push(h("span", { class: "stakes", "data-win": s.win, "data-loss": s.loss },
         t(stakes.system === "table42" ? "game.stakes_cube" : "game.stakes", { win: signed(s.win, digits), loss: signed(s.loss, digits) })
-        + (opponent ? " · " + t("game.stakes_vs", { me: found.you.rating_shown, name: personName(opponent.player, opponent.name),
-          them: opponent.rating_shown }) : "")));
+        + (opponent ? " · " + t("game.stakes_vs", { me: shownRating(found.you.rating_shown), name: personName(opponent.player, opponent.name),
+          them: shownRating(opponent.rating_shown) }) : "")));
     } else if (!found && rating && rating.rated && this.mode === "play") {
       this.loadStakes(rating);
     }

@@ -98,6 +98,7 @@ export function fmtSigned(n, digits = 0) {
 
 // A moment (Unix seconds) as a date and time in the language's way.
 export function fmtDate(seconds) {
-  return new Intl.DateTimeFormat(lang === "keys" ? "en" : lang, { dateStyle: "medium", timeStyle: "short" })
+  if (lang === "keys") return new Date(seconds * 1000).toISOString().slice(0, 16).replace("T", " ");
+  return new Intl.DateTimeFormat(lang, { dateStyle: "medium", timeStyle: "short" })
     .format(new Date(seconds * 1000));
 }

@@ -59,6 +59,7 @@ function onMessage(msg) {
       app.limits = msg.limits;
       app.muted = new Set(msg.muted || []);
       drawNav();
+      loadOnline();
       if (app.view && app.view.onReconnect) app.view.onReconnect();
       break;
     case "error":
@@ -241,8 +242,14 @@ async function loadOnline() {
   } catch (err) {
     app.online = null; // an older server has no count: nothing is shown
   }
+  drawOnline();
+}
+
+// The count lags the servers' own by a few seconds: someone signed in is at least one.
+function drawOnline() {
   const box = document.getElementById("online");
-  if (box) box.textContent = app.online === null ? "" : t("nav.online", { n: app.online });
+  const n = app.online === null ? null : Math.max(app.online, app.me && app.status === "online" ? 1 : 0);
+  if (box) box.textContent = n === null ? "" : t("nav.online", { n });
 }
 setInterval(loadOnline, 30000);
 
@@ -266,9 +273,9 @@ function drawNav() {
   const sound = h("button", { type: "button", class: "link sound", "aria-pressed": String(soundOn()),
     onclick: () => { setSound(!soundOn()); drawNav(); } }, t(soundOn() ? "nav.sound_on" : "nav.sound_off"));
   items.push(h("li", { class: "settings" }, langSelect, sound));
-  items.push(h("li", { id: "online", class: "online" },
-    app.online === null ? "" : t("nav.online", { n: app.online })));
+  items.push(h("li", { id: "online", class: "online" }));
   nav.replaceChildren(h("ul", {}, ...items));
+  drawOnline();
 }
 
 function go(hash) {

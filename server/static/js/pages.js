@@ -4,7 +4,7 @@
 
 import { api, qs } from "./api.js";
 import { fmtDate, t } from "./i18n.js";
-import { formField, h, modeText, num, personName, resultText, signed } from "./ui.js";
+import { formField, h, modeText, num, personName, resultText, shownRating, signed } from "./ui.js";
 
 const LADDERS = [["table42", "ladder.table42"], ["fibs", "ladder.fibs"], ["boosted", "ladder.boosted"]];
 
@@ -54,9 +54,9 @@ function leaders(app, ladder = "table42", from = "0") {
     const tabs = h("nav", { class: "tabs", "aria-label": t("leaders.ladders") }, ...LADDERS.map(([id, key]) =>
       h("a", { href: `#/leaders/${id}`, "aria-current": id === ladder ? "page" : undefined }, t(key))));
     const rows = data.entries.map((e) => h("tr", { class: e.player === me ? "me" : "" },
-      h("td", {}, num(e.rank)), h("td", {}, playerLink(e.player, e.name)), h("td", { class: "num" }, e.shown ?? num(e.rating))));
+      h("td", {}, num(e.rank)), h("td", {}, playerLink(e.player, e.name)), h("td", { class: "num" }, shownRating(e.shown, e.rating))));
     const mine = data.player ? h("p", { class: "my-rank" },
-      data.player.rank ? t("leaders.my_rank", { rank: data.player.rank, rating: data.player.shown ?? data.player.rating })
+      data.player.rank ? t("leaders.my_rank", { rank: data.player.rank, rating: shownRating(data.player.shown, data.player.rating) })
         : t("leaders.not_ranked")) : null;
     body.replaceChildren(...[tabs, mine].filter(Boolean),
       h("table", { class: "leaderboard", "data-ladder": data.ladder },
@@ -187,9 +187,9 @@ function profile(app, player, from) {
         h("thead", {}, h("tr", {}, ...["profile.ladder", "profile.rating", "profile.rank", "profile.games", "profile.won", "profile.lost"]
           .map((key) => h("th", { scope: "col" }, t(key))))),
         h("tbody", {},
-          h("tr", { "data-ladder": "table42" }, h("th", { scope: "row" }, t("ladder.table42")), h("td", {}, tl.shown ?? num(tl.rating)),
+          h("tr", { "data-ladder": "table42" }, h("th", { scope: "row" }, t("ladder.table42")), h("td", {}, shownRating(tl.shown, tl.rating)),
             h("td", {}, tl.rank ?? "–"), h("td", {}, num(tl.games)), h("td", {}, num(tl.wins)), h("td", {}, num(tl.losses))),
-          h("tr", { "data-ladder": "fibs" }, h("th", { scope: "row" }, t("ladder.fibs")), h("td", {}, f.shown ?? num(f.rating, 2)),
+          h("tr", { "data-ladder": "fibs" }, h("th", { scope: "row" }, t("ladder.fibs")), h("td", {}, shownRating(f.shown, f.rating, 2)),
             h("td", {}, f.rank ?? "–"), h("td", {}, num(f.games)), h("td", {}, num(f.wins)), h("td", {}, num(f.losses))),
           h("tr", { "data-ladder": "boosted" }, h("th", { scope: "row" }, t("ladder.boosted")), h("td", {}, t("profile.points", { n: b.points })),
             h("td", {}, b.rank ?? "–"), h("td", {}, "–"), h("td", {}, "–"), h("td", {}, "–"))))),

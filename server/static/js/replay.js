@@ -91,7 +91,7 @@ export class ReplayView {
       : null;
     this.root.replaceChildren(
       h("h1", {}, t("replay.heading", { a: names[0], b: names[1] })),
-      h("p", { class: "game-info" }, modeText(record.mode) + length, " · ", fmtDate(record.finished_at),
+      h("p", { class: "game-info" }, modeText(record.players.some((p) => /^bot-/.test(p)) ? "computer" : record.mode) + length, " · ", fmtDate(record.finished_at),
         winner ? ` · ${t("replay.winner", { name: winner, n: record.points })}` : "",
         record.result ? ` (${resultText(record.result)})` : ""),
       h("div", { class: "board-wrap" }, this.svg),
@@ -135,9 +135,9 @@ export class ReplayView {
     const c = state.clock;
     this.clocks.replaceChildren(...[0, 1].map((side) => h("span", {
       class: `clock${c && c.side === side && c.deadline ? " running" : ""}`, "data-side": side },
-      `${name(side)} ${c ? clockText(c.limit) : ""}`
-      + (c ? ` · ${t("game.strikes", { n: c.strikes[side], max: c.max_strikes })}` : "")
-      + (state.game.pips ? ` · ${t("game.pips", { n: state.game.pips[side] })}` : ""))));
+    h("strong", {}, name(side)), " ",
+    [c ? clockText(c.limit) : "", c ? t("game.strikes", { n: c.strikes[side], max: c.max_strikes }) : "",
+      state.game.pips ? t("game.pips", { n: state.game.pips[side] }) : ""].filter(Boolean).join(" · "))));
     const until = this.times[this.at];
     const last = this.at === this.steps.length - 1;
     this.chat.set((this.record.chat || []).filter((m) => last || m.at <= until));

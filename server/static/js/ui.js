@@ -81,6 +81,11 @@ export function personName(player, name) {
   return raw;
 }
 
+// A rating as the server shows it (`rating_shown`): a number, or "new" / "guest" in words.
+const SHOWN = { new: "rating.new", guest: "rating.guest" };
+export const shownRating = (shown, rating, digits = 0) => (shown === undefined || shown === null
+  ? fmtNum(rating, digits) : SHOWN[shown] ? t(SHOWN[shown]) : String(shown));
+
 export function formField(label, input) {
   return h("label", { class: "field" }, h("span", {}, label), input);
 }
