@@ -261,11 +261,26 @@ async def test_a_bracket_of_four_takes_every_player_to_their_table(
         players.append(player)
     watcher = await person(browser, f"{server.url}/#/tournament/{tid}")
     await watcher.page.wait_for_selector("main .page-body p")
+    # Dan is at another table (the computer's) when the bracket starts: not ready yet.
+    dan = players[3]
+    await dan.page.goto(f"{server.url}/#/")
+    await play_computer(dan)
     async with aiohttp.ClientSession() as http, http.post(
         f"{server.url}/api/tournaments/{tid}/bracket", json={"no_show_seconds": 120},
         headers=auth,
     ) as resp:
         assert resp.status < 300, await resp.text()
+    # His opponent is called: a notice with the countdown to the deadline, and a sound.
+    pairing = await dan.page.wait_for_function(
+        "() => window.__t42.call && window.__t42.call.opponent")
+    opponent = players[names.index(await pairing.json_value())]
+    call = opponent.page.locator(".notice .call .countdown")
+    await call.wait_for()
+    assert re.search(r"\d+ seconds", await call.text_content() or ""), await call.text_content()
+    assert "call" in await opponent.page.evaluate("() => window.__t42sounds || []")
+    await opponent.page.screenshot(path=str(artifacts / "tournament-call.png"), full_page=True)
+    # Dan finishes his game against the computer: he is ready, and both are taken there.
+    await resign_as_soon_as_possible(dan)
     for player in players:
         await player.page.wait_for_function(
             "() => (window.__t42.tournamentTables.size > 0)")

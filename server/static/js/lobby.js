@@ -245,7 +245,7 @@ export class LobbyView {
         action = h("a", { href: `#/watch/${s.table}`, class: "button watch" }, t("tables.watch"));
       }
       return h("li", { class: "table-row", "data-table": s.table },
-        h("span", { class: "t-mode" }, modeText(s.mode)
+        h("span", { class: "t-mode" }, modeText(s.players.some((p) => /^bot-/.test(p || "")) ? "computer" : s.mode)
           + (s.match_length ? " · " + t("tables.match_to", { n: s.match_length }) : "")),
         h("span", { class: "t-players" }, names.join(` ${t("tables.vs")} `)),
         h("span", { class: "t-status" }, STATUSES[s.status] ? t(STATUSES[s.status]) : s.status),
