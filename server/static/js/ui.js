@@ -83,8 +83,12 @@ export function personName(player, name) {
 
 // A rating as the server shows it (`rating_shown`): a number, or "new" / "guest" in words.
 const SHOWN = { new: "rating.new", guest: "rating.guest" };
-export const shownRating = (shown, rating, digits = 0) => (shown === undefined || shown === null
-  ? fmtNum(rating, digits) : SHOWN[shown] ? t(SHOWN[shown]) : String(shown));
+export function shownRating(shown, rating, digits = 0) {
+  if (shown === undefined || shown === null) return fmtNum(rating, digits);
+  if (SHOWN[shown]) return t(SHOWN[shown]);
+  const m = /^-?\d+(?:\.(\d+))?$/.exec(String(shown));
+  return m ? fmtNum(Number(shown), m[1] ? m[1].length : 0) : String(shown);
+}
 
 export function formField(label, input) {
   return h("label", { class: "field" }, h("span", {}, label), input);
