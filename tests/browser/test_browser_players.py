@@ -108,6 +108,8 @@ async def test_each_language_on_a_phone_and_a_desktop(
     server = await start_browser_server(scripted(GAME_SEED))
     host = await person(browser, server.url + "/")
     await as_guest(host)
+    # A guest is never rated: the create form does not offer a rated table.
+    assert await host.page.locator("select[name=mode] option[value=competitive]").count() == 0
     await host.page.select_option("select[name=mode]", "boosted")
     await host.page.click("button.create-btn")
     await host.page.wait_for_selector(".share-link")
