@@ -778,6 +778,25 @@ class Client:
                                      "match_length": match_length})
         return str(answer["table"])
 
+    async def chat(self, table: str, text: str) -> Message:
+        """Say ``text`` at ``table`` (players' or watchers' channel by your role there);
+        returns the ``ack``. Others receive it as a ``chat`` message (PROTOCOL.md §16)."""
+        return await self.request({"type": "chat", "table": table, "text": text})
+
+    async def mute(self, player: str) -> Message:
+        """Stop receiving ``player``'s chat (kept for your account)."""
+        return await self.request({"type": "mute", "player": player})
+
+    async def unmute(self, player: str) -> Message:
+        return await self.request({"type": "unmute", "player": player})
+
+    async def report(self, table: str, msg: str, reason: str | None = None) -> Message:
+        """Report the chat message ``msg`` (its id) of ``table`` to the operators."""
+        message: dict[str, Any] = {"type": "report", "table": table, "msg": msg}
+        if reason:
+            message["reason"] = reason
+        return await self.request(message)
+
     async def sync(self, table: str, since: int | None = None) -> Message:
         view = self.tables.get(table)
         start = (view.v if view is not None else 0) if since is None else since

@@ -16,9 +16,12 @@ where they are needed; on a single node all of this stays in-process.
 Node ops: ``cmd`` (actor, msg, hops?), ``deliver`` (player or conns, frame), ``attach``
 (actor), ``detach`` (player, node), ``unwatch`` (table, node, conn), ``push`` (player, frame),
 ``revoke`` (tokens, reason), ``reattach`` (a peer had taken this node for dead: attach its
-sockets' seated players again); on the broadcast channel ``taken_over`` (table, node, players: a
-node took a table over) and ``released`` (node: a draining node handed its tables over). A
-message that does not fit its op is logged and dropped.
+sockets' seated players again), ``chat`` (players, conns, frame: a table's chat message, left
+out for sockets whose player muted its author); on the broadcast channel ``muted`` (player,
+muted: whom a player mutes now), ``chat_mute`` (player, until: an operator's mute),
+``taken_over`` (table, node, players: a node took a table over) and ``released`` (node: a
+draining node handed its tables over). A message that does not fit its op is logged and
+dropped.
 
 Ownership: a table made here gets its first lease (:meth:`Lobby._claim_new`); a table claimed
 from a dead node is rebuilt or cleaned up by :meth:`Lobby.restore_table`; a dead node's seats,
@@ -53,25 +56,31 @@ from server.lobby.table import Table, TableStatus
 from server.matchmaking.policy import network_key
 from server.metrics import Metrics
 from server.net.connection import Connection, Hub
+from server.protocol.chat import ChatRate, clean_text
 from server.protocol.codec import Outgoing
 from server.protocol.errors import ErrorCode, ProtocolError
 from server.protocol.messages import (
     AckEvents,
+    Chat,
     CreateTable,
     Hello,
     ListTables,
     Message,
+    Mute,
     Ping,
+    Report,
     RequestId,
     TableMessage,
     TableMode,
+    Unmute,
     Unwatch,
     Watch,
     parse_message,
 )
 from server.ratelimit import RateLimiter
 from server.rules import DiceSource
-from server.store.accounts import GUEST_PREFIX, Identity, is_bot_id
+from server.store.accounts import BOT_PREFIX, GUEST_PREFIX, Identity, is_bot_id
+from server.store.games import GameRecords
 from server.store.persistence import FENCED_OUT, Lease, Persistence
 
 log = logging.getLogger(__name__)
@@ -142,6 +151,8 @@ def error_message(
         message["table"] = table
     if exc.retry_after is not None:
         message["retry_after"] = exc.retry_after
+    if exc.until is not None:
+        message["until"] = exc.until
     return message
 
 
@@ -168,6 +179,8 @@ class Lobby:
         self.bus = bus
         self.hub = hub
         self.ratings = ratings
+        self.records = GameRecords(persistence.redis, persistence.keys, settings)
+        self.chat_rate = ChatRate(settings.chat_rate, settings.chat_window)
         self.node_id = settings.node_id
         self.tables: dict[str, Table] = {}
         self.dice_factory = dice_factory
@@ -230,6 +243,10 @@ class Lobby:
     async def flush(self) -> None:
         await self.hub.flush()
 
+    def online_players(self) -> int:
+        """Authenticated players (computer players left out) with a socket on this node."""
+        return sum(1 for player in self.hub.by_player if not player.startswith(BOT_PREFIX))
+
     def kick_flush(self) -> None:
         """Called from timer callbacks: make sure queued frames go out soon."""
         self.hub.flush_soon()
@@ -257,9 +274,32 @@ class Lobby:
             self.bus.send(node, {"op": "deliver", "conns": ids, "frame": out.obj,
                                  "lean": out.lean})
 
+    def deliver_chat(self, players: Mapping[str, list[str]], conns: Mapping[str, list[str]],
+                     message: dict[str, Any]) -> None:
+        """Send a chat message to ``players`` and the sockets ``conns`` (each by node); each
+        node leaves out the sockets whose player muted its author."""
+        out = Outgoing(message)
+        for node in {*players, *conns}:
+            if node == self.node_id:
+                self.hub.push_chat(players.get(node, ()), conns.get(node, ()), out)
+            else:
+                self.bus.send(node, {"op": "chat", "players": players.get(node, []),
+                                     "conns": conns.get(node, []), "frame": message})
+
+    def _without_muted(self, conn_id: str, message: dict[str, Any]) -> dict[str, Any]:
+        """``message`` (a ``resume`` or ``watching`` with ``chat``) for the socket
+        ``conn_id``: without the chat of players its player muted."""
+        conn = self.hub.by_id.get(conn_id)
+        chat = message.get("chat")
+        if conn is None or not conn.muted or not isinstance(chat, list):
+            return message
+        return {**message, "chat": [m for m in chat if m.get("from") not in conn.muted]}
+
     def reply(self, actor: Actor, message: dict[str, Any]) -> None:
         """Answer the socket a command came from."""
         if actor.node == self.node_id:
+            if "chat" in message:
+                message = self._without_muted(actor.conn, message)
             self.hub.push_conn_id(actor.conn, Outgoing(message))
         else:
             self.bus.send(actor.node, {"op": "deliver", "conns": [actor.conn],
@@ -559,6 +599,13 @@ class Lobby:
             elif not self.persistence.redis_up:
                 # Nothing a game needs could be stored now: refuse instead of losing it.
                 raise ProtocolError(ErrorCode.UNAVAILABLE, "storage unavailable, retry")
+            elif isinstance(msg, Chat):
+                await self._route(self.actor_of(conn), self._chat_checked(conn, msg))
+            elif isinstance(msg, Report):
+                self._chat_rate(conn)
+                await self._route(self.actor_of(conn), msg)
+            elif isinstance(msg, Mute | Unmute):
+                await self._mute(conn, msg)
             elif isinstance(msg, TableMessage):
                 actor = self.actor_of(conn)
                 if isinstance(msg, Watch):
@@ -591,6 +638,53 @@ class Lobby:
             err = ProtocolError(ErrorCode.INTERNAL, "internal error; the game is unchanged")
             self.hub.push(conn, Outgoing(error_message(err, msg.ref, table_id)))
         await self.hub.flush()
+
+    # --- chat (the table's part is server/lobby/chat.py) ------------------------------------
+
+    def _chat_rate(self, conn: Connection) -> None:
+        assert conn.player is not None
+        wait = self.chat_rate.allow(conn.player, time.monotonic())
+        if wait is not None:
+            settings = self.settings
+            exc = ProtocolError(ErrorCode.CHAT_RATE_LIMITED,
+                                f"at most {settings.chat_rate} chat messages per "
+                                f"{settings.chat_window:g} seconds")
+            raise retry_message(exc, wait)
+
+    def _chat_checked(self, conn: Connection, msg: Chat) -> Chat:
+        """``msg`` with its text cleaned, once the text, the operator mute and the rate
+        allow it (PROTOCOL.md §16); else ProtocolError."""
+        text = clean_text(msg.text)
+        limit = self.settings.chat_max_length
+        if not 1 <= len(text) <= limit:
+            raise ProtocolError(ErrorCode.BAD_FIELD,
+                                f"field 'text' must have 1..{limit} characters once cleaned",
+                                field="text")
+        until = conn.chat_muted_until
+        if until > time.time():
+            exc = ProtocolError(ErrorCode.CHAT_MUTED, "an operator muted your chat")
+            exc.until = until
+            raise exc
+        self._chat_rate(conn)
+        return msg if text == msg.text else Chat(table=msg.table, text=text, ref=msg.ref)
+
+    async def _mute(self, conn: Connection, msg: Mute | Unmute) -> None:
+        """Mute or unmute a player for ``conn``'s player, on all their sockets everywhere."""
+        player = conn.player
+        assert player is not None
+        if msg.player == player:
+            raise ProtocolError(ErrorCode.BAD_FIELD, "you cannot mute yourself", field="player")
+        if isinstance(msg, Mute):
+            muted = await self.records.mute(player, msg.player)
+            if muted is None:
+                raise ProtocolError(ErrorCode.BAD_FIELD,
+                                    f"at most {self.settings.chat_mute_max} muted players",
+                                    field="player")
+        else:
+            muted = await self.records.unmute(player, msg.player)
+        self.hub.set_muted(player, muted)
+        self.bus.broadcast({"op": "muted", "player": player, "muted": muted})
+        self.hub.push(conn, Outgoing({"type": "ack", "ref": msg.ref}))
 
     async def _started(self, table_id: str) -> Table | None:
         """The table ``table_id`` of this node, once seated if it is being started now."""
@@ -1107,7 +1201,19 @@ class Lobby:
                 self.hub.push_player(player, out)
             for conn_id in payload.get("conns") or ():
                 if self.answered_by_owner(str(conn_id), frame):
+                    if "chat" in frame:
+                        out = Outgoing(self._without_muted(str(conn_id), frame))
                     self.hub.push_conn_id(str(conn_id), out)
+        elif op == "chat":
+            frame = payload["frame"]
+            if not isinstance(frame, dict):
+                raise TypeError("chat needs a frame")
+            self.hub.push_chat([str(p) for p in payload.get("players") or ()],
+                               [str(c) for c in payload.get("conns") or ()], Outgoing(frame))
+        elif op == "muted":
+            self.hub.set_muted(str(payload["player"]), [str(p) for p in payload["muted"]])
+        elif op == "chat_mute":
+            self.hub.set_chat_muted(str(payload["player"]), float(payload["until"]))
         elif op == "push":
             frame = payload.get("frame")
             player = payload.get("player")

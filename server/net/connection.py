@@ -16,6 +16,7 @@ import asyncio
 import contextlib
 import itertools
 import logging
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
@@ -42,8 +43,8 @@ _ids = itertools.count(1)
 class Connection:
     """One authenticated (or authenticating) WebSocket on this node."""
 
-    __slots__ = ("actor", "address", "closed", "delivered", "expiry", "id", "identity",
-                 "session", "token_digest", "transport", "watching", "ws")
+    __slots__ = ("actor", "address", "chat_muted_until", "closed", "delivered", "expiry", "id",
+                 "identity", "muted", "session", "token_digest", "transport", "watching", "ws")
 
     def __init__(
         self,
@@ -64,6 +65,8 @@ class Connection:
         self.delivered: set[str] = set()  # rating event ids written to this socket
         self.token_digest: str | None = None  # the digest of the token it authenticated with
         self.expiry: asyncio.TimerHandle | None = None  # closes it when the token expires
+        self.muted: frozenset[str] = frozenset()  # players whose chat this player muted
+        self.chat_muted_until = 0.0  # an operator's chat mute of this player (Unix s)
 
     @property
     def player(self) -> str | None:
@@ -237,6 +240,31 @@ class Hub:
             return False
         self.push(conn, out)
         return True
+
+    def push_chat(self, players: Iterable[str], conn_ids: Iterable[str],
+                  out: Outgoing) -> None:
+        """Write a chat message to the sockets here of ``players`` and to ``conn_ids``, once
+        each, leaving out the sockets whose player muted its author."""
+        author = out.obj.get("from")
+        seen: set[str] = set()
+        targets = [c for p in players for c in self.by_player.get(p, ())]
+        targets += [c for i in conn_ids if (c := self.by_id.get(i)) is not None]
+        for conn in targets:
+            if conn.id in seen or author in conn.muted:
+                continue
+            seen.add(conn.id)
+            self.push(conn, out)
+
+    def set_muted(self, player: str, muted: Iterable[str]) -> None:
+        """``player`` muted exactly ``muted`` now: every socket of theirs here knows."""
+        names = frozenset(muted)
+        for conn in self.by_player.get(player, ()):
+            conn.muted = names
+
+    def set_chat_muted(self, player: str, until: float) -> None:
+        """An operator muted ``player`` until ``until`` (0: lifted), on their sockets here."""
+        for conn in self.by_player.get(player, ()):
+            conn.chat_muted_until = until
 
     def flush_soon(self) -> None:
         """Nothing waits: every push is written at once (kept for callers from timers)."""

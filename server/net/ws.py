@@ -20,6 +20,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from aiohttp import WSMsgType, web
+from redis.exceptions import RedisError
 
 from server.config import Settings
 from server.lobby.matchmaker import Matchmaker
@@ -91,7 +92,11 @@ def welcome_message(identity: Identity, conn: Connection, settings: Settings,
             "max_strikes": settings.max_strikes,
             "grace_period": settings.grace_period,
             "max_match_length": settings.max_match_length,
+            "chat_max_length": settings.chat_max_length,
+            "chat_rate": settings.chat_rate,
+            "chat_window": settings.chat_window,
         },
+        "muted": sorted(conn.muted),
     }
 
 
@@ -195,6 +200,12 @@ class SocketHandler:
         # The socket ends with its token: at expiry (timer), or when it is revoked anywhere
         # (the revoke is broadcast to every node, see Accounts.announce_revoked).
         self.hub.bind_token(conn, digest, expires_in)
+        try:
+            muted, until = await self.lobby.records.chat_state(identity.player)
+        except (RedisError, OSError) as exc:
+            log.warning("chat state of %s not read: %s", identity.player, exc)
+            muted, until = [], 0.0
+        conn.muted, conn.chat_muted_until = frozenset(muted), until
         await self._send(conn, welcome_message(identity, conn, self.settings, ref))
         await self.lobby.on_connect(conn, identity)
         return True

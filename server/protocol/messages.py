@@ -33,6 +33,12 @@ MAX_TOURNAMENT_ID = 64
 MAX_ID = 64
 MAX_VERSION = 2**53
 MAX_POOL = 32
+MAX_CHAT_RAW = 2000
+"""Characters of a ``chat`` text as sent; what is left once cleaned is held to the server's
+``chat_max_length`` (``server.protocol.chat``)."""
+MAX_PLAYER_ID = 64
+MAX_CHAT_ID = 64
+MAX_REPORT_REASON = 200
 
 
 # Constrained types for the one-pass decode (the same limits as the validators below).
@@ -48,6 +54,10 @@ MatchLength = Annotated[int, msgspec.Meta(ge=0, le=255)]
 PoolName = Annotated[str, msgspec.Meta(min_length=1, max_length=MAX_POOL)]
 ProtocolVersion = Annotated[int, msgspec.Meta(ge=1, le=2)]
 ListOffset = Annotated[int, msgspec.Meta(ge=0, le=1_000_000)]  # MAX_LIST_OFFSET
+ChatText = Annotated[str, msgspec.Meta(min_length=1, max_length=MAX_CHAT_RAW)]
+PlayerId = Annotated[str, msgspec.Meta(min_length=1, max_length=MAX_PLAYER_ID)]
+ChatId = Annotated[str, msgspec.Meta(min_length=1, max_length=MAX_CHAT_ID)]
+ReportReason = Annotated[str, msgspec.Meta(min_length=1, max_length=MAX_REPORT_REASON)]
 EventIds = Annotated[tuple[Annotated[str, msgspec.Meta(min_length=1, max_length=128)], ...],
                      msgspec.Meta(min_length=1, max_length=200)]  # MAX_EVENT_ID, MAX_ACK
 
@@ -179,6 +189,36 @@ GAME_ACTIONS: tuple[type[TableMessage], ...] = (
     Roll, Play, Double, Take, Drop, Resign, AcceptResign, RejectResign,
 )
 """Messages that change a game; only a seated player may send them."""
+
+
+class Chat(TableMessage, tag="chat", frozen=True):
+    """A chat message at a table (its channel follows the sender's role there)."""
+
+    TYPE: ClassVar[str] = "chat"
+    text: ChatText
+
+
+class Report(TableMessage, tag="report", frozen=True):
+    """Report the chat message ``msg`` of a table to the operators."""
+
+    TYPE: ClassVar[str] = "report"
+    msg: ChatId
+    reason: ReportReason | None = None
+
+
+class Mute(Message, tag="mute", frozen=True):
+    """Stop receiving ``player``'s chat messages (kept for the account)."""
+
+    TYPE: ClassVar[str] = "mute"
+    player: PlayerId
+
+
+class Unmute(Message, tag="unmute", frozen=True):
+    TYPE: ClassVar[str] = "unmute"
+    player: PlayerId
+
+
+CHAT_MESSAGES: tuple[type[Message], ...] = (Chat, Report, Mute, Unmute)
 
 
 class JoinQueue(Message, tag="queue", frozen=True):
@@ -323,6 +363,10 @@ FIELDS: dict[str, Validator] = {
     "offset": _integer(0, MAX_LIST_OFFSET),
     "events": _event_ids,
     "level": _choice(BotLevel),
+    "text": _string(MAX_CHAT_RAW),
+    "player": _string(MAX_PLAYER_ID),
+    "msg": _string(MAX_CHAT_ID),
+    "reason": _string(MAX_REPORT_REASON),
 }
 
 
@@ -357,7 +401,7 @@ def _schema(cls: type[Message]) -> _Schema:
 
 MESSAGE_TYPES: tuple[type[Message], ...] = (
     Hello, Ping, ListTables, AckEvents, CreateTable, Join, Leave, Watch, Unwatch, Sync,
-    *GAME_ACTIONS, *MATCHMAKING_MESSAGES, PlayComputer,
+    *GAME_ACTIONS, *MATCHMAKING_MESSAGES, PlayComputer, *CHAT_MESSAGES,
 )
 SCHEMAS: dict[str, _Schema] = {cls.TYPE: _schema(cls) for cls in MESSAGE_TYPES}
 ALIASES = {"auth": "hello"}
@@ -370,7 +414,7 @@ class Auth(Hello, tag="auth", frozen=True):
 _TYPED = (
     Hello | Auth | Ping | ListTables | CreateTable | Join | Leave | Watch | Unwatch | Sync
     | Roll | Play | Double | Take | Drop | Resign | AcceptResign | RejectResign | JoinQueue
-    | CancelQueue | QueueStatus | AckEvents | PlayComputer
+    | CancelQueue | QueueStatus | AckEvents | PlayComputer | Chat | Report | Mute | Unmute
 )
 _json_typed = json_typed_decoder = msgspec.json.Decoder(_TYPED)
 _msgpack_typed = msgpack_typed_decoder = msgspec.msgpack.Decoder(_TYPED)

@@ -15,6 +15,7 @@ from typing import Any
 
 import aiohttp
 import pytest
+from hardening_helpers import ROOT, ServerProcess
 
 from server.client import Client
 from server.embedded_redis import (
@@ -25,7 +26,6 @@ from server.embedded_redis import (
     default_data_dir,
     store_url,
 )
-from tests.server.hardening_helpers import ROOT, ServerProcess
 
 PASSWORD = "correct horse battery"
 

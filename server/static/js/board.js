@@ -2,6 +2,8 @@
 // 1-12 along the bottom (1 at the right), 13-24 along the top, the bar in the middle, the
 // borne-off trays at the right, the cube at the left. Checkers of side 0 are light, side 1 dark.
 
+import { t } from "./i18n.js";
+
 const NS = "http://www.w3.org/2000/svg";
 const W = 46;
 const BAR = 40;
@@ -54,8 +56,8 @@ export function checkerXY(q, n) {
 export const boardIndex = (q, viewer) => (viewer === 0 ? q - 1 : 24 - q);
 
 function pointLabel(q, mine, theirs) {
-  const what = mine ? `${mine} of yours` : theirs ? `${theirs} of theirs` : "empty";
-  return `point ${q}, ${what}`;
+  const what = mine ? t("board.yours", { n: mine }) : theirs ? t("board.theirs", { n: theirs }) : t("board.empty");
+  return t("board.point", { q, what });
 }
 
 // Draw `game` (the wire's state.game, possibly with a picked position) into `svg`.
@@ -101,7 +103,7 @@ export function drawBoard(svg, game, opts) {
       const c = checkerXY(q, 4);
       el("text", { x: c.x, y: c.y + 5, class: `count ${colour(side)}` }, g).textContent = count;
     }
-    if (sources.has(q)) makeButton(g, pointLabel(q, mine, theirs) + ", pick", () => opts.onPoint(q));
+    if (sources.has(q)) makeButton(g, t("board.pick", { what: pointLabel(q, mine, theirs) }), () => opts.onPoint(q));
   }
   // The bars: own checkers in the lower half, the opponent's in the upper half.
   for (const [side, q] of [[viewer, 25], [other, -25]]) {
@@ -118,7 +120,7 @@ export function drawBoard(svg, game, opts) {
     if (q === 25 && sources.has(25)) {
       el("rect", { x: BAR_X - BAR / 2, y: TOP + HEIGHT / 2, width: BAR, height: HEIGHT / 2,
         class: "hit" + (opts.selected === 25 ? " selected" : " source") }, g);
-      makeButton(g, `bar, ${count} of yours, pick`, () => opts.onPoint(25));
+      makeButton(g, t("board.pick_bar", { n: count }), () => opts.onPoint(25));
     }
   }
   // Trays: own borne-off checkers at the bottom, the opponent's at the top.
@@ -130,7 +132,7 @@ export function drawBoard(svg, game, opts) {
         class: `slab ${colour(side)}` }, g);
     }
     el("text", { x: TRAY_X + 23, y: q === 0 ? MID + 22 : MID - 10, class: "pips" }, g)
-      .textContent = `${game.off[side]} off`;
+      .textContent = t("board.off", { n: game.off[side] });
   }
   // Destinations of the picked checker.
   for (const [to, d] of dests) {
@@ -138,7 +140,7 @@ export function drawBoard(svg, game, opts) {
       : checkerXY(to, countOn(game, to, viewer));
     const g = el("g", { class: "dest", "data-dest": to }, svg);
     el("circle", { cx: c.x, cy: c.y, r: R - 2, class: "dest-mark" }, g);
-    makeButton(g, to === 0 ? "bear off" : `move to point ${to}`, () => opts.onDest(d));
+    makeButton(g, to === 0 ? t("board.bear_off") : t("board.move_to", { q: to }), () => opts.onDest(d));
   }
   drawCube(svg, game, viewer);
   drawDice(svg, game, viewer);

@@ -4,7 +4,10 @@
 
 import { drawBoard, flyChecker } from "./board.js";
 import { Picker, findPlay, playText, sideView, toGame } from "./moves.js";
-import { REASONS, UNRATED, h, num, signed, toast } from "./ui.js";
+import { ChatBox } from "./chat.js";
+import { t } from "./i18n.js";
+import { api, qs } from "./api.js";
+import { beep, errorText, h, kindText, modeText, num, personName, reasonText, shownRating, signed, toast, unratedText } from "./ui.js";
 
 const KIND_POINTS = { single: 1, gammon: 2, backgammon: 3 };
 
@@ -23,6 +26,30 @@ export function applyChanges(state, changes) {
   }
   return out;
 }
+
+// One table event in words (the game log, a replay's step); null for events not worth a line.
+export function eventText(msg, name) {
+  const who = msg.side !== undefined ? name(msg.side) : "";
+  const texts = {
+    seated: () => t("log.seated", { name: personName(msg.player, msg.name) }),
+    game_start: () => t("log.game_start", { n: msg.game_no }),
+    rolled: () => t(msg.passed ? "log.rolled_passed" : "log.rolled", { name: who, dice: msg.dice.join("-") }),
+    moved: () => t("log.moved", { name: who, play: msg.play }),
+    doubled: () => t("log.doubled", { name: who, cube: msg.cube }),
+    taken: () => t("log.taken", { name: who, cube: msg.cube }),
+    dropped: () => t("log.dropped", { name: who }),
+    resign_offered: () => t("log.resign_offered", { name: who, kind: kindText(msg.kind), n: msg.points }),
+    resign_rejected: () => t("log.resign_rejected", { name: who }),
+    timeout: () => t("log.timeout", { name: who, strikes: msg.strikes[msg.side] }),
+    player_disconnected: () => t("log.disconnected", { name: who }),
+    player_reconnected: () => t("log.reconnected", { name: who }),
+    game_over: () => t("log.game_over", { name: name(msg.winner_side), n: msg.points, kind: kindText(msg.kind), reason: reasonText(msg.reason) }),
+    match_over: () => t("log.match_over", { score: msg.score.join("–") }),
+    table_closed: () => t("log.table_closed"),
+  };
+  return texts[msg.type] ? texts[msg.type]() : null;
+}
+
 const perf = (window.__t42perf = window.__t42perf || []);
 
 export class GameView {
@@ -45,20 +72,23 @@ export class GameView {
     this.selected = null;
     this.busy = false;
     this.log = [];
-    this.root = h("section", { class: "game", "aria-label": "game" });
+    this.root = h("section", { class: "game", "aria-label": t("game.label") });
+    this.chat = new ChatBox(app, table);
+    this.stakes = null;
+    this.stakesAsked = false;
     this.svg = document.createElementNS("http://www.w3.org/2000/svg", "svg");
     this.svg.setAttribute("class", "board");
     this.svg.setAttribute("role", "group");
-    this.svg.setAttribute("aria-label", "backgammon board");
+    this.svg.setAttribute("aria-label", t("board.label"));
     this.top = h("div", { class: "player-bar top" });
     this.bottom = h("div", { class: "player-bar bottom" });
     this.info = h("div", { class: "game-info" });
-    this.controls = h("div", { class: "controls", "aria-label": "your decisions" });
+    this.controls = h("div", { class: "controls", "aria-label": t("game.decisions") });
     this.panel = h("div", { class: "end-panel-slot" });
-    this.logBox = h("ol", { class: "log", "aria-live": "polite", "aria-label": "game log" });
+    this.logBox = h("ol", { class: "log", "aria-live": "polite", "aria-label": t("game.log") });
     this.root.append(this.info, this.top, h("div", { class: "board-wrap" }, this.svg),
-      this.bottom, this.controls, this.panel,
-      h("details", { class: "log-box" }, h("summary", {}, "Game log"), this.logBox));
+      this.bottom, this.controls, this.panel, this.chat.root,
+      h("details", { class: "log-box" }, h("summary", {}, t("game.log")), this.logBox));
     this.tick = setInterval(() => this.drawClocks(), 250);
     this.svg.addEventListener("keydown", (ev) => {
       if (ev.key === "Escape" && this.selected !== null) {
@@ -105,12 +135,13 @@ export class GameView {
         return;
       }
       if (reply.code !== "disconnected") {
-        this.info.replaceChildren(h("p", { class: "error" }, `This table is not available (${reply.message}).`),
-          h("a", { href: "#/" }, "Back to the lobby"));
+        this.info.replaceChildren(h("p", { class: "error" }, t("game.unavailable", { why: errorText(reply) })),
+          h("a", { href: "#/" }, t("game.back_lobby")));
       }
       return;
     }
     for (const ev of reply.events || []) this.note(ev);
+    if (reply.chat) this.chat.set(reply.chat);
     this.setFull(reply.state, reply.v, reply.summary);
     const queued = this.buffer;
     this.buffer = [];
@@ -164,8 +195,13 @@ export class GameView {
       if (msg.ref === undefined) toast(msg.message || msg.code);
       return;
     }
+    if (msg.type === "chat") {
+      this.chat.add(msg);
+      return;
+    }
     if (msg.type === "resume") {
       this.side = msg.side;
+      if (msg.chat) this.chat.set(msg.chat);
       if (msg.v > this.v) this.setFull(msg.state, msg.v, msg.summary);
       return;
     }
@@ -238,36 +274,18 @@ export class GameView {
 
   name(side) {
     const seat = this.state && this.state.seats && this.state.seats[side];
-    return seat ? seat.name : "(empty seat)";
+    return seat ? personName(seat.player, seat.name) : t("seat.empty");
   }
 
   addLog(msg) {
-    const who = msg.side !== undefined ? this.name(msg.side) : "";
-    const texts = {
-      seated: () => `${msg.name} sat down`,
-      game_start: () => `Game ${msg.game_no} starts`,
-      rolled: () => `${who} rolled ${msg.dice.join("-")}${msg.passed ? " and cannot move" : ""}`,
-      moved: () => `${who} played ${msg.play}`,
-      doubled: () => `${who} doubles to ${msg.cube}`,
-      taken: () => `${who} takes; the cube is at ${msg.cube}`,
-      dropped: () => `${who} drops`,
-      resign_offered: () => `${who} offers to resign (${msg.kind}, ${msg.points} points)`,
-      resign_rejected: () => `${who} rejects the resignation`,
-      timeout: () => `${who}'s time ran out (${msg.action}); strike ${msg.strikes[msg.side]}`,
-      player_disconnected: () => `${who} lost the connection`,
-      player_reconnected: () => `${who} is back`,
-      game_over: () => `${this.name(msg.winner_side)} wins ${msg.points} points (${msg.kind}, ${REASONS[msg.reason] || msg.reason})`,
-      match_over: () => `The match is over: ${msg.score.join("–")}`,
-      table_closed: () => `The table closed (${msg.reason})`,
-    };
-    const text = texts[msg.type] ? texts[msg.type]() : null;
+    const text = eventText(msg, (side) => this.name(side));
     if (!text) return;
     for (const r of msg.rolls || []) {
-      if (msg.type !== "rolled") this.log.push(`${this.name(r.side)} rolled ${r.dice.join("-")}${r.passed ? " and cannot move" : ""}`);
+      if (msg.type !== "rolled") this.log.push(t(r.passed ? "log.rolled_passed" : "log.rolled", { name: this.name(r.side), dice: r.dice.join("-") }));
     }
     this.log.push(text);
     this.log = this.log.slice(-40);
-    this.logBox.replaceChildren(...this.log.slice().reverse().map((t) => h("li", {}, t)));
+    this.logBox.replaceChildren(...this.log.slice().reverse().map((line) => h("li", {}, line)));
   }
 
   // -- drawing ---------------------------------------------------------------------------------
@@ -275,7 +293,7 @@ export class GameView {
   render() {
     const state = this.state;
     if (!state) {
-      this.info.replaceChildren(h("p", {}, "Loading the table…"));
+      this.info.replaceChildren(h("p", {}, t("game.loading")));
       return;
     }
     const game = state.game;
@@ -305,34 +323,70 @@ export class GameView {
     const rating = this.ratingInfo || state.rating;
     const parts = [];
     const found = this.app.matches.get(this.table);
-    const mode = (this.summary && this.summary.mode) || (found && found.mode) || "";
-    const MODES = { competitive: "Competitive", boosted: "Boosted", private: "Private room",
-      tournament: "Tournament", rated_match: "Rated match" };
-    parts.push(h("span", { class: "badge" }, (this.mode === "watch" ? "Watching · " : "")
-      + (MODES[mode] || mode || "Table")));
+    const bot = this.app.computer.get(this.table);
+    const mode = (this.summary && this.summary.mode) || (found && found.mode) || (bot && "computer") || "";
+    const isBot = bot || (state.seats || []).some((s) => s && s.bot);
+    parts.push(h("span", { class: "badge" }, (this.mode === "watch" ? t("game.watching") + " · " : "")
+      + (isBot ? t("mode.computer") : modeText(mode))));
     if (state.match) {
-      parts.push(h("span", { class: "score" }, `Match to ${state.match.length}: ${state.match.score[this.viewer]}–${state.match.score[1 - this.viewer]}${state.match.crawford ? " (Crawford)" : ""}`));
+      parts.push(h("span", { class: "score" }, t(state.match.crawford ? "game.score_crawford" : "game.score", {
+        n: state.match.length, me: state.match.score[this.viewer], them: state.match.score[1 - this.viewer] })));
     }
-    if (rating) {
+    if (isBot) {
+      parts.push(h("span", { class: "unrated practice", "data-reason": "bot" }, t("computer.practice_short")));
+    } else if (rating) {
       if (rating.rated) {
-        parts.push(h("span", { class: "rated" }, `Rated on ${rating.ladder === "fibs" ? "FIBS" : "Table42"}`));
+        parts.push(h("span", { class: "rated" }, t(rating.ladder === "fibs" ? "game.rated_fibs" : "game.rated_table42")));
       } else if (rating.unrated_reason) {
         parts.push(h("span", { class: "unrated", "data-reason": rating.unrated_reason },
-          `Not rated: ${UNRATED[rating.unrated_reason] || rating.unrated_reason}`));
+          t("game.not_rated", { why: unratedText(rating.unrated_reason) })));
       }
     }
-    if (found && found.stakes && this.mode === "play") {
-      const s = found.stakes.player;
-      const digits = found.stakes.system === "fibs" ? 2 : 0;
+    const stakes = found && found.stakes ? found.stakes : this.stakes;
+    if (stakes && stakes.player && this.mode === "play") {
+      const s = stakes.player;
+      const digits = stakes.system === "fibs" ? 2 : 0;
+      const opponent = found ? found.opponent : null;
       parts.push(h("span", { class: "stakes", "data-win": s.win, "data-loss": s.loss },
-        `Stakes: win ${signed(s.win, digits)} / lose ${signed(s.loss, digits)}`
-        + (found.stakes.system === "table42" ? " at cube 1" : "")
-        + ` · you ${found.you.rating_shown} vs ${found.opponent.name} ${found.opponent.rating_shown}`));
+        t(stakes.system === "table42" ? "game.stakes_cube" : "game.stakes", { win: signed(s.win, digits), loss: signed(s.loss, digits) })
+        + (opponent ? " · " + t("game.stakes_vs", { me: shownRating(found.you.rating_shown), name: personName(opponent.player, opponent.name),
+          them: shownRating(opponent.rating_shown) }) : "")));
+    } else if (!found && rating && rating.rated && this.mode === "play") {
+      this.loadStakes(rating);
     }
     if (state.status === "open") {
-      parts.push(h("span", {}, `Waiting for an opponent. Table id: `, h("code", {}, this.table)));
+      const link = `${location.origin}${location.pathname}#/join/${encodeURIComponent(this.table)}`;
+      const share = h("input", { class: "share-link", readonly: true, value: link, "aria-label": t("game.share_label"),
+        onfocus: (ev) => ev.target.select() });
+      parts.push(h("span", { class: "waiting-open" }, t("game.waiting_opponent"), " ", share, " ",
+        h("button", { type: "button", class: "copy-link", onclick: async () => {
+          try {
+            await navigator.clipboard.writeText(link);
+            toast(t("game.link_copied"));
+          } catch (err) {
+            share.select();
+          }
+        } }, t("game.copy_link"))));
     }
     this.info.replaceChildren(...parts);
+  }
+
+  // After a reload match_found is gone: the stakes of a rated game are asked again
+  // (GET /api/stakes) for the two seated players and the game's pool.
+  async loadStakes(rating) {
+    if (this.stakesAsked || this.side === null || !this.state.seats) return;
+    const seats = this.state.seats;
+    if (!seats[0] || !seats[1]) return;
+    this.stakesAsked = true;
+    const length = (this.summary && this.summary.match_length) || (this.state.match && this.state.match.length) || 1;
+    const pool = rating.ladder === "fibs" ? `match-${length}` : "competitive";
+    try {
+      const data = await api(`/api/stakes?${qs({ player: seats[this.side].player, opponent: seats[1 - this.side].player, pool })}`);
+      this.stakes = data.stakes || data;
+      this.drawInfo();
+    } catch (err) {
+      // No stakes line then; the rated badge still says how the game counts.
+    }
   }
 
   drawBars() {
@@ -340,15 +394,14 @@ export class GameView {
     const me = this.viewer;
     for (const [box, side] of [[this.bottom, me], [this.top, 1 - me]]) {
       const seat = state.seats && state.seats[side];
-      box.replaceChildren(
+      box.replaceChildren(...[
         h("span", { class: `swatch ${side === 0 ? "light" : "dark"}`, "aria-hidden": "true" }),
-        h("strong", { class: "pname" }, seat ? seat.name : "(empty seat)",
-          seat && seat.guest ? " (guest)" : ""),
-        h("span", { class: "clock", "data-side": side, "aria-label": "clock" }),
-        state.game ? h("span", { class: "pipcount" }, `pips ${state.game.pips[side]}`) : null,
+        h("strong", { class: "pname" }, seat ? personName(seat.player, seat.name) : t("seat.empty")),
+        h("span", { class: "clock", "data-side": side, "aria-label": t("game.clock") }),
+        state.game ? h("span", { class: "pipcount" }, t("game.pips", { n: state.game.pips[side] })) : null,
         h("span", { class: "strikes", "data-side": side }),
         h("span", { class: "presence", "data-side": side, role: "status" }),
-      );
+      ].filter(Boolean));
     }
   }
 
@@ -371,11 +424,11 @@ export class GameView {
       } else {
         c.textContent = "";
       }
-      s.textContent = clock ? `strikes ${clock.strikes[side]}/${clock.max_strikes}` : "";
+      s.textContent = clock ? t("game.strikes", { n: clock.strikes[side], max: clock.max_strikes }) : "";
       const seat = state.seats && state.seats[side];
       if (seat && !seat.connected && seat.grace_deadline && state.status === "playing") {
         const left = Math.max(0, Math.ceil(seat.grace_deadline - now));
-        p.textContent = `disconnected: forfeits in ${left} s`;
+        p.textContent = t("game.forfeits_in", { n: left });
         p.className = "presence away";
       } else {
         p.textContent = "";
@@ -457,50 +510,64 @@ export class GameView {
     if (this.mode === "play" && this.side !== null && game && state.status === "playing"
       && game.phase !== "over") {
       const mine = game.to_act === this.side;
+      this.sound(game, mine);
       if (mine && game.phase === "roll") {
-        out.push(button("Roll", () => this.send("roll"), { class: "primary roll", accesskey: "r" }));
+        out.push(button(t("game.roll"), () => this.send("roll"), { class: "primary roll", accesskey: "r" }));
         if (game.can_double) {
-          out.push(button(`Double to ${game.cube * 2}`, () => this.send("double"), { class: "double" }));
+          out.push(button(t("game.double_to", { cube: game.cube * 2 }), () => this.send("double"), { class: "double" }));
         }
       } else if (mine && game.phase === "move") {
         const plays = game.legal_plays;
         if (plays.length === 1) {
-          out.push(button(`Play the forced move ${playText(plays[0])}`,
+          out.push(button(t("game.forced", { play: playText(plays[0]) }),
             () => this.send("play", { play: plays[0] }), { class: "primary forced" }));
         } else {
-          out.push(h("span", { class: "hint" }, `Your dice: ${game.dice.join("-")}. Pick a checker, then where it goes.`));
+          out.push(h("span", { class: "hint" }, t("game.pick_hint", { dice: game.dice.join("-") })));
         }
-        out.push(button("Undo", () => this.undo(), {
+        out.push(button(t("game.undo"), () => this.undo(), {
           class: "undo", disabled: this.busy || !this.picker || !this.picker.steps.length || undefined,
         }));
-        out.push(button("Confirm move", () => this.confirm(), {
+        out.push(button(t("game.confirm"), () => this.confirm(), {
           class: "primary confirm", disabled: this.busy || !(this.picker && this.picker.complete()) || undefined,
         }));
       } else if (mine && game.phase === "double_offered") {
-        out.push(h("span", { class: "hint" }, `${this.name(1 - this.side)} doubles to ${game.cube * 2}.`));
-        out.push(button(`Take (cube ${game.cube * 2})`, () => this.send("take"), { class: "primary take" }));
-        out.push(button(`Drop (lose ${game.cube})`, () => this.send("drop"), { class: "drop" }));
+        out.push(h("span", { class: "hint" }, t("game.doubles_you", { name: this.name(1 - this.side), cube: game.cube * 2 })));
+        out.push(button(t("game.take", { cube: game.cube * 2 }), () => this.send("take"), { class: "primary take" }));
+        out.push(button(t("game.drop", { cube: game.cube }), () => this.send("drop"), { class: "drop" }));
       } else if (mine && game.phase === "resign_offered" && game.resignation) {
         const r = game.resignation;
-        out.push(h("span", { class: "hint" }, `${this.name(r.side)} offers to resign a ${r.kind} (${r.points} points).`));
-        out.push(button("Accept", () => this.send("accept_resign"), { class: "primary accept" }));
-        out.push(button("Reject", () => this.send("reject_resign"), { class: "reject" }));
+        out.push(h("span", { class: "hint" }, t("game.resign_offer", { name: this.name(r.side), kind: kindText(r.kind), n: r.points })));
+        out.push(button(t("game.accept"), () => this.send("accept_resign"), { class: "primary accept" }));
+        out.push(button(t("game.reject"), () => this.send("reject_resign"), { class: "reject" }));
       } else {
-        const waiting = game.phase === "double_offered" ? "Waiting for the answer to your double…"
-          : game.phase === "resign_offered" ? "Waiting for the answer to your resignation…"
-            : `${this.name(1 - this.side)} to play…`;
+        const waiting = game.phase === "double_offered" ? t("game.wait_double")
+          : game.phase === "resign_offered" ? t("game.wait_resign")
+            : t("game.to_play", { name: this.name(1 - this.side) });
         out.push(h("span", { class: "hint waiting" }, waiting));
       }
       if (mine && (game.phase === "roll" || game.phase === "move")) {
-        const kind = h("select", { "aria-label": "resign kind", class: "resign-kind" },
-          ...Object.keys(KIND_POINTS).map((k) => h("option", { value: k }, `${k} (${KIND_POINTS[k] * game.cube})`)));
+        const kind = h("select", { "aria-label": t("game.resign_kind"), class: "resign-kind" },
+          ...Object.keys(KIND_POINTS).map((k) => h("option", { value: k },
+            t("game.resign_option", { kind: kindText(k), n: KIND_POINTS[k] * game.cube }))));
         out.push(h("span", { class: "resign-group" }, kind,
-          button("Resign", () => this.send("resign", { kind: kind.value }), { class: "resign" })));
+          button(t("game.resign"), () => this.send("resign", { kind: kind.value }), { class: "resign" })));
       }
     } else if (this.mode === "play" && state && state.status === "open") {
-      out.push(button("Leave the table", () => this.send("leave").then(() => { location.hash = "#/"; })));
+      out.push(button(t("game.leave"), () => this.send("leave").then(() => { location.hash = "#/"; })));
     }
     this.controls.replaceChildren(...out);
+  }
+
+  // A tone when it becomes your turn, when dice are rolled, when a double is offered.
+  sound(game, mine) {
+    const key = `${game.turn}|${game.phase}|${game.dice}|${game.to_act}`;
+    if (this.soundKey === key) return;
+    const first = this.soundKey === undefined;
+    this.soundKey = key;
+    if (first) return;
+    if (game.phase === "double_offered") beep("double");
+    else if (mine && game.phase === "roll") beep("turn");
+    else if (game.phase === "move") beep("dice");
   }
 
   drawPanel() {
@@ -515,62 +582,78 @@ export class GameView {
       cube: outcome.cube, points: outcome.points, game_id: this.gameId,
     };
     const won = this.side !== null && o.winner_side === this.side;
-    const title = this.mode === "watch" || this.side === null
-      ? `${this.name(o.winner_side)} wins`
-      : won ? "You won" : "You lost";
+    const who = this.mode === "watch" || this.side === null
+      ? t("end.wins", { name: this.name(o.winner_side) })
+      : won ? t("end.you_won") : t("end.you_lost");
     const rows = [
       h("p", { class: "result", "data-winner": o.winner_side, "data-reason": o.reason,
         "data-kind": o.kind, "data-points": o.points },
-      `${title}: ${o.kind === "single" ? "a single game" : `a ${o.kind}`}, ${o.points} point${o.points === 1 ? "" : "s"}`
-      + ` (cube ${o.cube}, ${REASONS[o.reason] || o.reason}).`),
+      t("end.result", { who, kind: kindText(o.kind), n: o.points, cube: o.cube, reason: reasonText(o.reason) })),
     ];
     const rating = o.game_id ? this.app.ratings.get(o.game_id) : null;
     const mRating = this.matchOver ? this.app.ratings.get(`${this.table}-m`) : null;
     for (const r of [rating, mRating]) if (r) rows.push(ratingTable(r));
+    const info = o.rating || this.ratingInfo || state.rating;
+    const bot = this.app.computer.has(this.table) || (state.seats || []).some((s) => s && s.bot);
     if (!rating && !mRating) {
-      const info = o.rating || this.ratingInfo || state.rating;
-      if (info && !info.rated) {
-        rows.push(h("p", { class: "unrated" }, `No rating change: ${UNRATED[info.unrated_reason] || info.unrated_reason || "unrated"}.`));
+      if (bot) {
+        rows.push(h("p", { class: "unrated" }, t("end.no_change", { why: unratedText("bot") })));
+      } else if (info && !info.rated) {
+        rows.push(h("p", { class: "unrated" }, t("end.no_change", { why: unratedText(info.unrated_reason) })));
       } else if (info && info.rated && !(state.match && !this.matchOver)) {
         rows.push(this.liveOver || !this.app.me
-          ? h("p", { class: "pending" }, "The rating change is on its way…")
-          : h("p", { class: "pending" }, "The rating change was sent when the game ended: ",
-            h("a", { href: `#/player/${encodeURIComponent(this.app.me.player)}` }, "see your profile"), "."));
+          ? h("p", { class: "pending" }, t("end.pending"))
+          : h("p", { class: "pending" }, t("end.sent"), " ",
+            h("a", { href: `#/player/${encodeURIComponent(this.app.me.player)}` }, t("end.see_profile"))));
       }
     }
-    const actions = h("div", { class: "actions" });
-    if (this.mode === "play" && state.status !== "playing") {
-      actions.append(h("button", { type: "button", class: "primary rematch", onclick: () => this.app.rematch(this.table) }, "Rematch"));
+    // What counts for the rating: on Table42 the cube, never the gammon; FIBS the match.
+    const ladder = (rating && rating.ladder) || (info && info.rated && info.ladder);
+    if (ladder && !(rating && rating.type === "boosted")) {
+      rows.push(h("p", { class: "note counts" }, t(ladder === "fibs" ? "end.counts_fibs" : "end.counts_table42")));
     }
-    actions.append(h("a", { href: "#/", class: "button" }, "Back to the lobby"));
+    const actions = h("div", { class: "actions" });
+    const tournament = (this.summary && this.summary.tournament_id)
+      || (this.app.tournamentTables.get(this.table) || {}).tournament;
+    if (tournament) {
+      actions.append(h("a", { href: `#/tournament/${encodeURIComponent(tournament)}`, class: "button primary to-bracket" },
+        t("end.to_bracket")));
+    } else if (this.mode === "play" && state.status !== "playing") {
+      actions.append(h("button", { type: "button", class: "primary rematch", onclick: () => this.app.rematch(this.table) }, t("end.rematch")));
+    }
+    if (o.game_id) {
+      actions.append(h("a", { href: `#/replay/${encodeURIComponent(o.game_id)}`, class: "button replay-link" }, t("end.replay")),
+        h("a", { href: `#/review/${encodeURIComponent(o.game_id)}`, class: "button review-link" }, t("end.review")));
+    }
+    actions.append(h("a", { href: "#/", class: "button" }, t("game.back_lobby")));
     rows.push(actions);
-    const box = h("section", { class: "end-panel", "aria-label": "game over", tabindex: "-1" },
-      h("h2", {}, this.matchOver ? "Match over" : "Game over"), ...rows);
+    const box = h("section", { class: "end-panel", "aria-label": t("end.label"), tabindex: "-1" },
+      h("h2", {}, this.matchOver ? t("end.match_over") : t("end.game_over")), ...rows);
     const had = this.panel.firstChild;
     this.panel.replaceChildren(box);
     if (!had) box.focus();
   }
 }
 
-function ratingTable(r) {
+export function ratingTable(r) {
   const fibs = r.ladder === "fibs";
   const d = fibs ? 2 : 0;
   const cells = r.type === "boosted"
-    ? [["Boosted points", r.points, r.points], ["Your total", r.winner_total, r.winner_total]]
+    ? [["rt.boosted_points", num(r.points), r.points, "Boosted points"], ["rt.total", num(r.winner_total), r.winner_total, "Your total"]]
     : [
-      ["Ladder", fibs ? "FIBS" : "Table42", r.ladder],
-      ["Old rating", num(r.old, d), r.old],
-      ["New rating", num(r.new, d), r.new],
-      ["Change", signed(r.change, d), r.change],
-      ...(fibs ? [["Match length", r.match_length, r.match_length],
-        ["Multiplier", r.multiplier, r.multiplier]]
-        : [["K", r.k, r.k], ["Cube", r.cube, r.cube],
-          ["Cube coefficient", Number(r.cube_coefficient).toFixed(4), r.cube_coefficient]]),
-      ["Opponent", `${r.opponent}: ${num(r.opponent_old, d)} ${signed(r.opponent_change, d)}`, r.opponent_change],
+      ["rt.ladder", fibs ? "FIBS" : "Table42", r.ladder, "Ladder"],
+      ["rt.old", num(r.old, d), r.old, "Old rating"],
+      ["rt.new", num(r.new, d), r.new, "New rating"],
+      ["rt.change", signed(r.change, d), r.change, "Change"],
+      ...(fibs ? [["rt.match_length", num(r.match_length), r.match_length, "Match length"],
+        ["rt.multiplier", String(r.multiplier), r.multiplier, "Multiplier"]]
+        : [["rt.k", num(r.k), r.k, "K"], ["rt.cube", num(r.cube), r.cube, "Cube"],
+          ["rt.cube_coefficient", num(r.cube_coefficient, 4), r.cube_coefficient, "Cube coefficient"]]),
+      ["rt.opponent", `${personName(r.opponent)}: ${num(r.opponent_old, d)} ${signed(r.opponent_change, d)}`, r.opponent_change, "Opponent"],
     ];
   return h("table", { class: "rating-change", "data-game": r.game_id },
-    h("caption", {}, r.type === "boosted" ? "Boosted points" : "Rating change"),
-    h("tbody", {}, ...cells.map(([label, text, raw]) => h("tr", {},
-      h("th", { scope: "row" }, label),
-      h("td", { "data-field": label, "data-value": JSON.stringify(raw) }, String(text))))));
+    h("caption", {}, r.type === "boosted" ? t("rt.boosted_points") : t("rt.caption")),
+    h("tbody", {}, ...cells.map(([key, text, raw, field]) => h("tr", {},
+      h("th", { scope: "row" }, t(key)),
+      h("td", { "data-field": field, "data-value": JSON.stringify(raw) }, String(text))))));
 }

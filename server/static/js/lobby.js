@@ -1,17 +1,23 @@
-// The lobby: signing in, the matchmaking pools and the queue (waiting time and window), the
-// open tables (join or watch), creating a table.
+// The lobby: signing in, playing the computer, the matchmaking pools and the queue (waiting
+// time and window), the open tables (join or watch), creating a table (a private one gets a
+// share link), a private table's link (#/join/<id>).
 
 import { api } from "./api.js";
-import { formField, h, toast } from "./ui.js";
+import { t } from "./i18n.js";
+import { errorText, formField, h, modeText, personName, toast } from "./ui.js";
 
-const MODES = [["competitive", "Competitive (rated)"], ["boosted", "Boosted"],
-  ["private", "Private room (never rated)"]];
+const MODES = [["competitive", "create.competitive"], ["boosted", "create.boosted"],
+  ["private", "create.private"]];
+const LEVELS = [["random", "level.random"], ["basic", "level.basic"], ["strong", "level.strong"],
+  ["expert", "level.expert"]];
+const LENGTHS = [[0, "length.single"], [1, "length.to1"], [3, "length.to3"], [5, "length.to5"], [7, "length.to7"]];
+const STATUSES = { open: "table.open", playing: "table.playing" };
 
 export class LobbyView {
   constructor(app, { signIn }) {
     this.app = app;
     this.signIn = signIn;
-    this.root = h("section", { class: "lobby", "aria-label": "lobby" });
+    this.root = h("section", { class: "lobby", "aria-label": t("lobby.title") });
     this.pools = null;
     this.tables = null;
     this.timers = [];
@@ -27,18 +33,29 @@ export class LobbyView {
       this.loadPools();
       this.loadTables();
     }, 5000));
+    this.joinPending();
     requestAnimationFrame(() => performance.mark("lobby-drawn"));
   }
 
   destroy() {
-    for (const t of this.timers) clearInterval(t);
+    for (const t0 of this.timers) clearInterval(t0);
   }
 
   onReconnect() {
     this.drawAccount();
     this.drawPools();
+    this.drawComputer();
     this.drawCreate();
     this.loadTables();
+    this.joinPending();
+  }
+
+  // A share link (#/join/<id>) opened: join that table once signed in and connected.
+  joinPending() {
+    const table = this.app.pendingJoin;
+    if (!table || !this.app.socket || !this.app.socket.ready) return;
+    this.app.pendingJoin = null;
+    this.join(table);
   }
 
   handle(msg) {
@@ -46,7 +63,7 @@ export class LobbyView {
       this.drawQueue();
       this.drawPools();
     }
-    if (msg.type === "queue_expired") toast("Your place in the queue expired.");
+    if (msg.type === "queue_expired") toast(t("queue.expired"));
   }
 
   async loadPools() {
@@ -70,20 +87,23 @@ export class LobbyView {
   render() {
     this.account = h("div", { class: "card account" });
     this.queueBox = h("div", { class: "queue", role: "status", "aria-live": "polite" });
+    this.computerBox = h("div", { class: "card computer" });
     this.poolBox = h("div", { class: "pools" });
     this.tableBox = h("div", { class: "tables" });
     this.createBox = h("div", { class: "card create" });
     this.root.replaceChildren(
-      h("h1", {}, "Table42 backgammon"),
+      h("h1", {}, t("lobby.title")),
       this.account,
       this.queueBox,
-      h("section", { "aria-labelledby": "pools-h" }, h("h2", { id: "pools-h" }, "Play now"), this.poolBox),
-      h("section", { "aria-labelledby": "tables-h" }, h("h2", { id: "tables-h" }, "Tables"),
+      h("section", { "aria-labelledby": "computer-h" }, h("h2", { id: "computer-h" }, t("computer.title")), this.computerBox),
+      h("section", { "aria-labelledby": "pools-h" }, h("h2", { id: "pools-h" }, t("lobby.play_now")), this.poolBox),
+      h("section", { "aria-labelledby": "tables-h" }, h("h2", { id: "tables-h" }, t("lobby.tables")),
         this.createBox, this.tableBox),
     );
     this.drawAccount();
     this.drawQueue();
     this.drawPools();
+    this.drawComputer();
     this.drawTables();
     this.drawCreate();
   }
@@ -93,7 +113,7 @@ export class LobbyView {
     if (app.token) {
       const me = app.me;
       this.account.replaceChildren(h("p", {},
-        me ? `Signed in as ${me.name}${me.guest ? " (guest: Boosted and unrated games only)" : ""}.` : "Connecting…"));
+        me ? t(me.guest ? "account.signed_in_guest" : "account.signed_in", { name: personName(me.player, me.name) }) : t("account.connecting")));
       return;
     }
     const name = h("input", { name: "name", autocomplete: "username", required: true,
@@ -108,18 +128,38 @@ export class LobbyView {
       try {
         await this.signIn(kind, name.value, password.value);
       } catch (err) {
-        error.textContent = err.message;
+        error.textContent = errorText(err);
       }
     };
     const form = h("form", { class: "signin", onsubmit: submit("login") },
-      h("h2", {}, "Sign in to play"),
-      formField("Name", name), formField("Password (8 or more characters)", password),
+      h("h2", {}, t("account.sign_in_title")),
+      formField(t("account.name"), name), formField(t("account.password"), password),
       h("div", { class: "actions" },
-        h("button", { type: "submit", class: "primary login" }, "Log in"),
-        h("button", { type: "button", class: "signup", onclick: submit("register") }, "Sign up"),
-        h("button", { type: "button", class: "guest", onclick: submit("guest") }, "Play as a guest")),
+        h("button", { type: "submit", class: "primary login" }, t("account.login")),
+        h("button", { type: "button", class: "signup", onclick: submit("register") }, t("account.signup")),
+        h("button", { type: "button", class: "guest", onclick: submit("guest") }, t("account.guest"))),
       error);
     this.account.replaceChildren(form);
+  }
+
+  drawComputer() {
+    const box = this.computerBox;
+    if (!box) return;
+    if (!this.app.token) {
+      box.replaceChildren(h("p", { class: "note" }, t("computer.sign_in")));
+      return;
+    }
+    const level = h("select", { name: "level" }, ...LEVELS.map(([v, key]) =>
+      h("option", { value: v, selected: v === "basic" || undefined }, t(key))));
+    const length = h("select", { name: "computer_length" }, ...LENGTHS.map(([v, key]) => h("option", { value: v }, t(key))));
+    const start = async (ev) => {
+      ev.preventDefault();
+      await this.app.playComputer(level.value, Number(length.value));
+    };
+    box.replaceChildren(h("form", { class: "computer-form", onsubmit: start },
+      h("p", { class: "practice" }, t("computer.practice")),
+      formField(t("computer.level"), level), formField(t("create.length"), length),
+      h("button", { type: "submit", class: "primary play-computer" }, t("computer.play"))));
   }
 
   drawPools() {
@@ -127,29 +167,32 @@ export class LobbyView {
     const box = this.poolBox;
     if (!box) return;
     if (!this.pools) {
-      box.replaceChildren(h("p", {}, "Loading the pools…"));
+      box.replaceChildren(h("p", {}, t("pools.loading")));
       return;
     }
     const guest = app.me && app.me.guest;
     const cards = this.pools.pools.filter((p) => p.offered).map((p) => {
       const queued = app.queue && app.queue.pool === p.pool;
-      const blocked = !app.token ? "sign in first" : guest && p.rated ? "guests play Boosted only (never rated)" : null;
+      const blocked = !app.token ? t("pools.sign_in_first") : guest && p.rated ? t("pools.guest_rule") : null;
+      const kind = p.rated ? t(p.ladder === "fibs" ? "pools.rated_fibs" : "pools.rated_table42")
+        : p.mode === "boosted" ? t("pools.boosted") : t("pools.unrated");
       return h("article", { class: `pool${queued ? " active" : ""}`, "data-pool": p.pool },
-        h("h3", {}, p.title),
-        h("p", {}, p.rated ? `Rated (${p.ladder === "fibs" ? "FIBS" : "Table42"})` : p.mode === "boosted" ? "Boosted points, no Elo" : "Unrated"),
-        h("p", { class: "waiting" }, `${p.waiting} waiting`),
+        h("h3", {}, poolTitle(p)),
+        h("p", {}, kind),
+        h("p", { class: "waiting" }, t("pools.waiting", { n: p.waiting })),
         blocked ? h("p", { class: "note" }, blocked) : null,
         h("button", { type: "button", class: "primary queue-btn", disabled: Boolean(blocked) || queued || undefined,
-          onclick: () => this.queue(p.pool) }, queued ? "In the queue" : "Find an opponent"));
+          onclick: () => this.queue(p.pool) }, queued ? t("pools.in_queue") : t("pools.find")));
     });
     const w = this.pools.window;
     box.replaceChildren(h("div", { class: "pool-grid" }, ...cards),
-      h("p", { class: "note" }, `Opponents within ±${w.base} points at first, widening by ${w.rate} a second up to ±${w.cap}.`));
+      h("p", { class: "note" }, t("pools.window", { base: w.base, rate: w.rate, cap: w.cap })),
+      h("p", { class: "note gammons" }, t("pools.gammons")));
   }
 
   async queue(pool) {
     const reply = await this.app.socket.request({ type: "queue", pool });
-    if (reply.type === "error") toast(reply.message || reply.code);
+    if (reply.type === "error") toast(errorText(reply));
   }
 
   drawQueue() {
@@ -169,55 +212,57 @@ export class LobbyView {
     const window = Math.min(q.window_cap, q.window + rate * elapsed);
     const toCap = Math.max(0, q.seconds_to_cap - elapsed);
     box.replaceChildren(h("div", { class: "card queue-card" },
-      h("strong", {}, `Looking for an opponent (${q.pool})`),
-      h("span", { class: "waited" }, `waiting ${Math.floor(waited)} s`),
-      h("span", { class: "window" }, `window ±${Math.round(window)}` + (toCap > 0 ? ` (±${q.window_cap} in ${Math.ceil(toCap)} s)` : "")),
-      h("span", {}, `your rating ${q.rating}`),
+      h("strong", {}, t("queue.looking", { pool: q.pool })),
+      h("span", { class: "waited" }, t("queue.waited", { n: Math.floor(waited) })),
+      h("span", { class: "window" }, t("queue.window", { window: Math.round(window) })
+        + (toCap > 0 ? " " + t("queue.to_cap", { cap: q.window_cap, n: Math.ceil(toCap) }) : "")),
+      h("span", {}, t("queue.rating", { rating: q.rating })),
       h("button", { type: "button", class: "cancel-queue", onclick: async () => {
         await app.socket.request({ type: "cancel_queue" });
         app.queue = null;
         this.drawQueue();
         this.drawPools();
-      } }, "Cancel")));
+      } }, t("common.cancel"))));
   }
 
   drawTables() {
     const box = this.tableBox;
     if (!box) return;
     if (!this.tables) {
-      box.replaceChildren(h("p", {}, "Loading the tables…"));
+      box.replaceChildren(h("p", {}, t("tables.loading")));
       return;
     }
     const me = this.app.me && this.app.me.player;
-    const rows = this.tables.tables.filter((t) => t.status === "open" || t.status === "playing").map((t) => {
-      const players = t.players.map((p) => p || "—").join(" vs ");
-      const mine = t.players.includes(me);
+    const rows = this.tables.tables.filter((s) => s.status === "open" || s.status === "playing").map((s) => {
+      const names = s.players.map((p, i) => (p ? personName(p, s.names && s.names[i]) : t("tables.free_seat")));
+      const mine = s.players.includes(me);
       let action = null;
-      if (this.app.token && t.status === "open" && !mine) {
-        action = h("button", { type: "button", class: "join", onclick: () => this.join(t.table) }, "Join");
+      if (this.app.token && s.status === "open" && !mine) {
+        action = h("button", { type: "button", class: "join", onclick: () => this.join(s.table) }, t("tables.join"));
       } else if (mine) {
-        action = h("a", { href: `#/game/${t.table}`, class: "button" }, "Open");
-      } else if (this.app.token && t.status === "playing") {
-        action = h("a", { href: `#/watch/${t.table}`, class: "button watch" }, "Watch");
+        action = h("a", { href: `#/game/${s.table}`, class: "button" }, t("tables.open_mine"));
+      } else if (this.app.token && s.status === "playing") {
+        action = h("a", { href: `#/watch/${s.table}`, class: "button watch" }, t("tables.watch"));
       }
-      return h("tr", { "data-table": t.table },
-        h("td", {}, t.mode + (t.match_length ? ` · match to ${t.match_length}` : "")),
-        h("td", {}, players), h("td", {}, t.status), h("td", {}, String(t.watchers)),
-        h("td", {}, action));
+      return h("li", { class: "table-row", "data-table": s.table },
+        h("span", { class: "t-mode" }, modeText(s.players.some((p) => /^bot-/.test(p || "")) ? "computer" : s.mode)
+          + (s.match_length ? " · " + t("tables.match_to", { n: s.match_length }) : "")),
+        h("span", { class: "t-players" }, names.join(` ${t("tables.vs")} `)),
+        h("span", { class: "t-status" }, STATUSES[s.status] ? t(STATUSES[s.status]) : s.status),
+        h("span", { class: "t-watchers" }, t("tables.watchers", { n: s.watchers })),
+        h("span", { class: "t-action" }, action));
     });
-    const refresh = h("button", { type: "button", class: "refresh", "aria-label": "refresh the tables",
-      onclick: () => this.loadTables() }, "Refresh");
+    const refresh = h("button", { type: "button", class: "refresh", "aria-label": t("tables.refresh_label"),
+      onclick: () => this.loadTables() }, t("tables.refresh"));
     box.replaceChildren(refresh, rows.length
-      ? h("table", { class: "table-list" },
-        h("thead", {}, h("tr", {}, ...["Mode", "Players", "Status", "Watchers", ""].map((c) => h("th", { scope: "col" }, c)))),
-        h("tbody", {}, ...rows))
-      : h("p", {}, "No open tables right now: create one, or find an opponent above."));
+      ? h("ul", { class: "table-list" }, ...rows)
+      : h("p", {}, t("tables.none")));
   }
 
   async join(table) {
     const reply = await this.app.socket.request({ type: "join", table });
     if (reply.type === "error") {
-      toast(reply.message || reply.code);
+      toast(errorText(reply));
       return;
     }
     location.hash = `#/game/${table}`;
@@ -228,17 +273,19 @@ export class LobbyView {
       this.createBox.replaceChildren();
       return;
     }
-    const mode = h("select", { name: "mode" }, ...MODES.map(([v, t]) => h("option", { value: v }, t)));
-    const length = h("select", { name: "match_length" },
-      ...[[0, "single game"], [1, "match to 1"], [3, "match to 3"], [5, "match to 5"], [7, "match to 7"]]
-        .map(([v, t]) => h("option", { value: v }, t)));
-    const tableId = h("input", { name: "table", maxlength: 64, pattern: "[A-Za-z0-9_\\-]{1,64}", placeholder: "table id" });
+    // A guest may not create a rated table (the pools' rule): the choice is not offered.
+    const guest = this.app.me && this.app.me.guest;
+    const modes = MODES.filter(([v]) => !(guest && v === "competitive"));
+    const mode = h("select", { name: "mode" }, ...modes.map(([v, key]) => h("option", { value: v }, t(key))));
+    const length = h("select", { name: "match_length" }, ...LENGTHS.map(([v, key]) => h("option", { value: v }, t(key))));
+    const tableId = h("input", { name: "table", maxlength: 64, pattern: "[A-Za-z0-9_\\-]{1,64}",
+      placeholder: t("create.table_id_placeholder") });
     const create = async (ev) => {
       ev.preventDefault();
       const like = { mode: mode.value, match_length: Number(length.value) };
       const reply = await this.app.socket.request({ type: "create_table", ...like });
       if (reply.type === "error") {
-        toast(reply.message || reply.code);
+        toast(errorText(reply));
         return;
       }
       this.app.tableModes.set(reply.table, like);
@@ -253,13 +300,23 @@ export class LobbyView {
       if (how === "join") this.join(tableId.value);
       else location.hash = `#/watch/${tableId.value}`;
     };
-    this.createBox.replaceChildren(
+    this.createBox.replaceChildren(...[
       h("form", { class: "create-form", onsubmit: create },
-        formField("Mode", mode), formField("Length", length),
-        h("button", { type: "submit", class: "create-btn" }, "Create a table")),
+        formField(t("create.mode"), mode), formField(t("create.length"), length),
+        h("button", { type: "submit", class: "create-btn" }, t("create.submit"))),
+      guest ? h("p", { class: "note" }, t("create.guest_rule")) : null,
       h("form", { class: "byid-form", onsubmit: byId("join") },
-        formField("Table id (private room)", tableId),
-        h("button", { type: "submit" }, "Join"),
-        h("button", { type: "button", onclick: byId("watch") }, "Watch")));
+        formField(t("create.table_id"), tableId),
+        h("button", { type: "submit" }, t("tables.join")),
+        h("button", { type: "button", onclick: byId("watch") }, t("tables.watch")))].filter(Boolean));
   }
+}
+
+const POOLS = { competitive: "pool.competitive", boosted: "pool.boosted" };
+
+// A pool's title in the page's language (a match pool: "Match to n"); the server's otherwise.
+function poolTitle(p) {
+  if (POOLS[p.pool]) return t(POOLS[p.pool]);
+  const m = /^match-(\d+)$/.exec(p.pool);
+  return m ? t("pool.match", { n: Number(m[1]) }) : p.title;
 }

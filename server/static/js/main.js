@@ -1,14 +1,18 @@
-// The app shell: the account (token in localStorage), the one socket, the router (#/...), and
-// the messages that are not about one table (welcome, queue, match_found, rating events).
+// The app shell: the account (token in localStorage), the one socket, the router (#/...), the
+// language and sound switches, the number of players online, and the messages that are not
+// about one table (welcome, queue, match_found, computer_game, tournament calls, ratings).
 
 import { api } from "./api.js";
 import { GameView } from "./game.js";
+import { LANGS, currentLang, fmtNum, loadLang, setLang, t } from "./i18n.js";
 import { LobbyView } from "./lobby.js";
 import { PAGES } from "./pages.js";
+import { ReplayView } from "./replay.js";
 import { Socket } from "./socket.js";
-import { h, toast } from "./ui.js";
+import { beep, errorText, h, personName, setSound, signed, soundOn, toast } from "./ui.js";
 
 const TOKEN_KEY = "t42.token";
+const BRAND = "Table42";
 
 const app = {
   token: localStorage.getItem(TOKEN_KEY),
@@ -17,21 +21,32 @@ const app = {
   status: "offline",
   skew: 0,
   limits: null,
+  muted: new Set(),
   view: null,
   route: null,
   queue: null,
   lastPool: null,
+  online: null,
+  call: null, // the tournament match that is calling you: {tournament, match, deadline, table?}
   matches: new Map(), // table -> its match_found (the stakes preview)
+  computer: new Map(), // table -> its computer_game (level, the bot)
   ratings: new Map(), // game_id -> rating / boosted event (dedupe by game_id)
   tableModes: new Map(), // table -> {mode, match_length} of tables we created
+  tournamentTables: new Map(), // table -> its tournament_table event
+  tournamentsOver: new Map(), // tournament -> its tournament_over event
 };
 window.__t42 = app; // for the browser tests and the curious
+
+const TITLES = { leaders: "title.leaders", player: "title.player", tournaments: "title.tournaments",
+  tournament: "title.tournament", calculator: "title.calculator", replay: "title.replay", game: "title.game",
+  watch: "title.game" };
+const STATUS = { online: "conn.online", connecting: "conn.connecting", reconnecting: "conn.reconnecting",
+  closed: "conn.offline", refused: "conn.refused", offline: "conn.offline" };
 
 function setStatus(status) {
   app.status = status;
   const box = document.getElementById("conn");
-  box.textContent = { online: "online", connecting: "connecting…", reconnecting: "reconnecting…",
-    closed: "offline", refused: "refused", offline: "offline" }[status] || status;
+  box.textContent = STATUS[status] ? t(STATUS[status]) : status;
   box.dataset.status = status;
   if (app.view && app.view.onStatus) app.view.onStatus(status);
 }
@@ -42,13 +57,15 @@ function onMessage(msg) {
       app.me = { player: msg.player, name: msg.name, guest: msg.guest };
       app.skew = msg.server_time - Date.now() / 1000;
       app.limits = msg.limits;
+      app.muted = new Set(msg.muted || []);
       drawNav();
+      loadOnline();
       if (app.view && app.view.onReconnect) app.view.onReconnect();
       break;
     case "error":
       if (msg.code === "auth_failed") {
         forget();
-        toast("Your session has expired; please log in again.");
+        toast(t("account.expired"));
         return;
       }
       break;
@@ -71,15 +88,75 @@ function onMessage(msg) {
       app.matches.set(msg.table, msg);
       go(`#/game/${msg.table}`);
       break;
+    case "computer_game":
+      app.computer.set(msg.table, msg);
+      break;
+    case "tournament_pairing":
+      app.call = { ...msg };
+      beep("call");
+      drawCall();
+      break;
+    case "tournament_table":
+      app.tournamentTables.set(msg.table, msg);
+      app.call = { ...msg, deadline: null };
+      beep("call");
+      drawCall();
+      if (!(app.view instanceof GameView && app.view.table === msg.table)) go(`#/game/${msg.table}`);
+      break;
+    case "tournament_result":
+    case "tournament_over":
+      if (app.call && app.call.tournament === msg.tournament) app.call = null;
+      drawCall();
+      if (msg.type === "tournament_over") {
+        app.tournamentsOver.set(msg.tournament, msg);
+        toast(t("tournament.over_toast", { first: msg.podium[0] || "–" }));
+      }
+      break;
     case "rating":
     case "boosted":
       if (!app.ratings.has(msg.game_id)) app.ratings.set(msg.game_id, msg);
+      if (msg.reason === "podium") {
+        toast(t("tournament.podium_toast", { place: msg.place, name: msg.tournament_name || msg.tournament,
+          change: signed(msg.change) }));
+        showAward(msg);
+      }
       break;
     default:
       break;
   }
   if (app.view && app.view.handle) app.view.handle(msg);
 }
+
+// The podium prize, in the notice area until dismissed.
+function showAward(msg) {
+  const box = document.getElementById("notice");
+  box.hidden = false;
+  box.replaceChildren(h("div", { class: "award", role: "status", "data-tournament": msg.tournament },
+    h("strong", {}, t("tournament.award", { place: msg.place, name: msg.tournament_name || msg.tournament })),
+    " ", t("tournament.award_change", { old: msg.old, new: msg.new, change: signed(msg.change) }), " ",
+    h("a", { href: `#/tournament/${encodeURIComponent(msg.tournament)}` }, t("tournament.see_bracket")), " ",
+    h("button", { type: "button", class: "link", onclick: () => { box.hidden = true; } }, t("common.close"))));
+}
+
+// A tournament match calling you: where, and the countdown to its deadline.
+function drawCall() {
+  const box = document.getElementById("notice");
+  const c = app.call;
+  if (!c || (c.table && app.view instanceof GameView && app.view.table === c.table)) {
+    if (box.querySelector(".call")) box.hidden = true;
+    return;
+  }
+  box.hidden = false;
+  const left = c.deadline ? Math.max(0, Math.ceil(c.deadline - (Date.now() / 1000 + app.skew))) : null;
+  const where = c.table
+    ? h("a", { href: `#/game/${c.table}`, class: "button primary" }, t("tournament.go_table"))
+    : h("a", { href: `#/tournament/${encodeURIComponent(c.tournament)}` }, t("tournament.see_bracket"));
+  box.replaceChildren(h("div", { class: "call", role: "alert", "data-tournament": c.tournament, "data-match": c.match },
+    h("strong", {}, t(c.table ? "tournament.table_open" : "tournament.paired", { opponent: c.opponent })),
+    left !== null ? h("span", { class: "countdown" }, t("tournament.countdown", { n: left })) : null,
+    where));
+}
+setInterval(() => { if (app.call && app.call.deadline) drawCall(); }, 1000);
 
 function connect() {
   if (app.socket) app.socket.close();
@@ -104,6 +181,7 @@ function forget() {
   app.token = null;
   app.me = null;
   app.queue = null;
+  app.call = null;
   localStorage.removeItem(TOKEN_KEY);
   setStatus("offline");
   drawNav();
@@ -120,9 +198,15 @@ async function logOut() {
   }
 }
 
-// Play again: the same pool when the game came from matchmaking, else a new table like it.
+// Play again: the computer at the same level, the same pool when the game came from
+// matchmaking, else a new table like it.
 app.rematch = async (table) => {
   const found = app.matches.get(table);
+  const bot = app.computer.get(table);
+  if (bot) {
+    await app.playComputer(bot.level, bot.match_length || 0);
+    return;
+  }
   go("#/");
   if (found) {
     await app.socket.request({ type: "queue", pool: found.pool });
@@ -133,28 +217,72 @@ app.rematch = async (table) => {
       app.tableModes.set(reply.table, like);
       go(`#/game/${reply.table}`);
     } else {
-      toast(reply.message || reply.code);
+      toast(errorText(reply));
     }
   }
 };
 
+// A game against the computer: never rated. Opens its table at once.
+app.playComputer = async (level, matchLength = 0) => {
+  const req = { type: "play_computer", level };
+  if (matchLength) req.match_length = matchLength;
+  const reply = await app.socket.request(req);
+  if (reply.type !== "computer_game") {
+    toast(errorText(reply));
+    return reply;
+  }
+  app.computer.set(reply.table, { ...reply, match_length: matchLength });
+  go(`#/game/${reply.table}`);
+  return reply;
+};
+
+async function loadOnline() {
+  try {
+    app.online = (await api("/api/online")).players;
+  } catch (err) {
+    app.online = null; // an older server has no count: nothing is shown
+  }
+  drawOnline();
+}
+
+// The count lags the servers' own by a few seconds: someone signed in is at least one.
+function drawOnline() {
+  const box = document.getElementById("online");
+  const n = app.online === null ? null : Math.max(app.online, app.me && app.status === "online" ? 1 : 0);
+  if (box) box.textContent = n === null ? "" : t("nav.online", { n });
+}
+setInterval(loadOnline, 30000);
+
 function drawNav() {
   const nav = document.getElementById("nav");
-  const links = [["#/", "Lobby"], ["#/leaders", "Leaderboards"], ["#/tournaments", "Tournaments"],
-    ["#/calculator", "Calculator"]];
-  if (app.me && !app.me.guest) links.push([`#/player/${encodeURIComponent(app.me.player)}`, "My profile"]);
-  const items = links.map(([href, text]) => h("li", {}, h("a", { href }, text)));
+  const links = [["#/", "nav.lobby"], ["#/leaders", "nav.leaders"], ["#/tournaments", "nav.tournaments"],
+    ["#/calculator", "nav.calculator"]];
+  if (app.me && !app.me.guest) links.push([`#/player/${encodeURIComponent(app.me.player)}`, "nav.profile"]);
+  const items = links.map(([href, key]) => h("li", {}, h("a", { href }, t(key))));
   if (app.token) {
-    items.push(h("li", { class: "who" }, app.me ? `${app.me.name}${app.me.guest ? " (guest)" : ""}` : ""));
-    items.push(h("li", {}, h("button", { type: "button", class: "link logout", onclick: logOut }, "Log out")));
+    items.push(h("li", { class: "who" }, app.me ? personName(app.me.player, app.me.name) : ""));
+    items.push(h("li", {}, h("button", { type: "button", class: "link logout", onclick: logOut }, t("nav.logout"))));
   }
+  const langSelect = h("select", { class: "lang", "aria-label": t("nav.language"), onchange: async (ev) => {
+    await setLang(ev.target.value);
+    setStatus(app.status);
+    drawNav();
+    drawCall();
+    render();
+  } }, ...LANGS.map(([code, name]) => h("option", { value: code, selected: code === currentLang() || undefined }, name)));
+  const sound = h("button", { type: "button", class: "link sound", "aria-pressed": String(soundOn()),
+    onclick: () => { setSound(!soundOn()); drawNav(); } }, t(soundOn() ? "nav.sound_on" : "nav.sound_off"));
+  items.push(h("li", { class: "settings" }, langSelect, sound));
+  items.push(h("li", { id: "online", class: "online" }));
   nav.replaceChildren(h("ul", {}, ...items));
+  drawOnline();
 }
 
 function go(hash) {
   if (location.hash !== hash) history.pushState(null, "", hash);
   render();
 }
+app.go = go;
 
 function render() {
   const hash = location.hash || "#/";
@@ -172,6 +300,14 @@ function render() {
     }
     app.view = new GameView(app, arg, page === "game" ? "play" : "watch");
     app.view.mount(main);
+  } else if (page === "replay" && arg) {
+    app.view = new ReplayView(app, arg);
+    app.view.mount(main);
+  } else if (page === "join" && arg) {
+    // A private table's share link: join it once signed in.
+    app.pendingJoin = arg;
+    app.view = new LobbyView(app, { signIn });
+    app.view.mount(main);
   } else if (PAGES[page]) {
     app.view = PAGES[page](app, arg, more);
     app.view.mount(main);
@@ -179,7 +315,9 @@ function render() {
     app.view = new LobbyView(app, { signIn });
     app.view.mount(main);
   }
-  document.title = `Table42 · ${page || "lobby"}`;
+  drawCall();
+  const title = TITLES[page] || "title.lobby";
+  document.title = [BRAND, t(title)].join(" · ");
 }
 
 const follow = () => {
@@ -188,7 +326,10 @@ const follow = () => {
 window.addEventListener("popstate", follow);
 window.addEventListener("hashchange", follow);
 
+await loadLang();
+document.querySelector(".skip").textContent = t("shell.skip");
 drawNav();
 if (app.token) connect();
 else setStatus("offline");
 render();
+loadOnline();

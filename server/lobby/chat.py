@@ -1,0 +1,134 @@
+"""A table's chat, on the table's owner node (PROTOCOL.md §16).
+
+The table driver hands it ``chat`` and ``report`` commands. Chat is not a table event: it
+does not go through the table machine, has no version and is not in the event log. Each
+message is stored first (``{t:T}:chat:<game_no>``, kept with the game's record), then
+delivered by channel: ``players`` to the seated players and the watchers, ``watchers`` to
+the watchers, and to the players only while no game is in play. The node holding a socket
+leaves out the messages of players its player muted (``Hub.push_chat``). The text was
+cleaned and the sender's rate and operator mute checked on the node that received it
+(``Lobby``), before it was routed here.
+"""
+
+from __future__ import annotations
+
+import secrets
+import time
+from collections import deque
+from typing import TYPE_CHECKING, Any
+
+from redis.exceptions import RedisError
+
+from server.protocol.chat import PLAYERS, WATCHERS, players_see, visible
+from server.protocol.errors import ErrorCode, ProtocolError
+from server.protocol.messages import Chat, Report
+from server.tables.machine import TableStatus
+
+if TYPE_CHECKING:
+    from server.lobby.routing import Actor
+    from server.lobby.table import Table
+
+
+class TableChat:
+    """The chat of one table: its recent messages in memory, the rest in Redis."""
+
+    def __init__(self, table: Table) -> None:
+        self.table = table
+        self.history: deque[dict[str, Any]] = deque(maxlen=table.settings.chat_history)
+
+    @property
+    def game_no(self) -> int:
+        """The game a message sent now belongs to (before the first game: the first)."""
+        return max(1, self.table.machine.game_no)
+
+    @property
+    def is_playing(self) -> bool:
+        table = self.table
+        return table.machine.status is TableStatus.PLAYING and table.machine.game is not None
+
+    def channel_of(self, actor: Actor) -> str:
+        """``actor``'s channel here: ``players`` when seated, ``watchers`` when its socket
+        watches; else ``not_at_table``."""
+        table = self.table
+        if table.machine.side_of(actor.player) is not None:
+            return PLAYERS
+        if (actor.node, actor.conn) in table.watchers:
+            return WATCHERS
+        raise ProtocolError(ErrorCode.NOT_AT_TABLE,
+                            f"you neither play nor watch at table {table.id}", field="table")
+
+    async def post(self, actor: Actor, msg: Chat) -> None:
+        """Store and deliver ``actor``'s message (its text already cleaned), then ack."""
+        table = self.table
+        channel = self.channel_of(actor)
+        message = {
+            "type": "chat", "table": table.id, "channel": channel,
+            "msg": secrets.token_hex(6), "from": actor.player, "name": actor.name,
+            "text": msg.text, "at": time.time(),
+        }
+        try:
+            await table.lobby.records.append_chat(table.id, self.game_no, message)
+        except (RedisError, OSError) as exc:
+            raise ProtocolError(ErrorCode.UNAVAILABLE, "Redis is unavailable") from exc
+        self.history.append(message)
+        self.deliver(message)
+        if msg.ref is not None:
+            table.lobby.reply(actor, {"type": "ack", "ref": msg.ref, "table": table.id})
+
+    def deliver(self, message: dict[str, Any]) -> None:
+        """Send ``message`` to whoever its channel reaches, one bus message per node."""
+        table = self.table
+        to_players = players_see(str(message["channel"]), self.is_playing)
+        players: dict[str, list[str]] = {}
+        if to_players:
+            for seat in table.machine.seats:
+                if seat is not None:
+                    for node in seat.nodes:
+                        players.setdefault(node, []).append(seat.player)
+        conns: dict[str, list[str]] = {}
+        for node, conn in table.watchers:
+            conns.setdefault(node, []).append(conn)
+        table.lobby.deliver_chat(players, conns, message)
+
+    def for_player(self, muted: frozenset[str] = frozenset()) -> list[dict[str, Any]]:
+        """The recent messages a seated player may see (``resume``)."""
+        return visible(self.history, is_player=True, playing=self.is_playing, muted=muted)
+
+    def for_watcher(self) -> list[dict[str, Any]]:
+        """The recent messages a watcher may see (``watching``)."""
+        return visible(self.history, is_player=False, playing=self.is_playing)
+
+    async def report(self, actor: Actor, msg: Report) -> None:
+        """Keep ``msg.msg`` (a message of this table), its author and the reporter for the
+        operators; ``no_such_message`` when the table does not hold it."""
+        table = self.table
+        found = next((m for m in self.history if m.get("msg") == msg.msg), None)
+        try:
+            if found is None:
+                found = await table.lobby.records.find_chat(
+                    table.id, sorted({self.game_no, max(1, self.game_no - 1)}), msg.msg)
+            if found is None:
+                raise ProtocolError(ErrorCode.NO_SUCH_MESSAGE,
+                                    f"no chat message {msg.msg!r} at table {table.id}",
+                                    field="msg")
+            await table.lobby.records.add_report({
+                "at": time.time(), "table": table.id, "msg": found.get("msg"),
+                "channel": found.get("channel"), "from": found.get("from"),
+                "name": found.get("name"), "text": found.get("text"),
+                "sent_at": found.get("at"), "reporter": actor.player,
+                "reason": msg.reason,
+            })
+        except (RedisError, OSError) as exc:
+            raise ProtocolError(ErrorCode.UNAVAILABLE, "Redis is unavailable") from exc
+        if msg.ref is not None:
+            table.lobby.reply(actor, {"type": "ack", "ref": msg.ref, "table": table.id})
+
+    async def restore(self) -> None:
+        """Reload the recent messages (a table taken over from another node)."""
+        table = self.table
+        try:
+            tail = await table.lobby.records.chat_tail(table.id, self.game_no,
+                                                       table.settings.chat_history)
+        except (RedisError, OSError):
+            return
+        self.history.extend(tail)
