@@ -179,7 +179,7 @@ class Table:
         # The finished game's .mat text (the game, its match so far), taken when it ends
         # (before the match's next game replaces it), for its record.
         self._mat: dict[str, tuple[str, str | None]] = {}
-        self.chat = TableChat(self)
+        self.chat = TableChat(self.settings.chat_history)
         self._ended_at = 0.0  # perf_counter of the last game's end (metrics)
 
     # --- reading ---------------------------------------------------------------------------
@@ -470,10 +470,10 @@ class Table:
             metrics.moves.inc()
             metrics.move_time.observe(time.perf_counter() - started)
         elif isinstance(msg, Chat):
-            await self.chat.post(actor, msg)
+            await self.chat.post(self, actor, msg)
             return
         elif isinstance(msg, Report):
-            await self.chat.report(actor, msg)
+            await self.chat.report(self, actor, msg)
             return
         elif isinstance(msg, Watch):
             self.watch(actor, msg)
@@ -585,7 +585,7 @@ class Table:
         self._reply(actor, {
             "type": "watching", "table": self.id, "v": self.machine.version, "ref": msg.ref,
             "summary": self.summary(), "state": self.machine.handout(),
-            "chat": self.chat.for_watcher(),
+            "chat": self.chat.for_watcher(self),
         })
 
     def unwatch(self, node: str, conn: str) -> None:
@@ -665,7 +665,7 @@ class Table:
             "type": "resume", "table": self.id, "v": self.machine.version,
             "side": None if side is None else int(side),
             "summary": self.summary(), "state": self.machine.handout(),
-            "chat": self.chat.for_player(),
+            "chat": self.chat.for_player(self),
         }
 
     # --- presence -------------------------------------------------------------------------
@@ -1025,7 +1025,7 @@ class Table:
                 table.recent.append((int(event["v"]), msgpack.packb(event)))
         table._stored_v = machine.version
         table._snapshot_status = machine.status
-        await table.chat.restore()
+        await table.chat.restore(table)
         # Players whose sockets are on live nodes stay connected there (not the old owner's).
         old_owner = summary.get("node")
         present: list[set[str]] = []
