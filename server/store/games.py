@@ -61,6 +61,7 @@ class GameRecords:
         self._index = redis.register_script(_load_script("game_index.lua"))
         self._page = redis.register_script(_load_script("game_page.lua"))
         self._online = redis.register_script(_load_script("online_count.lua"))
+        self._chat_append = redis.register_script(_load_script("chat_append.lua"))
 
     @property
     def _ttl_ms(self) -> int:
@@ -114,13 +115,11 @@ class GameRecords:
     # --- chat ----------------------------------------------------------------------------
 
     async def append_chat(self, table: str, game_no: int, message: dict[str, Any]) -> None:
-        """Keep one chat message of ``table``'s game ``game_no`` (one round trip)."""
-        key = self.keys.table_chat(table, game_no)
-        async with self.redis.pipeline(transaction=False) as pipe:
-            pipe.rpush(key, json.dumps(message, separators=(",", ":"), ensure_ascii=False))
-            pipe.ltrim(key, -self.settings.chat_log_max, -1)
-            pipe.pexpire(key, self._ttl_ms)
-            await pipe.execute()
+        """Keep one chat message of ``table``'s game ``game_no`` (one script call)."""
+        await self._chat_append(
+            keys=[self.keys.table_chat(table, game_no)],
+            args=[json.dumps(message, separators=(",", ":"), ensure_ascii=False),
+                  self.settings.chat_log_max, self._ttl_ms])
 
     async def chat_tail(self, table: str, game_no: int, count: int) -> list[dict[str, Any]]:
         """The last ``count`` chat messages of ``table``'s game ``game_no``, oldest first."""
