@@ -26,6 +26,7 @@ from collections.abc import Awaitable
 from typing import Any, TypeVar, cast
 
 import msgpack
+import msgspec
 import redis.asyncio as aioredis
 
 from server.config import Settings
@@ -43,12 +44,22 @@ def _load_script(name: str) -> str:
     return importlib.resources.files("server.store").joinpath("lua", name).read_text("utf-8")
 
 
+_encoder = msgspec.msgpack.Encoder()
+
+
 def pack_record(record: dict[str, Any]) -> bytes:
-    return zlib.compress(msgpack.packb(record, use_bin_type=True), 6)
+    """A record as stored: msgpack (its events kept as the log's msgpack bytes, not packed
+    again), compressed at zlib's fastest level (a third of the time of its default for about
+    an eighth more bytes)."""
+    return zlib.compress(_encoder.encode(record), 1)
 
 
 def unpack_record(raw: bytes) -> dict[str, Any]:
-    return dict(msgpack.unpackb(zlib.decompress(raw), raw=False))
+    """A stored record with its events decoded (maps)."""
+    record = dict(msgspec.msgpack.decode(zlib.decompress(raw)))
+    record["events"] = [msgpack.unpackb(e) if isinstance(e, bytes) else e
+                        for e in record.get("events") or ()]
+    return record
 
 
 class GameRecords:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import msgpack
 import pytest
 
 from server.tables.records import game_events, game_record, game_row, replay_events, result_name
@@ -48,13 +49,15 @@ def test_record_row_and_replay() -> None:
               "kind": "gammon", "reason": "normal", "cube": 2, "points": 4,
               "finished_at": 100.0, "rating": {"rated": True}}
     record = game_record(table="t", mode="competitive", match_length=0, tournament_id=None,
-                         result=result, events=game_events(LOG, "t-g1"),
+                         result=result, players=["a", "b"], names=["A", "B"],
+                         events=[msgpack.packb(e) for e in game_events(LOG, "t-g1")],
                          changes={"b": 17, "a": -17}, mat_game="mat", mat_match=None)
     assert (record["players"], record["names"], record["winner"], record["result"]) == (
         ["a", "b"], ["A", "B"], 1, "gammon")
     assert record["changes"] == [-17, 17] and record["points"] == 4 and record["rated"]
     assert game_row(record, "b")["change"] == 17 and "events" not in game_row(record, "b")
     assert game_row(record, "z")["change"] is None
-    states = [e["state"]["n"] for e in replay_events(record["events"])]
+    events = [msgpack.unpackb(e) for e in record["events"]]
+    states = [e["state"]["n"] for e in replay_events(events)]
     assert states == [0, 1, 2]
-    assert all("changes" not in e for e in replay_events(record["events"]))
+    assert all("changes" not in e for e in replay_events(events))
