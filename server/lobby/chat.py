@@ -29,27 +29,26 @@ if TYPE_CHECKING:
     from server.lobby.table import Table
 
 
+def game_no(table: Table) -> int:
+    """The game of ``table`` a message sent now belongs to (before the first: the first)."""
+    return max(1, table.machine.game_no)
+
+
+def is_playing(table: Table) -> bool:
+    return table.machine.status is TableStatus.PLAYING and table.machine.game is not None
+
+
 class TableChat:
-    """The chat of one table: its recent messages in memory, the rest in Redis."""
+    """The chat of one table: its recent messages in memory, the rest in Redis. Each call
+    is given its table (the table holds this object: no reference back, no cycle)."""
 
-    def __init__(self, table: Table) -> None:
-        self.table = table
-        self.history: deque[dict[str, Any]] = deque(maxlen=table.settings.chat_history)
+    def __init__(self, history: int) -> None:
+        self.history: deque[dict[str, Any]] = deque(maxlen=history)
 
-    @property
-    def game_no(self) -> int:
-        """The game a message sent now belongs to (before the first game: the first)."""
-        return max(1, self.table.machine.game_no)
-
-    @property
-    def is_playing(self) -> bool:
-        table = self.table
-        return table.machine.status is TableStatus.PLAYING and table.machine.game is not None
-
-    def channel_of(self, actor: Actor) -> str:
-        """``actor``'s channel here: ``players`` when seated, ``watchers`` when its socket
-        watches; else ``not_at_table``."""
-        table = self.table
+    @staticmethod
+    def channel_of(table: Table, actor: Actor) -> str:
+        """``actor``'s channel at ``table``: ``players`` when seated, ``watchers`` when its
+        socket watches; else ``not_at_table``."""
         if table.machine.side_of(actor.player) is not None:
             return PLAYERS
         if (actor.node, actor.conn) in table.watchers:
@@ -57,28 +56,27 @@ class TableChat:
         raise ProtocolError(ErrorCode.NOT_AT_TABLE,
                             f"you neither play nor watch at table {table.id}", field="table")
 
-    async def post(self, actor: Actor, msg: Chat) -> None:
+    async def post(self, table: Table, actor: Actor, msg: Chat) -> None:
         """Store and deliver ``actor``'s message (its text already cleaned), then ack."""
-        table = self.table
-        channel = self.channel_of(actor)
+        channel = self.channel_of(table, actor)
         message = {
             "type": "chat", "table": table.id, "channel": channel,
             "msg": secrets.token_hex(6), "from": actor.player, "name": actor.name,
             "text": msg.text, "at": time.time(),
         }
         try:
-            await table.lobby.records.append_chat(table.id, self.game_no, message)
+            await table.lobby.records.append_chat(table.id, game_no(table), message)
         except (RedisError, OSError) as exc:
             raise ProtocolError(ErrorCode.UNAVAILABLE, "Redis is unavailable") from exc
         self.history.append(message)
-        self.deliver(message)
+        self.deliver(table, message)
         if msg.ref is not None:
             table.lobby.reply(actor, {"type": "ack", "ref": msg.ref, "table": table.id})
 
-    def deliver(self, message: dict[str, Any]) -> None:
+    @staticmethod
+    def deliver(table: Table, message: dict[str, Any]) -> None:
         """Send ``message`` to whoever its channel reaches, one bus message per node."""
-        table = self.table
-        to_players = players_see(str(message["channel"]), self.is_playing)
+        to_players = players_see(str(message["channel"]), is_playing(table))
         players: dict[str, list[str]] = {}
         if to_players:
             for seat in table.machine.seats:
@@ -90,23 +88,23 @@ class TableChat:
             conns.setdefault(node, []).append(conn)
         table.lobby.deliver_chat(players, conns, message)
 
-    def for_player(self, muted: frozenset[str] = frozenset()) -> list[dict[str, Any]]:
-        """The recent messages a seated player may see (``resume``)."""
-        return visible(self.history, is_player=True, playing=self.is_playing, muted=muted)
+    def for_player(self, table: Table) -> list[dict[str, Any]]:
+        """The recent messages a seated player may see (``resume``; the node holding the
+        socket leaves out those of players it muted)."""
+        return visible(self.history, is_player=True, playing=is_playing(table))
 
-    def for_watcher(self) -> list[dict[str, Any]]:
+    def for_watcher(self, table: Table) -> list[dict[str, Any]]:
         """The recent messages a watcher may see (``watching``)."""
-        return visible(self.history, is_player=False, playing=self.is_playing)
+        return visible(self.history, is_player=False, playing=is_playing(table))
 
-    async def report(self, actor: Actor, msg: Report) -> None:
-        """Keep ``msg.msg`` (a message of this table), its author and the reporter for the
+    async def report(self, table: Table, actor: Actor, msg: Report) -> None:
+        """Keep ``msg.msg`` (a message of ``table``), its author and the reporter for the
         operators; ``no_such_message`` when the table does not hold it."""
-        table = self.table
         found = next((m for m in self.history if m.get("msg") == msg.msg), None)
         try:
             if found is None:
                 found = await table.lobby.records.find_chat(
-                    table.id, sorted({self.game_no, max(1, self.game_no - 1)}), msg.msg)
+                    table.id, sorted({game_no(table), max(1, game_no(table) - 1)}), msg.msg)
             if found is None:
                 raise ProtocolError(ErrorCode.NO_SUCH_MESSAGE,
                                     f"no chat message {msg.msg!r} at table {table.id}",
@@ -123,11 +121,10 @@ class TableChat:
         if msg.ref is not None:
             table.lobby.reply(actor, {"type": "ack", "ref": msg.ref, "table": table.id})
 
-    async def restore(self) -> None:
+    async def restore(self, table: Table) -> None:
         """Reload the recent messages (a table taken over from another node)."""
-        table = self.table
         try:
-            tail = await table.lobby.records.chat_tail(table.id, self.game_no,
+            tail = await table.lobby.records.chat_tail(table.id, game_no(table),
                                                        table.settings.chat_history)
         except (RedisError, OSError):
             return

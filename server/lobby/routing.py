@@ -884,9 +884,11 @@ class Lobby:
         table = self._new_table(table_id, msg.mode, msg.match_length, tournament)
         address = table.creator_address = network_key(actor.address)
         self._open_by_address[address] = self._open_by_address.get(address, 0) + 1
+        # Seated first, so the summary names its player; the reply still goes out before
+        # the seated event (that waits until it is stored).
+        table.seat_creator(actor)
         self.reply(actor, {"type": "table_created", "ref": msg.ref, "table": table_id,
                            "summary": table.summary()})
-        table.seat_creator(actor)
         if self.on_seated is not None:
             self.spawn(self.on_seated([actor.player]))
         await self._publish_listing(table)

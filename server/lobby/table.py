@@ -176,10 +176,10 @@ class Table:
         # done; a finished table not yet wound up is handed on, for its peer to settle it.
         self.wound_up = False
         self.creator_address: str | None = None  # counts against its address while open
-        # The finished game's .mat text (the game, its match so far), taken when it ends
-        # (before the match's next game replaces it), for its record.
-        self._mat: dict[str, tuple[str, str | None]] = {}
-        self.chat = TableChat(self)
+        # A finished game's logged events (msgpack, as in the log), taken from the memory log
+        # when it ends, until its record is stored (None: read them from Redis then).
+        self._game_logs: dict[str, list[bytes] | None] = {}
+        self.chat = TableChat(self.settings.chat_history)
         self._ended_at = 0.0  # perf_counter of the last game's end (metrics)
 
     # --- reading ---------------------------------------------------------------------------
@@ -470,10 +470,10 @@ class Table:
             metrics.moves.inc()
             metrics.move_time.observe(time.perf_counter() - started)
         elif isinstance(msg, Chat):
-            await self.chat.post(actor, msg)
+            await self.chat.post(self, actor, msg)
             return
         elif isinstance(msg, Report):
-            await self.chat.report(actor, msg)
+            await self.chat.report(self, actor, msg)
             return
         elif isinstance(msg, Watch):
             self.watch(actor, msg)
@@ -585,7 +585,7 @@ class Table:
         self._reply(actor, {
             "type": "watching", "table": self.id, "v": self.machine.version, "ref": msg.ref,
             "summary": self.summary(), "state": self.machine.handout(),
-            "chat": self.chat.for_watcher(),
+            "chat": self.chat.for_watcher(self),
         })
 
     def unwatch(self, node: str, conn: str) -> None:
@@ -665,7 +665,7 @@ class Table:
             "type": "resume", "table": self.id, "v": self.machine.version,
             "side": None if side is None else int(side),
             "summary": self.summary(), "state": self.machine.handout(),
-            "chat": self.chat.for_player(),
+            "chat": self.chat.for_player(self),
         }
 
     # --- presence -------------------------------------------------------------------------
@@ -692,7 +692,7 @@ class Table:
 
     def _game_over(self, settlement: Settlement, *, write_result: bool = True) -> None:
         self._ended_at = time.perf_counter()
-        self._mat[settlement.game_id] = self._mat_texts()
+        self._game_logs[settlement.game_id] = self._game_log()
         # game_over and what follows wait for the settlement as well as for Redis.
         self._hold_from = self.machine.version - (1 if settlement.match_over
                                                   and self.machine.match is not None else 0)
@@ -784,34 +784,44 @@ class Table:
             return "", None
         return game_text, match_text
 
+    def _game_log(self) -> list[bytes] | None:
+        """The current game's events as logged (msgpack), from its start to now, when the
+        memory log still holds them all; else None."""
+        machine = self.machine
+        start = max((v for v in machine.game_starts if v <= machine.version), default=1)
+        recent = self.recent
+        if not recent or recent[0][0] > start:
+            return None
+        return [packed for v, packed in recent if v >= start]
+
     async def _save_record(self, settlement: Settlement,
                            pushes: list[tuple[str, dict[str, Any]]]) -> None:
         """Store the finished game's record (its logged events, result, rating changes and
-        .mat text) and index it in both players' histories: once per game id."""
+        .mat text) and index it in both players' histories: once per game id. Called before
+        the match's next game starts (``machine.game`` is the finished one)."""
         game_id = settlement.game_id
-        start = max((v for v in self.machine.game_starts if v <= self.machine.version),
-                    default=1)
-        recent = self.recent
-        log_events: list[dict[str, Any]]
-        if recent and recent[0][0] <= start:
-            log_events = [msgpack.unpackb(packed) for v, packed in recent if v >= start]
-        else:
+        packed = self._game_logs.get(game_id)
+        if packed is None:
+            start = max((v for v in self.machine.game_starts if v <= self.machine.version),
+                        default=1)
             log_events = await self.lobby.persistence.events_since(self.id, start - 1)
+            packed = [msgpack.packb(e) for e in game_events(log_events, game_id)]
         changes = {player: event["change"] for player, event in pushes
                    if event.get("type") == "rating" and event.get("change") is not None}
-        mat_game, mat_match = self._mat.get(game_id) or self._mat_texts()
+        seats = [s for s in self.machine.seats if s is not None]
+        mat_game, mat_match = self._mat_texts()
         try:
             record = game_record(
                 table=self.id, mode=str(self.mode), match_length=self.match_length,
                 tournament_id=self.tournament_id, result=settlement.result,
-                events=game_events(log_events, game_id), changes=changes,
-                mat_game=mat_game, mat_match=mat_match)
+                players=[s.player for s in seats], names=[s.name or s.player for s in seats],
+                events=packed, changes=changes, mat_game=mat_game, mat_match=mat_match)
         except Exception:
             # A fault of the record must not hold the game's end back.
             log.exception("table %s: the record of %s could not be built", self.id, game_id)
             return
         await self.lobby.records.save(record)
-        self._mat.pop(game_id, None)
+        self._game_logs.pop(game_id, None)
 
     async def _retry(self, game_id: str, what: str, write: Callable[..., Awaitable[Any]],
                      *args: Any, **kwargs: Any) -> None:
@@ -1025,7 +1035,7 @@ class Table:
                 table.recent.append((int(event["v"]), msgpack.packb(event)))
         table._stored_v = machine.version
         table._snapshot_status = machine.status
-        await table.chat.restore()
+        await table.chat.restore(table)
         # Players whose sockets are on live nodes stay connected there (not the old owner's).
         old_owner = summary.get("node")
         present: list[set[str]] = []

@@ -26,6 +26,7 @@ from collections.abc import Awaitable
 from typing import Any, TypeVar, cast
 
 import msgpack
+import msgspec
 import redis.asyncio as aioredis
 
 from server.config import Settings
@@ -43,12 +44,22 @@ def _load_script(name: str) -> str:
     return importlib.resources.files("server.store").joinpath("lua", name).read_text("utf-8")
 
 
+_encoder = msgspec.msgpack.Encoder()
+
+
 def pack_record(record: dict[str, Any]) -> bytes:
-    return zlib.compress(msgpack.packb(record, use_bin_type=True), 6)
+    """A record as stored: msgpack (its events kept as the log's msgpack bytes, not packed
+    again), compressed at zlib's fastest level (a third of the time of its default for about
+    an eighth more bytes)."""
+    return zlib.compress(_encoder.encode(record), 1)
 
 
 def unpack_record(raw: bytes) -> dict[str, Any]:
-    return dict(msgpack.unpackb(zlib.decompress(raw), raw=False))
+    """A stored record with its events decoded (maps)."""
+    record = dict(msgspec.msgpack.decode(zlib.decompress(raw)))
+    record["events"] = [msgpack.unpackb(e) if isinstance(e, bytes) else e
+                        for e in record.get("events") or ()]
+    return record
 
 
 class GameRecords:
@@ -61,6 +72,7 @@ class GameRecords:
         self._index = redis.register_script(_load_script("game_index.lua"))
         self._page = redis.register_script(_load_script("game_page.lua"))
         self._online = redis.register_script(_load_script("online_count.lua"))
+        self._chat_append = redis.register_script(_load_script("chat_append.lua"))
 
     @property
     def _ttl_ms(self) -> int:
@@ -114,13 +126,11 @@ class GameRecords:
     # --- chat ----------------------------------------------------------------------------
 
     async def append_chat(self, table: str, game_no: int, message: dict[str, Any]) -> None:
-        """Keep one chat message of ``table``'s game ``game_no`` (one round trip)."""
-        key = self.keys.table_chat(table, game_no)
-        async with self.redis.pipeline(transaction=False) as pipe:
-            pipe.rpush(key, json.dumps(message, separators=(",", ":"), ensure_ascii=False))
-            pipe.ltrim(key, -self.settings.chat_log_max, -1)
-            pipe.pexpire(key, self._ttl_ms)
-            await pipe.execute()
+        """Keep one chat message of ``table``'s game ``game_no`` (one script call)."""
+        await self._chat_append(
+            keys=[self.keys.table_chat(table, game_no)],
+            args=[json.dumps(message, separators=(",", ":"), ensure_ascii=False),
+                  self.settings.chat_log_max, self._ttl_ms])
 
     async def chat_tail(self, table: str, game_no: int, count: int) -> list[dict[str, Any]]:
         """The last ``count`` chat messages of ``table``'s game ``game_no``, oldest first."""

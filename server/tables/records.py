@@ -53,18 +53,16 @@ def game_events(log: Iterable[Mapping[str, Any]], game_id: str) -> list[dict[str
 
 def game_record(
     *, table: str, mode: str, match_length: int, tournament_id: str | None,
-    result: Mapping[str, Any], events: Sequence[Mapping[str, Any]],
-    changes: Mapping[str, float], mat_game: str, mat_match: str | None,
+    result: Mapping[str, Any], players: Sequence[str], names: Sequence[str],
+    events: Sequence[bytes], changes: Mapping[str, float], mat_game: str,
+    mat_match: str | None,
 ) -> dict[str, Any]:
     """The record of a finished game. ``result`` is the table's result record
-    (``Settlement.result``), ``events`` the game's lean events (:func:`game_events`),
-    ``changes`` each player's rating change from it (players without one are absent),
-    ``mat_game``/``mat_match`` the game (and its match so far) as ``.mat`` text."""
-    start = next((e for e in events if e.get("type") == "game_start"), {})
-    players = [str(p) for p in start.get("players") or (result["winner"], result["loser"])]
-    if start.get("players") is None and int(result["winner_side"]) == 1:
-        players.reverse()
-    names = [str(n) for n in start.get("names") or players]
+    (``Settlement.result``), ``players``/``names`` side 0's and side 1's, ``events`` the game's
+    events as the log keeps them (each a msgpack map, lean form: from its ``game_start`` to
+    its end, cut by :func:`game_events` or by version), ``changes`` each player's rating
+    change from it (players without one are absent), ``mat_game``/``mat_match`` the game (and
+    its match so far) as ``.mat`` text."""
     rating = result.get("rating") or {}
     return {
         "game_id": result["game_id"],
@@ -73,15 +71,15 @@ def game_record(
         "mode": mode,
         "match_length": match_length,
         "tournament_id": tournament_id,
-        "players": players,
-        "names": names,
+        "players": list(players),
+        "names": list(names),
         "winner": int(result["winner_side"]),
         "points": int(result["points"]),
         "result": result_name(str(result["reason"]), str(result["kind"])),
         "rated": bool(rating.get("rated")),
         "changes": [changes.get(p) for p in players],
         "finished_at": float(result["finished_at"]),
-        "events": [dict(e) for e in events],
+        "events": list(events),
         "mat_game": mat_game,
         "mat_match": mat_match,
     }

@@ -179,6 +179,12 @@ async def test_owner_killed_as_game_ends_settles_once(
     assert_saw_every_version_once([a, b], table)
     await assert_log_contiguous(cluster, redis_client, table)
     await assert_settled_once(n2, [a, b], game_id_of(over))
+    # The game's record (written before game_over went out, or by the new owner) is there,
+    # its events ending at that game_over.
+    status, record = await get_json(n2, f"/api/games/{over['game_id']}")
+    assert status == 200, record
+    assert record["events"][-1]["type"] == "game_over"
+    assert record["events"][-1]["v"] == over["v"]
 
 
 async def test_paused_owner_is_fenced_and_lets_go(

@@ -18,6 +18,7 @@ from server_helpers import (
     RunningServer,
     StartServer,
     connect,
+    guest,
     play_out,
     register,
     scripted,
@@ -290,3 +291,24 @@ async def test_online_counts_the_players_connected_over_the_live_nodes(
     assert (status, body) == (200, {"players": 3})
     await two.stop()  # a node that stops counts no more
     assert (await get(one, "/api/online"))[1] == {"players": 2}
+
+
+async def test_table_summaries_name_every_seated_player(start_server: StartServer) -> None:
+    server = await start_server()
+    a = await connect(server, await guest(server))
+    created = await a.request({"type": "create_table", "mode": "competitive"})
+    welcome = a.of_type("welcome")[0]
+    assert welcome["name"].startswith("Guest ")
+    assert created["summary"]["players"] == [a.player, None]
+    assert created["summary"]["names"] == [welcome["name"], None]
+    b = await connect(server, await register(server, "bob"))
+    listed = await b.request({"type": "list_tables"})
+    [summary] = [t for t in listed["tables"] if t["table"] == created["table"]]
+    assert summary["names"] == [welcome["name"], None]
+    await b.send({"type": "join", "table": created["table"]})
+    start = await a.expect("game_start", table=created["table"])
+    b2 = await connect(server, b.token)
+    resume = await b2.expect("resume", table=created["table"])
+    # The stake line after a reload: the game's rating plan, as game_start gave it.
+    assert resume["state"]["rating"] == start["rating"]
+    assert resume["summary"]["names"] == [welcome["name"], "bob"]

@@ -187,7 +187,14 @@ async def test_a_game_over_not_yet_settled_is_settled_once_by_the_new_owner(
     results = await cast("Awaitable[list[bytes]]", redis_client.lrange(results_key, 0, -1))
     assert len(results) == 1 and f'"game_id":"{table}-g1"'.encode() in results[0]
 
-    # Restored once more (a second takeover): already settled, nothing settles twice.
+    # The new owner stored the game's record, rating changes included.
+    record = await b_node.lobby.records.load(f"{table}-g1")
+    assert record is not None and sorted(record["changes"]) == [-16, 16]
+    assert record["events"][-1]["type"] == "game_over"
+    await redis_client.delete(f"{key_prefix}{{g:{table}-g1}}:record")
+
+    # Restored once more (a second takeover): already settled, nothing settles twice; the
+    # record found missing is written again (without the rating changes).
     again = await Table.restore(b_node.lobby, table, None,
                                 await b_node.lobby.persistence.events_since(table, 0),
                                 time.time())
@@ -196,6 +203,9 @@ async def test_a_game_over_not_yet_settled_is_settled_once_by_the_new_owner(
     assert (await store.rating(winner, "table42")).rating == 1516
     assert await cast("Awaitable[int]", redis_client.llen(results_key)) == 1
     assert again.mode is TableMode.COMPETITIVE
+    rewritten = await b_node.lobby.records.load(f"{table}-g1")
+    assert rewritten is not None and rewritten["changes"] == [None, None]
+    assert rewritten["events"] == record["events"]
     again.shutdown()
 
 
