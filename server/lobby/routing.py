@@ -197,6 +197,7 @@ class Lobby:
         self.on_table_lost: Callable[[str], None] | None = None
         persistence.on_stored = self._table_stored
         persistence.on_fenced = self._table_fenced
+        persistence.on_store_lost = self.store_lost
 
     # --- tasks -----------------------------------------------------------------------------
 
@@ -918,12 +919,37 @@ class Lobby:
             table.stored(version)
 
     def _table_fenced(self, table_id: str) -> None:
-        """A write of the table was refused: another node owns it now. Stop it and forget
-        it here (its seats belong to the table, which lives on at its new owner)."""
+        """A write of the table was refused: another node owns it now, or the store lost the
+        table's lease with everything else (emptied, replaced). The store is checked first:
+        lost, every table ends with ``store_lost`` (:meth:`store_lost`); else the table stops
+        and is forgotten here (its seats belong to the table, which lives on at its new
+        owner)."""
+        if table_id in self.tables:
+            self.spawn(self._fenced_or_lost(table_id))
+
+    async def _fenced_or_lost(self, table_id: str) -> None:
+        persistence = self.persistence
+        _up, lost = await persistence.check_store()
+        if lost:
+            persistence.store_lost()  # it calls store_lost below; the monitor claims anew
         table = self.tables.get(table_id)
-        if table is None:
-            return
-        table.fenced()  # it calls table_lost
+        if table is not None:
+            table.fenced()  # it calls table_lost
+
+    def store_lost(self) -> None:
+        """The store was emptied or replaced (``Persistence.check_store``): every table of
+        this node ends with ``table_closed`` (reason ``store_lost``, no result, no rating
+        change), told at once to its players and watchers; then every authenticated socket
+        here is closed with 4001 (reason "store lost"): their tokens and accounts are gone,
+        so nothing is accepted from them. Each node does this on its own when it notices."""
+        tables = list(self.tables.values())
+        for table in tables:
+            table.end_store_lost()
+            self.table_lost(table)
+        self._owners.clear()
+        self.kick_flush()
+        closed = self.hub.end_all_tokens("store lost")
+        log.error("store lost: %d tables ended, %d sockets closed", len(tables), closed)
 
     def table_lost(self, table: Table) -> None:
         """``table`` is not this node's any more (lease lost, or handed over): forget it
