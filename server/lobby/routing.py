@@ -84,8 +84,10 @@ MAX_HOPS = 2
 ANSWERED_MAX = 10_000
 """(socket, request id) pairs answered ``unavailable`` on the owner's behalf, remembered so a
 late answer from that owner is dropped (one answer per request)."""
-RATING_EVENTS = frozenset({"rating", "boosted"})
-"""Events kept in a player's inbox until delivered once (they carry an ``event_id``)."""
+INBOX_EVENTS = frozenset({"rating", "boosted", "tournament_pairing", "tournament_table",
+                           "tournament_result", "tournament_over"})
+"""Events kept in a player's inbox until delivered once (they carry an ``event_id``): the
+rating events and the tournament events."""
 
 
 def retry_message(exc: ProtocolError, retry_after: float) -> ProtocolError:
@@ -318,7 +320,7 @@ class Lobby:
         """Send ``message`` (a dict with a ``type``) to every socket of ``player``, on any
         node. Returns False when the player has no socket anywhere (nothing is kept)."""
         frame = dict(message)
-        if frame.get("type") in RATING_EVENTS:
+        if frame.get("type") in INBOX_EVENTS:
             delivered = self.push_rating_here(player, frame)
         else:
             delivered = self.hub.push_player(player, Outgoing(frame))
@@ -1127,7 +1129,7 @@ class Lobby:
             lean = payload.get("lean")
             out = Outgoing(frame, lean if isinstance(lean, dict) else None)
             player = payload.get("player")
-            if isinstance(player, str) and frame.get("type") in RATING_EVENTS:
+            if isinstance(player, str) and frame.get("type") in INBOX_EVENTS:
                 self.push_rating_here(player, frame)
             elif isinstance(player, str):
                 self.hub.push_player(player, out)
@@ -1138,7 +1140,7 @@ class Lobby:
             frame = payload.get("frame")
             player = payload.get("player")
             if isinstance(frame, dict) and isinstance(player, str):
-                if frame.get("type") in RATING_EVENTS:
+                if frame.get("type") in INBOX_EVENTS:
                     self.push_rating_here(player, frame)
                 else:
                     self.hub.push_player(player, Outgoing(frame))

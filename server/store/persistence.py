@@ -238,6 +238,7 @@ class Persistence:
         self.on_fenced: Callable[[str], None] | None = None
         self._release_seat = redis.register_script(_load_script("release_seat.lua"))
         self._inbox_remove = redis.register_script(_load_script("inbox_remove.lua"))
+        self._inbox_add = redis.register_script(_load_script("inbox_add.lua"))
         self._lobby_list = redis.register_script(_load_script("lobby_list.lua"))
         self._lobby_page = redis.register_script(_load_script("lobby_page.lua"))
         self._lease_claim = redis.register_script(_load_script("lease_claim.lua"))
@@ -692,6 +693,23 @@ class Persistence:
                 pipe.sadd(key, game)
                 pipe.pexpire(key, self._log_ttl_ms)
                 await pipe.execute()
+
+    async def keep_in_inbox(self, events: Iterable[tuple[str, dict[str, Any]]]) -> None:
+        """Keep each ``(player, event)`` that has an ``event_id`` in that player's inbox (the
+        others are not kept), once: an id already there is not added again
+        (``inbox_add.lua``, one call per player: each inbox is its own hash slot)."""
+        by_player: dict[str, list[str]] = {}
+        for player, event in events:
+            if "event_id" not in event:
+                continue
+            by_player.setdefault(player, []).extend(
+                (str(event["event_id"]), json.dumps(event, separators=(",", ":"))))
+        if not by_player:
+            return
+        cap, ttl_ms = self._settings.inbox_max, int(self._settings.inbox_ttl * 1000)
+        await asyncio.gather(*(
+            self._inbox_add(keys=[self.keys.inbox(player)], args=[cap, ttl_ms, *args])
+            for player, args in by_player.items()))
 
     async def has_result(self, table: str, game_id: str) -> bool:
         """Whether ``table``'s results hold ``game_id`` (its end was stored)."""

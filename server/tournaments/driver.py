@@ -107,6 +107,8 @@ class BracketDriver:
 
     async def step(self, tid: str) -> None:
         t, state = await self.store.get_with_bracket(tid)
+        if t is not None and state is None and t["status"] == "open":
+            return  # a start that stopped before its bracket was stored: a retry finishes it
         if t is None or state is None or state.get("awarded"):
             await self.store.done_running(tid)
             return
@@ -157,13 +159,15 @@ class BracketDriver:
             awarded = True
         new_state = {"bracket": b.to_dict(), "announced": sorted(announced),
                      "reported": sorted(reported), "awarded": awarded}
+        # Kept before the step is saved as reported: a node stopping in between loses none.
+        await self.persistence.keep_in_inbox(results)
         if new_state != state:
             status = "finished" if awarded else "running"
             if not await self.store.save_bracket(tid, self.node_id, new_state, status):
                 log.warning("tournament %s: lease lost; step not saved", tid)
                 self._held.discard(tid)
                 return
-        await self.service.deliver(results)
+        await self.service.deliver(results, inbox=False)
         if awarded:
             await self.store.done_running(tid)
 
@@ -199,11 +203,14 @@ class BracketDriver:
         return b
 
     async def _announce(self, tid: str, b: Bracket, announced: set[str]) -> Bracket:
+        """Send the pairing of each ready match not announced yet; its no-show deadline counts
+        from now, when the pairing goes out (kept in the inbox of a player who is away)."""
         events = []
         for m in b.matches():
             if m.status is MatchStatus.READY and m.match not in announced:
                 announced.add(m.match)
-                events += pairing_events(tid, m, b)
+                b = b.paired(m.match, time.time())
+                events += pairing_events(tid, b.get(m.match), b)
         await self.service.deliver(events)
         return b
 
