@@ -159,7 +159,15 @@ class TournamentStore:
         another slot, so it is written first: a node stopping in between leaves an open
         tournament listed, which the driver passes over until a retried start finishes it,
         never a started bracket that no driver runs."""
+        await self.list_running(tid)
+        return await self.store_start(tid, state)
+
+    async def list_running(self, tid: str) -> None:
+        """The first step of :meth:`start_bracket`: the running index (idempotent)."""
         await _aw(self.redis.sadd(self.keys.running, tid))
+
+    async def store_start(self, tid: str, state: dict[str, Any]) -> int:
+        """The second step of :meth:`start_bracket`: ``bracket_start.lua``."""
         keys = [self.keys.tournament(tid), self.keys.bracket(tid)]
         return int(await self._start(keys=keys, args=[json.dumps(state)]))
 

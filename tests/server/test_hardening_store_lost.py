@@ -9,14 +9,17 @@ wiped and started again.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import AsyncIterator
 
 import pytest
 import redis.asyncio as aioredis
-from hardening_helpers import PrivateRedis, http_json
+from hardening_helpers import PrivateRedis, ServerProcess, http_json
 from server_helpers import RunningServer, StartServer, connect, register, seat_two
 
-from server.client.connection import ClientError
+from server.client import Client as LibraryClient
+from server.client import register as library_register
+from server.client.connection import ClientError, ConnectionLost
 from server.net.connection import CLOSE_TOKEN_ENDED
 
 TOLD_WITHIN = 10.0
@@ -112,9 +115,59 @@ async def test_a_command_sent_right_after_the_flush_is_not_played(
     bob = await connect(server, await register(server, "bob"))
     table, _ = await seat_two(server, alice, bob)
     await _flushall(private_redis.url)
-    await alice.send({"type": "resign", "table": table, "kind": "single"})
+    with contextlib.suppress(ConnectionLost):  # the socket may be closed already
+        await alice.send({"type": "resign", "table": table, "kind": "single"})
     assert await alice.wait_closed(timeout=TOLD_WITHIN) == CLOSE_TOKEN_ENDED
     assert await bob.wait_closed(timeout=TOLD_WITHIN) == CLOSE_TOKEN_ENDED
     for client in (alice, bob):
         assert client.of_type("game_over") == []
         assert [m["reason"] for m in client.of_type("table_closed")] == ["store_lost"]
+
+
+async def test_two_node_processes_and_a_flushall(private_redis: PrivateRedis,
+                                                 key_prefix: str) -> None:
+    """The same with two ``python -m server`` processes: a game whose players sit on
+    different nodes; each node notices on its own, one new identity is written."""
+    common = ("--redis-url", private_redis.url, "--key-prefix", key_prefix,
+              "--redis-check-interval", "0.2", "--scrypt-n", "2")
+    nodes = [ServerProcess(*common, "--node-id", name) for name in ("proc-a", "proc-b")]
+    try:
+        for node in nodes:
+            await node.start()
+        urls = [f"ws://127.0.0.1:{node.port}/ws" for node in nodes]
+        tokens = [await library_register(urls[0], name, "correct horse")
+                  for name in ("alice", "bob")]
+        alice = await LibraryClient.connect(urls[0], tokens[0])
+        bob = await LibraryClient.connect(urls[1], tokens[1])
+        table = await alice.create_table(mode="competitive")
+        await bob.join(table)
+        await alice.wait_for("game_start", table=table, timeout=TOLD_WITHIN)
+
+        await _flushall(private_redis.url)
+
+        closed = await alice.wait_for("table_closed", table=table, timeout=TOLD_WITHIN)
+        assert closed.raw["reason"] == "store_lost", closed.raw
+        for client in (alice, bob):
+            with pytest.raises(ConnectionLost):
+                while True:
+                    event = await client.next_event(timeout=TOLD_WITHIN)
+                    assert event.type != "game_over", event.raw
+            assert client.close_code == CLOSE_TOKEN_ENDED
+        redis = aioredis.Redis.from_url(private_redis.url)
+        try:
+            stored = await redis.get(f"{key_prefix}store:id")
+        finally:
+            await redis.aclose()
+        assert stored is not None  # written again (SET NX: one id for both nodes)
+        for node in nodes:
+            status, _h, _b = await http_json(
+                "GET", node.http + "/api/me", headers={"Authorization": f"Bearer {tokens[0]}"})
+            assert status == 401
+            fresh = await library_register(f"ws://127.0.0.1:{node.port}/ws",
+                                           f"new{node.port}", "correct horse")
+            client = await LibraryClient.connect(f"ws://127.0.0.1:{node.port}/ws", fresh)
+            assert await client.create_table(mode="boosted")
+            await client.close()
+    finally:
+        for node in nodes:
+            node.stop()
