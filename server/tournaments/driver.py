@@ -9,9 +9,11 @@ time) and, holding it, takes one step of the pure state machine (``bracket.py``)
 2. a ready match whose two players are both *ready* gets its table (a tournament table:
    never rated; the players get ``tournament_table``, then ``seated`` and ``game_start``);
    a player is ready when connected (a socket on a live node) and not seated at another
-   live table. Past the match's no-show deadline, a player still not ready forfeits;
+   live table. Past the match's no-show deadline (counted from when its pairing went out), a
+   player still not ready forfeits;
 3. new pairings and decided matches are told to their players; when the podium is known it
-   is awarded (public tournaments) and everyone gets ``tournament_over``.
+   is awarded (public tournaments) and everyone gets ``tournament_over``. Every event is kept
+   in the player's inbox first (by ``event_id``: once), the results before the step is saved.
 
 The state is written back through ``bracket_save.lua``, which refuses a node that lost the
 lease, so a restarted or second node carries on from the last saved step and loses nothing.
