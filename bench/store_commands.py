@@ -105,7 +105,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 spent = await _commands(redis.url) - start
                 for client in clients:
                     await client.close()
-                return spent / args.window
+                return spent / float(args.window)
 
             tables_per_s = asyncio.run(idle_phase())
             events_before = asyncio.run(_events(redis.url, prefix))
