@@ -145,6 +145,7 @@ async def _services(app: web.Application) -> AsyncIterator[None]:
     app.router.add_get("/ws", SocketHandler(settings, accounts, lobby, hub, matchmaker,
                                             computer).handle)
     await persistence.load_scripts()
+    await persistence.claim_store()
     persistence.start()
     await bus.start(lobby.on_node_message)
     await ownership.start()

@@ -93,8 +93,10 @@ MAX_HOPS = 2
 ANSWERED_MAX = 10_000
 """(socket, request id) pairs answered ``unavailable`` on the owner's behalf, remembered so a
 late answer from that owner is dropped (one answer per request)."""
-RATING_EVENTS = frozenset({"rating", "boosted"})
-"""Events kept in a player's inbox until delivered once (they carry an ``event_id``)."""
+INBOX_EVENTS = frozenset({"rating", "boosted", "tournament_pairing", "tournament_table",
+                           "tournament_result", "tournament_over"})
+"""Events kept in a player's inbox until delivered once (they carry an ``event_id``): the
+rating events and the tournament events."""
 
 
 def retry_message(exc: ProtocolError, retry_after: float) -> ProtocolError:
@@ -210,6 +212,7 @@ class Lobby:
         self.on_table_lost: Callable[[str], None] | None = None
         persistence.on_stored = self._table_stored
         persistence.on_fenced = self._table_fenced
+        persistence.on_store_lost = self.store_lost
 
     # --- tasks -----------------------------------------------------------------------------
 
@@ -357,7 +360,7 @@ class Lobby:
         """Send ``message`` (a dict with a ``type``) to every socket of ``player``, on any
         node. Returns False when the player has no socket anywhere (nothing is kept)."""
         frame = dict(message)
-        if frame.get("type") in RATING_EVENTS:
+        if frame.get("type") in INBOX_EVENTS:
             delivered = self.push_rating_here(player, frame)
         else:
             delivered = self.hub.push_player(player, Outgoing(frame))
@@ -1014,12 +1017,37 @@ class Lobby:
             table.stored(version)
 
     def _table_fenced(self, table_id: str) -> None:
-        """A write of the table was refused: another node owns it now. Stop it and forget
-        it here (its seats belong to the table, which lives on at its new owner)."""
+        """A write of the table was refused: another node owns it now, or the store lost the
+        table's lease with everything else (emptied, replaced). The store is checked first:
+        lost, every table ends with ``store_lost`` (:meth:`store_lost`); else the table stops
+        and is forgotten here (its seats belong to the table, which lives on at its new
+        owner)."""
+        if table_id in self.tables:
+            self.spawn(self._fenced_or_lost(table_id))
+
+    async def _fenced_or_lost(self, table_id: str) -> None:
+        persistence = self.persistence
+        _up, lost = await persistence.check_store()
+        if lost:
+            persistence.store_lost()  # it calls store_lost below; the monitor claims anew
         table = self.tables.get(table_id)
-        if table is None:
-            return
-        table.fenced()  # it calls table_lost
+        if table is not None:
+            table.fenced()  # it calls table_lost
+
+    def store_lost(self) -> None:
+        """The store was emptied or replaced (``Persistence.check_store``): every table of
+        this node ends with ``table_closed`` (reason ``store_lost``, no result, no rating
+        change), told at once to its players and watchers; then every authenticated socket
+        here is closed with 4001 (reason "store lost"): their tokens and accounts are gone,
+        so nothing is accepted from them. Each node does this on its own when it notices."""
+        tables = list(self.tables.values())
+        for table in tables:
+            table.end_store_lost()
+            self.table_lost(table)
+        self._owners.clear()
+        self.kick_flush()
+        closed = self.hub.end_all_tokens("store lost")
+        log.error("store lost: %d tables ended, %d sockets closed", len(tables), closed)
 
     def table_lost(self, table: Table) -> None:
         """``table`` is not this node's any more (lease lost, or handed over): forget it
@@ -1197,7 +1225,7 @@ class Lobby:
             lean = payload.get("lean")
             out = Outgoing(frame, lean if isinstance(lean, dict) else None)
             player = payload.get("player")
-            if isinstance(player, str) and frame.get("type") in RATING_EVENTS:
+            if isinstance(player, str) and frame.get("type") in INBOX_EVENTS:
                 self.push_rating_here(player, frame)
             elif isinstance(player, str):
                 self.hub.push_player(player, out)
@@ -1220,7 +1248,7 @@ class Lobby:
             frame = payload.get("frame")
             player = payload.get("player")
             if isinstance(frame, dict) and isinstance(player, str):
-                if frame.get("type") in RATING_EVENTS:
+                if frame.get("type") in INBOX_EVENTS:
                     self.push_rating_here(player, frame)
                 else:
                     self.hub.push_player(player, Outgoing(frame))

@@ -79,6 +79,7 @@ from server.tables.machine import (
     BOT_PREFIX,
     CLOCK,
     EMPTY,
+    STORE_LOST,
     Deadline,
     MachineSettings,
     Seat,
@@ -974,6 +975,20 @@ class Table:
         now = time.time()
         self._apply(self.machine.close(reason, now), now)
         self._closed(release=release)
+
+    def end_store_lost(self) -> None:
+        """The store forgot this table (emptied or replaced): close it with ``table_closed``
+        (reason ``store_lost``), told to its players and watchers at once, since there is no
+        log left to store it in first. A game in progress ends with no result and no rating
+        change; events not stored yet were never announced and are dropped. The caller
+        forgets the table (:meth:`Lobby.table_lost`)."""
+        if self._fenced:
+            return
+        now = time.time()
+        step = self.machine.close(STORE_LOST, now)
+        self.shutdown()
+        for out in step.events:
+            self._broadcast(out)
 
     def _closed(self, *, release: bool) -> None:
         self.shutdown()

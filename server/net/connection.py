@@ -167,6 +167,10 @@ class Hub:
             task.add_done_callback(self._closing.discard)
         return len(conns)
 
+    def end_all_tokens(self, reason: str) -> int:
+        """Close every authenticated socket here with 4001 (the store lost every token)."""
+        return sum(self.end_token(digest, reason) for digest in list(self.by_token))
+
     def bind(self, conn: Connection) -> int:
         """Record ``conn`` under its player; the player's number of sockets on this node."""
         assert conn.player is not None

@@ -105,8 +105,8 @@ class ListTables(Message, tag="list_tables", frozen=True):
 
 
 class AckEvents(Message, tag="ack_events", frozen=True):
-    """The client has the rating events with these ``event_id`` values: they are removed
-    from its inbox (an event received live is removed without this)."""
+    """The client has the rating and tournament events with these ``event_id`` values: they
+    are removed from its inbox (an event received live is removed without this)."""
 
     TYPE: ClassVar[str] = "ack_events"
     events: EventIds

@@ -125,6 +125,13 @@ class Keys:
 
     # Nodes
     @property
+    def store_id(self) -> str:
+        """String: the store's identity, a random id written (SET NX) by the first node that
+        starts on it. Each node remembers it; a missing or different one means the store was
+        emptied or replaced under the node (see ``Persistence.check_store``)."""
+        return f"{self.prefix}store:id"
+
+    @property
     def nodes(self) -> str:
         """Sorted set of node ids scored by when each stops counting as alive (ms): how a
         node learns that a peer died (its tickets, seats and watchers are cleaned up)."""

@@ -26,6 +26,12 @@ player: another hash slot) follow in a pipeline of their own.
 Keys (see ``keys.py``): ``{t:T}:events`` (capped list of events: msgpack, the same maps
 clients receive), ``{t:T}:snapshot`` (msgpack), ``{t:T}:results`` (JSON), ``{t:T}:lease``,
 ``{p:P}:seat``, ``{p:P}:presence``, ``{p:P}:inbox`` (JSON), ``lobby:tables``.
+
+The store's identity (``store:id``): a random id written once (SET NX) by the first node on an
+empty store and remembered by every node (:meth:`Persistence.claim_store`). The health check
+reads it every ``redis_check_interval`` (that read is the check: no separate PING); missing or
+different, the store was emptied (FLUSHALL) or replaced (a fresh Redis) under the node:
+:attr:`Persistence.on_store_lost` is told, once per loss, and a new id is written.
 """
 
 from __future__ import annotations
@@ -35,6 +41,7 @@ import contextlib
 import importlib.resources
 import json
 import logging
+import secrets
 import time
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
@@ -194,6 +201,9 @@ class Persistence:
         # False from a failed Redis check or write until a check answers again: new actions
         # are refused with ``unavailable`` and /readyz, /healthz say so.
         self.redis_up = True
+        # The store identity this node knows (claim_store), and who is told when it is gone.
+        self.store_id: str | None = None
+        self.on_store_lost: Callable[[], None] | None = None
         self._monitor: asyncio.Task[None] | None = None
         self._pages: dict[tuple[str | None, int, int],
                           tuple[float, asyncio.Future[tuple[int, list[bytes]]]]] = {}
@@ -228,6 +238,7 @@ class Persistence:
         self.on_fenced: Callable[[str], None] | None = None
         self._release_seat = redis.register_script(_load_script("release_seat.lua"))
         self._inbox_remove = redis.register_script(_load_script("inbox_remove.lua"))
+        self._inbox_add = redis.register_script(_load_script("inbox_add.lua"))
         self._lobby_list = redis.register_script(_load_script("lobby_list.lua"))
         self._lobby_page = redis.register_script(_load_script("lobby_page.lua"))
         self._lease_claim = redis.register_script(_load_script("lease_claim.lua"))
@@ -500,14 +511,66 @@ class Persistence:
                 self._wake.set()
                 await asyncio.sleep(self._settings.redis_check_interval)
 
+    async def claim_store(self) -> str:
+        """Write the store's identity if it has none (the first node on an empty store) and
+        remember the one stored. Two commands, at a node's start and after a loss."""
+        key = self.keys.store_id
+        await self.redis.set(key, secrets.token_hex(16), nx=True)
+        found = await self.redis.get(key)
+        self.store_id = None if found is None else _text(found)
+        return self.store_id or ""
+
+    async def check_store(self, timeout: float = 2.0) -> tuple[bool, bool]:
+        """(Redis answered, the store was lost): one GET of the store's identity. Lost means
+        answered with no identity or another one than this node knows (emptied, replaced).
+        Not lost when this node never knew one (:meth:`claim_store` not done)."""
+        try:
+            found = await asyncio.wait_for(self.redis.get(self.keys.store_id), timeout)
+        except (RedisError, OSError, TimeoutError):
+            return False, False
+        if self.store_id is None:
+            return True, False
+        return True, found is None or _text(found) != self.store_id
+
+    def store_lost(self) -> None:
+        """The store forgot everything this node wrote: drop every buffered write (its tables
+        are gone from the store), forget the owner epochs, and tell :attr:`on_store_lost`.
+        The caller claims the store again (:meth:`claim_store`)."""
+        log.error("the store was emptied or replaced (its identity %s is gone): every table "
+                  "and token it held is lost", self.store_id)
+        self.store_id = None
+        self._events.clear()
+        self._versions.clear()
+        self._firsts.clear()
+        self._callbacks.clear()
+        self._dirty.clear()
+        self._urgent.clear()
+        self._heads.clear()
+        self.epochs.clear()
+        self.metrics.error("store_lost")
+        if self.on_store_lost is not None:
+            try:
+                self.on_store_lost()
+            except Exception:
+                log.exception("ending what the lost store held failed")
+
     async def run_monitor(self) -> None:
-        """Ping Redis every ``redis_check_interval``: :attr:`redis_up` and the metrics."""
+        """Check Redis every ``redis_check_interval`` (:meth:`check_store`): :attr:`redis_up`,
+        the metrics, and a lost store (told once; the identity is written again)."""
         interval = self._settings.redis_check_interval
         while True:
             started = time.perf_counter()
             # A generous timeout: a node under load answers late, not never (an unreachable
             # Redis refuses the connection at once).
-            up = await self.ping(timeout=max(interval, 2.0))
+            up, lost = await self.check_store(timeout=max(interval, 2.0))
+            if lost:
+                self.store_lost()
+            if up and self.store_id is None:
+                # SET NX: of several nodes noticing the same loss, one id is written. A fresh
+                # Redis has none of the scripts sent by hash either.
+                with contextlib.suppress(RedisError, OSError):
+                    await self.claim_store()
+                    await self.load_scripts()
             if up:
                 self.metrics.redis_rtt.observe(time.perf_counter() - started)
             if up != self.redis_up:
@@ -541,7 +604,10 @@ class Persistence:
         if self._later is not None:
             self._later.cancel()
             self._later = None
-        await self.flush(everything=True)
+        try:
+            await self.flush(everything=True)
+        except NoScriptError:  # a fresh Redis: the script is loaded again, once more
+            await self.flush(everything=True)
         if self._flush_conn:
             await cast(Any, self.redis.connection_pool).release(self._flush_conn.pop())
 
@@ -571,7 +637,8 @@ class Persistence:
                           keys.table_snapshot(table), keys.table_results(table)],
                     args=[self._epoch_arg(table), self._log_ttl_ms,
                           self._settings.event_log_max, packed, result_json,
-                          b"" if first is None else b"%d" % first, *(events or ())],
+                          b"" if first is None else b"%d" % first,
+                          str(result.get("game_id") or ""), *(events or ())],
                 )
             except BaseException:
                 # Nothing of it is lost: the events and snapshot go back to the buffer, and
@@ -626,6 +693,23 @@ class Persistence:
                 pipe.sadd(key, game)
                 pipe.pexpire(key, self._log_ttl_ms)
                 await pipe.execute()
+
+    async def keep_in_inbox(self, events: Iterable[tuple[str, dict[str, Any]]]) -> None:
+        """Keep each ``(player, event)`` that has an ``event_id`` in that player's inbox (the
+        others are not kept), once: an id already there is not added again
+        (``inbox_add.lua``, one call per player: each inbox is its own hash slot)."""
+        by_player: dict[str, list[str]] = {}
+        for player, event in events:
+            if "event_id" not in event:
+                continue
+            by_player.setdefault(player, []).extend(
+                (str(event["event_id"]), json.dumps(event, separators=(",", ":"))))
+        if not by_player:
+            return
+        cap, ttl_ms = self._settings.inbox_max, int(self._settings.inbox_ttl * 1000)
+        await asyncio.gather(*(
+            self._inbox_add(keys=[self.keys.inbox(player)], args=[cap, ttl_ms, *args])
+            for player, args in by_player.items()))
 
     async def has_result(self, table: str, game_id: str) -> bool:
         """Whether ``table``'s results hold ``game_id`` (its end was stored)."""

@@ -76,6 +76,8 @@ BOT_PREFIX = "bot-"
 CLOCK = "clock"
 GRACE = "grace"
 NEXT_GAME = "next_game"
+STORE_LOST = "store_lost"
+"""``table_closed`` reason: the store was emptied or replaced under the table's owner."""
 
 
 class TableStatus(StrEnum):
@@ -793,7 +795,9 @@ class TableMachine:
         return self._step()
 
     def close(self, reason: str, now: float) -> Step:
-        """Close a table that has no game in progress (its only player left or vanished)."""
+        """Close the table with ``table_closed``: an open table's only player left or vanished,
+        or (:data:`STORE_LOST`) the store forgot the table, when a game in progress ends with
+        no result and no rating change. Trusts its caller."""
         self._close(reason, now)
         return self._step()
 

@@ -13,7 +13,9 @@ match between the two semi-final losers (when there are semi-finals). Status:
 
 - ``pending``  a player is not known yet (an earlier match is not decided);
 - ``ready``    both players known, waiting for both to be ready (the driver opens the table);
-  ``deadline`` is when a player still not ready forfeits (a no-show);
+  ``paired_at`` is when the pairing went out to the players (:meth:`Bracket.paired`) and
+  ``deadline`` (``paired_at + no_show_seconds``; None until the pairing went out) when a
+  player still not ready forfeits (a no-show);
 - ``playing``  the table is open (``table``);
 - ``done``     played; ``winner`` set;
 - ``bye``      one player only: they go through without playing;
@@ -97,6 +99,7 @@ class Match:
     winner: str | None = None
     deadline: float | None = None
     tables: tuple[str, ...] = ()  # every table opened for it (a lost one is replaced)
+    paired_at: float | None = None
 
     @property
     def loser(self) -> str | None:
@@ -114,6 +117,7 @@ class Match:
             "match": self.match, "round": self.round, "seeds": list(self.seeds),
             "players": list(self.players), "table": self.table, "winner": self.winner,
             "status": str(self.status), "deadline": self.deadline, "tables": list(self.tables),
+            "paired_at": self.paired_at,
         }
 
     @classmethod
@@ -124,7 +128,7 @@ class Match:
             match=str(data["match"]), round=int(data["round"]), seeds=(s0, s1),
             players=(p0, p1), status=MatchStatus(data["status"]), table=data.get("table"),
             winner=data.get("winner"), deadline=data.get("deadline"),
-            tables=tuple(data.get("tables") or ()),
+            tables=tuple(data.get("tables") or ()), paired_at=data.get("paired_at"),
         )
 
 
@@ -188,8 +192,9 @@ class Bracket:
         return replace(self, rounds=rounds)
 
     def resolve(self, now: float) -> Bracket:
-        """Carry winners (and semi-final losers) forward, settle byes, and give every match
-        that just got both players a no-show ``deadline`` of ``now + no_show_seconds``."""
+        """Carry winners (and semi-final losers) forward and settle byes; a match that just got
+        both players is ``ready``, with no no-show deadline until its pairing goes out
+        (:meth:`paired`; ``now`` sets no deadline)."""
         state = self
         for r in range(1, len(state.rounds)):
             for i, m in enumerate(state.rounds[r]):
@@ -211,8 +216,7 @@ class Bracket:
             if m.status is not MatchStatus.PENDING:
                 continue
             if all(p is not None for p in m.players):
-                state = state._with(replace(m, status=MatchStatus.READY,
-                                            deadline=now + state.no_show_seconds))
+                state = state._with(replace(m, status=MatchStatus.READY, deadline=None))
                 break
             if state._feeders_decided(m):
                 present = [p for p in m.players if p is not None]
@@ -231,6 +235,14 @@ class Bracket:
         r = m.round - 1
         i = self.rounds[r].index(m)
         return all(f.is_decided for f in self.rounds[r - 1][2 * i: 2 * i + 2])
+
+    def paired(self, match_id: str, at: float) -> Bracket:
+        """The ready match's pairing went out to its players at ``at``: its no-show deadline
+        is ``at + no_show_seconds``."""
+        m = self.get(match_id)
+        if m.status is not MatchStatus.READY:
+            raise BracketError(f"match {match_id} is {m.status}, not ready")
+        return self._with(replace(m, paired_at=at, deadline=at + self.no_show_seconds))
 
     def open_table(self, match_id: str, table: str) -> Bracket:
         m = self.get(match_id)

@@ -9,9 +9,11 @@ time) and, holding it, takes one step of the pure state machine (``bracket.py``)
 2. a ready match whose two players are both *ready* gets its table (a tournament table:
    never rated; the players get ``tournament_table``, then ``seated`` and ``game_start``);
    a player is ready when connected (a socket on a live node) and not seated at another
-   live table. Past the match's no-show deadline, a player still not ready forfeits;
+   live table. Past the match's no-show deadline (counted from when its pairing went out), a
+   player still not ready forfeits;
 3. new pairings and decided matches are told to their players; when the podium is known it
-   is awarded (public tournaments) and everyone gets ``tournament_over``.
+   is awarded (public tournaments) and everyone gets ``tournament_over``. Every event is kept
+   in the player's inbox first (by ``event_id``: once), the results before the step is saved.
 
 The state is written back through ``bracket_save.lua``, which refuses a node that lost the
 lease, so a restarted or second node carries on from the last saved step and loses nothing.
@@ -107,6 +109,8 @@ class BracketDriver:
 
     async def step(self, tid: str) -> None:
         t, state = await self.store.get_with_bracket(tid)
+        if t is not None and state is None and t["status"] == "open":
+            return  # a start that stopped before its bracket was stored: a retry finishes it
         if t is None or state is None or state.get("awarded"):
             await self.store.done_running(tid)
             return
@@ -157,13 +161,15 @@ class BracketDriver:
             awarded = True
         new_state = {"bracket": b.to_dict(), "announced": sorted(announced),
                      "reported": sorted(reported), "awarded": awarded}
+        # Kept before the step is saved as reported: a node stopping in between loses none.
+        await self.persistence.keep_in_inbox(results)
         if new_state != state:
             status = "finished" if awarded else "running"
             if not await self.store.save_bracket(tid, self.node_id, new_state, status):
                 log.warning("tournament %s: lease lost; step not saved", tid)
                 self._held.discard(tid)
                 return
-        await self.service.deliver(results)
+        await self.service.deliver(results, inbox=False)
         if awarded:
             await self.store.done_running(tid)
 
@@ -199,11 +205,14 @@ class BracketDriver:
         return b
 
     async def _announce(self, tid: str, b: Bracket, announced: set[str]) -> Bracket:
+        """Send the pairing of each ready match not announced yet; its no-show deadline counts
+        from now, when the pairing goes out (kept in the inbox of a player who is away)."""
         events = []
         for m in b.matches():
             if m.status is MatchStatus.READY and m.match not in announced:
                 announced.add(m.match)
-                events += pairing_events(tid, m, b)
+                b = b.paired(m.match, time.time())
+                events += pairing_events(tid, b.get(m.match), b)
         await self.service.deliver(events)
         return b
 

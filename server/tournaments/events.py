@@ -7,6 +7,9 @@ Events (see PROTOCOL.md, "Tournaments"):
 - ``tournament_result``: your match is decided (played, forfeited by a no-show, or a bye);
 - ``tournament_over``: the bracket is over (the podium);
 - ``rating`` with ``reason: "podium"``: a podium prize (public tournaments only).
+
+Each carries an ``event_id`` (:func:`event_id`): it is kept in the player's inbox and
+delivered once, live or at the next connection, like the rating events.
 """
 
 from __future__ import annotations
@@ -92,6 +95,12 @@ def bracket_view(tid: str, status: str, bracket: Bracket) -> dict[str, Any]:
     }
 
 
+def event_id(tid: str, kind: str, about: str, player: str) -> str:
+    """``<tournament>:<type>:<match, table or "bracket">:<player>``: the same event, however
+    often a step is retried, has the same id."""
+    return f"{tid}:{kind}:{about}:{player}"
+
+
 def _opponent(m: Match, player: str) -> str | None:
     a, b = m.players
     return b if player == a else a
@@ -106,6 +115,7 @@ def pairing_events(tid: str, m: Match, bracket: Bracket) -> list[tuple[str, dict
             "type": "tournament_pairing", "tournament": tid, "match": m.match,
             "round": m.round, "player": p, "opponent": _opponent(m, p),
             "seed": bracket.seed_of(p), "seeds": list(m.seeds), "deadline": m.deadline,
+            "event_id": event_id(tid, "tournament_pairing", m.match, p),
         }))
     return out
 
@@ -113,7 +123,8 @@ def pairing_events(tid: str, m: Match, bracket: Bracket) -> list[tuple[str, dict
 def table_events(tid: str, m: Match, table: str) -> list[tuple[str, dict[str, Any]]]:
     return [
         (p, {"type": "tournament_table", "tournament": tid, "match": m.match,
-             "round": m.round, "table": table, "player": p, "opponent": _opponent(m, p)})
+             "round": m.round, "table": table, "player": p, "opponent": _opponent(m, p),
+             "event_id": event_id(tid, "tournament_table", table, p)})
         for p in m.players if p is not None
     ]
 
@@ -122,7 +133,8 @@ def result_events(tid: str, m: Match) -> list[tuple[str, dict[str, Any]]]:
     return [
         (p, {"type": "tournament_result", "tournament": tid, "match": m.match,
              "round": m.round, "status": str(m.status), "winner": m.winner,
-             "loser": m.loser, "player": p, "won": p == m.winner})
+             "loser": m.loser, "player": p, "won": p == m.winner,
+             "event_id": event_id(tid, "tournament_result", m.match, p)})
         for p in m.players if p is not None
     ]
 
@@ -132,6 +144,7 @@ def over_events(tid: str, bracket: Bracket,
     places = list(bracket.podium or ())
     return [
         (p, {"type": "tournament_over", "tournament": tid, "podium": places,
-             "awarded": bool(podium and podium.get("awarded")), "player": p})
+             "awarded": bool(podium and podium.get("awarded")), "player": p,
+             "event_id": event_id(tid, "tournament_over", "bracket", p)})
         for p in bracket.seeds
     ]

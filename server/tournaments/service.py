@@ -90,16 +90,18 @@ class Tournaments:
         podium = podium_record(award)
         if stored is None:
             # Not delivered yet (first call, or a call that stopped half-way): deliver now.
-            await self.deliver(podium_events(t["name"], podium), inbox=True)
+            await self.deliver(podium_events(t["name"], podium))
             await self.store.set_podium(tid, podium)
         return {**podium, "applied": award.applied}
 
     async def deliver(self, events: Sequence[tuple[str, dict[str, Any]]], *,
-                      inbox: bool = False) -> None:
-        """Push each ``(player, event)`` wherever the player is connected (any node); with
-        ``inbox``, first keep it in the player's inbox (delivered at the next connection)."""
+                      inbox: bool = True) -> None:
+        """Keep each ``(player, event)`` in the player's inbox (once per ``event_id``;
+        ``inbox`` False: the caller kept them already), then push it wherever the player is
+        connected (any node). The node that writes it to a socket removes it from the inbox;
+        a player connected nowhere gets it at the next connection."""
         if inbox and events:
-            await self.persistence.write_inbox(events)
+            await self.persistence.keep_in_inbox(events)
         for player, event in events:
             try:
                 await self.lobby.push_to_player(player, event)

@@ -153,11 +153,23 @@ class TournamentStore:
     # --- brackets ----------------------------------------------------------------------------
 
     async def start_bracket(self, tid: str, state: dict[str, Any]) -> int:
+        """Hand the tournament to the bracket driver: 1 started, -1 no such tournament, -2
+        not open. The start itself is one step (``bracket_start.lua``: registration closed,
+        status and first state stored, in the tournament's own slot). The running index is
+        another slot, so it is written first: a node stopping in between leaves an open
+        tournament listed, which the driver passes over until a retried start finishes it,
+        never a started bracket that no driver runs."""
+        await self.list_running(tid)
+        return await self.store_start(tid, state)
+
+    async def list_running(self, tid: str) -> None:
+        """The first step of :meth:`start_bracket`: the running index (idempotent)."""
+        await _aw(self.redis.sadd(self.keys.running, tid))
+
+    async def store_start(self, tid: str, state: dict[str, Any]) -> int:
+        """The second step of :meth:`start_bracket`: ``bracket_start.lua``."""
         keys = [self.keys.tournament(tid), self.keys.bracket(tid)]
-        started = int(await self._start(keys=keys, args=[json.dumps(state)]))
-        if started == 1:
-            await _aw(self.redis.sadd(self.keys.running, tid))
-        return started
+        return int(await self._start(keys=keys, args=[json.dumps(state)]))
 
     async def bracket(self, tid: str) -> dict[str, Any] | None:
         raw = await self.redis.get(self.keys.bracket(tid))

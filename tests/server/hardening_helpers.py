@@ -67,6 +67,20 @@ class PrivateRedis:
         self._proc.wait(10)
         self._proc = None
 
+    def wipe(self) -> None:
+        """Forget every file of the stopped server: started again, it is a fresh, empty Redis
+        on the same address (a replaced store)."""
+        assert self._proc is None, "stop the server first"
+        import shutil
+
+        for entry in Path(self._dir.name).iterdir():
+            if entry.name == "redis.log":
+                continue
+            if entry.is_dir():
+                shutil.rmtree(entry)
+            else:
+                entry.unlink()
+
     def close(self) -> None:
         if self._proc is not None:
             self._proc.terminate()

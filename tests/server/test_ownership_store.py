@@ -242,3 +242,21 @@ async def test_a_released_table_keeps_nothing_buffered(
     await store.flush()
     raw = await _aw(redis_client.lrange(store.keys.table_events("t1"), 0, -1))
     assert [msgpack.unpackb(e)["v"] for e in raw] == [1]
+
+
+async def test_a_retried_result_lists_its_game_once(
+    redis_client: aioredis.Redis, make_settings: Callable[..., Settings]
+) -> None:
+    """A result write retried after its reply was lost (Redis applied it) lists the game
+    once; another game of the table is listed after it."""
+    store = _store(redis_client, make_settings())
+    epoch, _ = await store.claim("t1", "a", new=True)
+    store.adopt("t1", epoch)
+    store.append_event("t1", 1, _event(1))
+    await store.write_result("t1", {"game_id": "g1", "winner": "x"}, [])
+    await store.write_result("t1", {"game_id": "g1", "winner": "x"}, [])
+    await store.write_result("t1", {"game_id": "g2", "winner": "y"}, [])
+    raw = await _aw(redis_client.lrange(store.keys.table_results("t1"), 0, -1))
+    assert [json.loads(r)["game_id"] for r in raw] == ["g1", "g2"]
+    assert await store.has_result("t1", "g1")
+    assert await _aw(redis_client.lrange(store.keys.table_events("t1"), 0, -1)) == [_event(1)]

@@ -55,7 +55,9 @@ def test_first_round_byes_go_to_the_top_seeds(
     assert [(m.seeds, str(m.status)) for m in b.rounds[0]] == first_round
     for m in b.rounds[0]:
         if m.status is MatchStatus.READY:
-            assert m.deadline == 160.0
+            assert m.deadline is None  # no deadline before the pairing went out
+            sent = b.paired(m.match, 130.0).get(m.match)
+            assert (sent.paired_at, sent.deadline) == (130.0, 190.0)
         if m.status is MatchStatus.BYE:
             assert m.winner == NAMES[(m.seeds[0] or 0) - 1]
 
@@ -119,6 +121,15 @@ def test_a_lost_table_is_ready_again() -> None:
     assert (m.status, m.table, m.deadline, m.tables) == (MatchStatus.READY, None, 60.0, ("t1",))
     b = b.open_table("r1m1", "t2")
     assert b.get("r1m1").tables == ("t1", "t2")
+
+
+def test_the_no_show_deadline_counts_from_the_pairing() -> None:
+    b = build(NAMES[:2], no_show_seconds=10, now=0.0)
+    assert b.get("r1m1").deadline is None
+    b = b.paired("r1m1", 45.0)
+    assert Bracket.from_dict(b.to_dict()).get("r1m1").deadline == 55.0
+    with pytest.raises(BracketError):
+        b.open_table("r1m1", "t").paired("r1m1", 50.0)  # playing, not ready
 
 
 def test_refused_changes() -> None:

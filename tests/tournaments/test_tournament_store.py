@@ -3,6 +3,8 @@ a bracket's lease (one holder; a node without it cannot save), runner keys."""
 
 from __future__ import annotations
 
+from typing import cast
+
 import redis.asyncio as aioredis
 
 from server.store.keys import Keys
@@ -68,3 +70,27 @@ async def test_runner_keys_store_only_digests(redis_client: aioredis.Redis,
     assert [r.name for r in await keys.list()] == ["acme"]
     assert await keys.revoke("acme")
     assert await keys.resolve(key) is None
+
+
+async def test_start_and_inbox_on_a_cluster(redis_cluster: aioredis.RedisCluster,
+                                            key_prefix: str) -> None:
+    """No step of a bracket start or of keeping tournament events spans two slots; an event
+    is kept once however often it is written."""
+    from server.config import Settings
+    from server.store.persistence import Persistence
+
+    client = cast(aioredis.Redis, redis_cluster)
+    s = store(client, key_prefix)
+    t = await s.create("k1", TournamentSpec("cup", "private", (0,), 0))
+    for player in ("a", "b"):
+        assert await s.register(t["id"], player, 8) == REGISTERED
+    assert await s.start_bracket(t["id"], {"bracket": {}}) == 1
+    assert await s.start_bracket(t["id"], {"bracket": {}}) == CLOSED
+    assert await s.running() == [t["id"]]
+    persistence = Persistence(client, Keys(key_prefix), Settings(key_prefix=key_prefix))
+    events = [(p, {"type": "tournament_over", "event_id": f"x:{p}", "player": p})
+              for p in ("a", "b")]
+    await persistence.keep_in_inbox(events)
+    await persistence.keep_in_inbox([*events, ("a", {"type": "note"})])  # no id: not kept
+    for p in ("a", "b"):
+        assert [e["event_id"] for e in await persistence.inbox(p)] == [f"x:{p}"]

@@ -13,20 +13,22 @@
 -- ARGV[5]  the result (JSON)
 -- ARGV[6]  version of the first event given, or "" (see fenced_append.lua: an event at or
 --          below the lease's "v" is not appended again)
--- ARGV[7..] events to append, in version order (may be none)
+-- ARGV[7]  the result's game id: a result already listed with it is not listed again (a
+--          retried write lists each game once)
+-- ARGV[8..] events to append, in version order (may be none)
 --
 -- Returns the results list's length, or -1 when the epoch is stale (nothing was written).
 local lease = redis.call('HMGET', KEYS[1], 'epoch', 'v')
 if ARGV[1] ~= '' and lease[1] ~= ARGV[1] then
     return -1
 end
-local from = 7
-if #ARGV >= 7 and ARGV[6] ~= '' and lease[1] then
+local from = 8
+if #ARGV >= 8 and ARGV[6] ~= '' and lease[1] then
     local first = tonumber(ARGV[6])
     local stored = tonumber(lease[2] or '0')
-    local last = first + #ARGV - 7
+    local last = first + #ARGV - 8
     if first <= stored then
-        from = 7 + stored - first + 1
+        from = 8 + stored - first + 1
     end
     if last > stored then
         redis.call('HSET', KEYS[1], 'v', last)
@@ -42,6 +44,14 @@ if #ARGV >= from then
 end
 if ARGV[4] ~= '' then
     redis.call('SET', KEYS[3], ARGV[4], 'PX', ARGV[2])
+end
+local listed = redis.call('LRANGE', KEYS[4], 0, -1)
+for i = 1, #listed do
+    local ok, result = pcall(cjson.decode, listed[i])
+    if ok and type(result) == 'table' and result['game_id'] == ARGV[7] then
+        redis.call('PEXPIRE', KEYS[4], ARGV[2])
+        return #listed
+    end
 end
 local count = redis.call('RPUSH', KEYS[4], ARGV[5])
 redis.call('PEXPIRE', KEYS[4], ARGV[2])
