@@ -20,7 +20,9 @@ table is changing hands, PROTOCOL.md §15) is sent again after its ``retry_after
 when the table speaks again), for at most ``sync_retry_for`` seconds; one cut by a lost
 socket is sent again on the next. Events past a gap are never handed on: when the client
 gives up, they are dropped, and the next event (or the application's own ``sync``) starts
-again.
+again. A ``sync`` answer is one page of the table's log (``next`` set when more follow): the
+client delivers its events and asks for the next page itself, the application's own ``sync``
+included, until the last one.
 
 **Reconnects.** When the socket drops without :meth:`Client.close` (a node restart, a
 network fault) and ``auto_reconnect`` is on, the client connects again with the same
@@ -544,6 +546,13 @@ class Client:
                 if missed["v"] != view.v + 1:
                     break  # never past a gap (an incomplete log)
                 self._deliver(view, missed)
+        following = answer.get("next")
+        if isinstance(following, int) and following == view.v and self.catch_up:
+            # One page of a longer log, delivered: the next page is asked for from here
+            # (by the sync loop, which goes on while the view is syncing).
+            if not view.syncing:
+                self._start_sync(view)
+            return
         v = answer.get("v")
         state = answer.get("state")
         if isinstance(v, int) and v >= view.v:
@@ -779,6 +788,9 @@ class Client:
         return str(answer["table"])
 
     async def sync(self, table: str, since: int | None = None) -> Message:
+        """Send ``sync`` for ``table`` from ``since`` (the last version seen when None); the
+        first page's answer is returned, the later pages are fetched and delivered by the
+        client (see the module docstring)."""
         view = self.tables.get(table)
         start = (view.v if view is not None else 0) if since is None else since
         return await self.request({"type": "sync", "table": table, "since": start})

@@ -260,10 +260,23 @@ class Lobby:
     def reply(self, actor: Actor, message: dict[str, Any]) -> None:
         """Answer the socket a command came from."""
         if actor.node == self.node_id:
+            if message.get("type") == "sync":
+                self.charge_sync(actor.conn, message)
             self.hub.push_conn_id(actor.conn, Outgoing(message))
         else:
             self.bus.send(actor.node, {"op": "deliver", "conns": [actor.conn],
                                        "frame": message})
+
+    def charge_sync(self, conn_id: str, answer: Mapping[str, Any]) -> None:
+        """A ``sync`` answer costs the socket it goes to one message of its rate limit per
+        ``sync_events_per_message`` events it carries (beyond the request itself), so
+        replaying a long log is paid for like sending that many messages."""
+        conn = self.hub.by_id.get(conn_id)
+        events = answer.get("events")
+        if conn is None or not isinstance(events, list) or not events:
+            return
+        conn.session.charge(len(events) / self.settings.sync_events_per_message,
+                            asyncio.get_running_loop().time())
 
     def deliver_rating(self, player: str, nodes: set[str], event: dict[str, Any]) -> None:
         """Push a rating event (already in the player's inbox) where the player is; the node
@@ -771,6 +784,13 @@ class Lobby:
             raise ProtocolError(ErrorCode.MISSING_FIELD,
                                 "field 'tournament_id' is required for a tournament table",
                                 field="tournament_id")
+        if msg.mode is TableMode.TOURNAMENT:
+            # A tournament's tables are opened by its bracket (or its runner) for the two
+            # players of a match; a player opening one would play a game the tournament
+            # never scheduled.
+            raise ProtocolError(ErrorCode.BAD_FIELD,
+                                "tournament tables are opened by the tournament, not by "
+                                "players", field="mode")
         open_here = sum(1 for t in self.tables.values() if t.status is TableStatus.OPEN)
         if open_here >= settings.max_open_tables:
             raise ProtocolError(ErrorCode.TOO_MANY_TABLES, "too many open tables; join one")
@@ -780,14 +800,13 @@ class Lobby:
         if held is not None:
             raise ProtocolError(ErrorCode.ALREADY_SEATED,
                                 f"you already hold a seat at table {held}", field="table")
-        tournament = msg.tournament_id if msg.mode is TableMode.TOURNAMENT else None
         try:
             await self._claim_new(table_id)
         except BaseException:
             with contextlib.suppress(RedisError, OSError):
                 await self.persistence.release_seat(actor.player, table_id)
             raise
-        table = self._new_table(table_id, msg.mode, msg.match_length, tournament)
+        table = self._new_table(table_id, msg.mode, msg.match_length, None)
         address = table.creator_address = network_key(actor.address)
         self._open_by_address[address] = self._open_by_address.get(address, 0) + 1
         self.reply(actor, {"type": "table_created", "ref": msg.ref, "table": table_id,
@@ -1107,6 +1126,8 @@ class Lobby:
                 self.hub.push_player(player, out)
             for conn_id in payload.get("conns") or ():
                 if self.answered_by_owner(str(conn_id), frame):
+                    if frame.get("type") == "sync":
+                        self.charge_sync(str(conn_id), frame)
                     self.hub.push_conn_id(str(conn_id), out)
         elif op == "push":
             frame = payload.get("frame")

@@ -575,7 +575,15 @@ class Table:
         self.watchers.pop((node, conn), None)
 
     async def sync(self, actor: Actor, msg: Sync) -> None:
+        """Answer ``sync``: for the table's seated players and watchers only (``not_seated``
+        otherwise), one page of at most ``sync_page`` events after ``since`` with the
+        current state; ``next`` (when more events follow) is the ``since`` of the next
+        page. A page is read from memory or as one bounded range of the Redis log."""
         side = self.machine.side_of(actor.player)
+        if side is None and (actor.node, actor.conn) not in self.watchers:
+            raise ProtocolError(ErrorCode.NOT_SEATED,
+                                f"sync is for the players and watchers of table {self.id}: "
+                                "watch it first", field="table")
         if side is not None and actor.conn:
             seat = self.machine.seats[side]
             if seat is not None and actor.node not in seat.nodes:
@@ -587,40 +595,47 @@ class Table:
                     self._apply(step, now)
         version = self.machine.version
         since = min(msg.since, version)
+        upto = min(version, since + self.settings.sync_page)
         recent = self.recent
         events: list[dict[str, Any]]
         if since == version:
             events = []
         elif recent and recent[0][0] <= since + 1:
-            events = [msgpack.unpackb(packed) for v, packed in recent if v > since]
+            events = [msgpack.unpackb(packed) for v, packed in recent if since < v <= upto]
             if not actor.lean:
                 events = self._full_events(events)
         else:
-            # From the Redis log; the full form is rebuilt from the start of the game.
-            start = since
-            if not actor.lean:
-                start = max((v - 1 for v in self.machine.game_starts if v <= since + 1),
-                            default=since)
-            try:
-                events = await self.lobby.persistence.events_since(self.id, start)
-            except (RedisError, OSError) as exc:
-                raise ProtocolError(ErrorCode.UNAVAILABLE, "Redis is unavailable") from exc
-            version = self.machine.version
-            events = [e for e in events if e["v"] <= version]
-            if not actor.lean:
-                events = [e for e in self._full_events(events) if e["v"] > since]
+            events = await self._logged_page(since, upto, lean=actor.lean)
         # Complete: the events are exactly since+1 .. version (each once, in order). Not when
         # the client asked from beyond the table's version (it holds versions this table does
         # not: it rebuilds from ``state``), nor when some are missing (a log trimmed, or an
-        # in-memory window that does not reach the version).
-        complete = msg.since <= version and len(events) == version - since and (
-            not events or (events[0]["v"] == since + 1 and events[-1]["v"] == version))
+        # in-memory window that does not reach the version), nor when more pages follow.
+        whole = len(events) == upto - since and (
+            not events or (events[0]["v"] == since + 1 and events[-1]["v"] == upto))
+        complete = msg.since <= version and whole and upto == version
+        more = bool(events) and events[-1]["v"] < version
         self._reply(actor, {
             "type": "sync", "table": self.id, "ref": msg.ref, "since": msg.since,
-            "v": version, "complete": complete,
+            "v": version, "complete": complete, "next": events[-1]["v"] if more else None,
             "events": events,
             "summary": self.summary(), "state": self.machine.handout(),
         })
+
+    async def _logged_page(self, since: int, upto: int, *, lean: bool) -> list[dict[str, Any]]:
+        """The events ``since + 1 .. upto`` from the Redis log (fewer when it is trimmed), in
+        the lean form or rebuilt in the full one (from the start of their game)."""
+        start = since
+        if not lean:
+            start = max((v - 1 for v in self.machine.game_starts if v <= since + 1),
+                        default=since)
+        try:
+            events = await self.lobby.persistence.events_between(
+                self.id, start, upto, self.machine.version)
+        except (RedisError, OSError) as exc:
+            raise ProtocolError(ErrorCode.UNAVAILABLE, "Redis is unavailable") from exc
+        if not lean:
+            events = [e for e in self._full_events(events) if e["v"] > since]
+        return events
 
     def _full_events(self, events: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """``events`` (lean, in order) in the full form. From the memory log they are rebuilt

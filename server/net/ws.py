@@ -251,7 +251,6 @@ class SocketHandler:
                     lobby.metrics.error(outcome.error.code)
                     if outcome.error.code == ErrorCode.RATE_LIMITED:
                         lobby.metrics.refused("socket_messages")
-                        outcome.error.retry_after = 1
                     hub.push(conn, Outgoing(error_message(outcome.error, outcome.ref)))
                     await hub.flush()
                 elif isinstance(outcome, CloseConnection):

@@ -42,6 +42,7 @@ from redis.asyncio.client import Pipeline
 from rating_plugin.store import Queued
 from server.config import Settings
 from server.protocol.errors import ErrorCode, ProtocolError
+from server.protocol.messages import has_lone_surrogate
 from server.store.fairgate import FairGate, GateFull
 from server.store.keys import Keys
 
@@ -179,6 +180,10 @@ def validate_password(value: Any) -> str:
             f"field 'password' must be a string of {MIN_PASSWORD}..{MAX_PASSWORD} characters",
             field="password",
         )
+    if has_lone_surrogate(value):
+        raise AccountError(ErrorCode.BAD_FIELD,
+                           "field 'password' must be Unicode text (it holds a lone surrogate)",
+                           field="password")
     return value
 
 
