@@ -164,6 +164,7 @@ class Lobby:
         self._create_limit = RateLimiter(settings.table_create_rate if on else 0.0,
                                          settings.table_create_burst)
         self._open_by_address: dict[str, int] = {}
+        self._creating = 0  # create_table requests past their checks, not yet a table
         self.persistence = persistence
         self.bus = bus
         self.hub = hub
@@ -468,12 +469,16 @@ class Lobby:
                                        conn.session.lean)
         return actor
 
-    async def on_connect(self, conn: Connection, identity: Identity) -> None:
-        """A socket authenticated: presence, resume a seated game, deliver the inbox."""
-        sockets_here = self.hub.bind(conn)
+    async def on_connect(self, conn: Connection, identity: Identity, *,
+                         first_here: bool | None = None) -> None:
+        """A socket authenticated: presence, resume a seated game, deliver the inbox.
+        ``first_here``: the caller bound the socket under its player already (whether it
+        is the player's only socket on this node); None: bound here."""
+        if first_here is None:
+            first_here = self.hub.bind(conn) == 1
         player = identity.player
         try:
-            if sockets_here == 1:
+            if first_here:
                 await self.persistence.presence_join(player, self.node_id, conn.address)
             seat = await self.persistence.seat_of(player)
             if seat is not None:
@@ -792,23 +797,34 @@ class Lobby:
                                 "tournament tables are opened by the tournament, not by "
                                 "players", field="mode")
         open_here = sum(1 for t in self.tables.values() if t.status is TableStatus.OPEN)
-        if open_here >= settings.max_open_tables:
+        if open_here + self._creating >= settings.max_open_tables:
             raise ProtocolError(ErrorCode.TOO_MANY_TABLES, "too many open tables; join one")
         self._check_create_limits(actor)
-        table_id = self._new_table_id()
-        held = await self.persistence.take_seat(actor.player, table_id)
-        if held is not None:
-            raise ProtocolError(ErrorCode.ALREADY_SEATED,
-                                f"you already hold a seat at table {held}", field="table")
-        try:
-            await self._claim_new(table_id)
-        except BaseException:
-            with contextlib.suppress(RedisError, OSError):
-                await self.persistence.release_seat(actor.player, table_id)
-            raise
-        table = self._new_table(table_id, msg.mode, msg.match_length, None)
-        address = table.creator_address = network_key(actor.address)
+        # Places in both caps are taken before the first await: concurrent requests count
+        # each other. The address's place becomes the table's (creator_address) or is given
+        # back below.
+        address = network_key(actor.address)
         self._open_by_address[address] = self._open_by_address.get(address, 0) + 1
+        self._creating += 1
+        try:
+            table_id = self._new_table_id()
+            held = await self.persistence.take_seat(actor.player, table_id)
+            if held is not None:
+                raise ProtocolError(ErrorCode.ALREADY_SEATED,
+                                    f"you already hold a seat at table {held}", field="table")
+            try:
+                await self._claim_new(table_id)
+            except BaseException:
+                with contextlib.suppress(RedisError, OSError):
+                    await self.persistence.release_seat(actor.player, table_id)
+                raise
+        except BaseException:
+            self._give_back_open(address)
+            raise
+        finally:
+            self._creating -= 1
+        table = self._new_table(table_id, msg.mode, msg.match_length, None)
+        table.creator_address = address
         self.reply(actor, {"type": "table_created", "ref": msg.ref, "table": table_id,
                            "summary": table.summary()})
         table.seat_creator(actor)
@@ -843,6 +859,9 @@ class Lobby:
         if address is None:
             return
         table.creator_address = None
+        self._give_back_open(address)
+
+    def _give_back_open(self, address: str) -> None:
         left = self._open_by_address.get(address, 0) - 1
         if left > 0:
             self._open_by_address[address] = left
