@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import signal
@@ -80,10 +81,8 @@ async def drive(client: Client, table: str, side: int, stop: asyncio.Event) -> N
     """Answer every decision of ``side`` with the simplest one."""
     acted = -1
     while not stop.is_set():
-        try:
+        with contextlib.suppress(TimeoutError):
             await client.next_event(timeout=0.5)
-        except TimeoutError:
-            pass
         view = client.tables.get(table)
         state = None if view is None else view.state
         if not state or state.get("status") != "playing" or view is None:
@@ -91,10 +90,8 @@ async def drive(client: Client, table: str, side: int, stop: asyncio.Event) -> N
         game = state.get("game") or {}
         if game.get("to_act") == side and view.v != acted:
             acted = view.v
-            try:
+            with contextlib.suppress(ValueError):  # nothing to do in this phase
                 await client.send({**default_decision(game), "table": table})
-            except ValueError:
-                pass
 
 
 async def build_table(ws_url: str, events: int) -> tuple[str, str]:
