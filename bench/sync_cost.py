@@ -60,7 +60,10 @@ async def start_server(sync_page: int) -> tuple[subprocess.Popen[bytes], str]:
         [sys.executable, "-m", "server", "--port", str(port), "--sync-page", str(sync_page),
          "--limits", "0", "--rate-limit", "1000000", "--rate-burst", "1000000",
          "--decision-time", "600", "--grace-period", "600", "--max-match-length", "99",
-         "--metrics", "0"],
+         "--metrics", "0",
+         # An unpaged answer of 2,000 events (1-3 MB) would exceed the default send buffer:
+         # the socket would be dropped as a slow consumer before the next answer.
+         "--max-send-buffer", str(64 << 20)],
         cwd=ROOT, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL)
     url = f"http://127.0.0.1:{port}"
