@@ -580,6 +580,7 @@ class Client:
         loop = asyncio.get_running_loop()
         deadline = 0.0
         socket = -1
+        rewatched = False
         while view.syncing and not self._closing and self.tables.get(view.table) is view:
             generation = self._generation
             if generation != socket:  # each socket gets the whole budget
@@ -601,6 +602,14 @@ class Client:
                 wait = 0.1
                 view.poke.clear()  # (set by the held events just replayed)
             except RequestFailed as exc:
+                if exc.code == "not_seated" and view.watching and not view.seated \
+                        and not rewatched:
+                    # A watch is per socket and per owner: the table's new owner (after a
+                    # takeover) does not know this one. Watch again, then sync.
+                    rewatched = True
+                    with contextlib.suppress(ClientError):
+                        await self._ask({"type": "watch", "table": view.table})
+                    continue
                 if exc.code not in SYNC_RETRY_CODES or loop.time() >= deadline:
                     self._sync_failed(view, exc)
                     return

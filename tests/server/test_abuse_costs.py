@@ -250,3 +250,26 @@ async def test_every_answer_carries_the_security_headers(start_server: StartServ
     # No inline script or style for the policy to block.
     assert "<script>" not in page and "<style" not in page and " style=" not in page
     assert all('src="' in tag for tag in page.split("<script")[1:])
+
+
+async def test_the_client_library_watches_again_when_its_watch_was_lost(
+    start_server: StartServer,
+) -> None:
+    # As after a takeover, where the table's new owner does not know the watcher: its sync
+    # is refused (not_seated); the library watches again and syncs.
+    server = await start_server(dice_factory=scripted(3))
+    a = await connect(server, await register(server, "alice"))
+    b = await connect(server, await register(server, "bob"))
+    table, _start = await seat_two(server, a, b)
+    watcher = await connect(server, await guest(server))
+    assert (await watcher.request({"type": "watch", "table": table}))["type"] == "watching"
+    await watcher.send({"type": "unwatch", "table": table})  # the server forgets it
+    assert (await watcher.request({"type": "ping"}))["type"] == "pong"
+    view = watcher.tables[table]
+    watcher._start_sync(view)
+    assert view.sync_task is not None
+    await view.sync_task
+    assert not view.syncing
+    assert [m["type"] for m in watcher.messages[-3:]].count("watching") >= 1
+    synced = await watcher.request({"type": "sync", "table": table})
+    assert synced["type"] == "sync" and synced["complete"] is True
