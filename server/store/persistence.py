@@ -55,12 +55,12 @@ SnapshotFn = Callable[[], dict[str, Any]]
 StoredFn = Callable[[int], None]
 ADDRESS_FIELD = "address"
 SNAPSHOT_INTERVAL = 60.0
-LOG_SLACK = 16
-"""Entries read beyond a page's range at each side of the log (repeated or newer ones)."""
 """Seconds between two snapshot writes of one table. Its event log is written every flush and
 holds every change; the snapshot is what other nodes read for a table's status, and a new
 status is written at once (urgent), so the periodic write only refreshes the state it shows
 (at 5 s it came on nearly every other move at human pace)."""
+LOG_SLACK = 16
+"""Entries read beyond a page's range at each side of the log (repeated or newer ones)."""
 FENCED_OUT = -1
 """The epoch of a table whose write was refused: every later write of it is refused too."""
 LISTED_MODES = tuple(str(mode) for mode in TableMode)
