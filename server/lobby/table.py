@@ -147,6 +147,8 @@ class Table:
         # The state after the event just before ``recent[0]`` (None: no state yet): the full
         # form of the recent events is rebuilt from it for a sync.
         self._base_state: dict[str, Any] | None = None
+        # (v, the state after version v) the last protocol-1 sync from memory folded up to.
+        self._folded: tuple[int, dict[str, Any] | None] | None = None
         self._loop = asyncio.get_running_loop()
         # Timers, from the machine's deadlines. One decision clock per table, not one per
         # decision: a timer armed for an earlier decision fires before this one is due and
@@ -642,12 +644,23 @@ class Table:
         from the state before it; from the Redis log, from the first event that carries a
         whole state (a game's start; change-only events before it keep no state)."""
         state: dict[str, Any] | None = None
-        if events and self.recent and events[0]["v"] >= self.recent[0][0]:
-            state = self._base_state
-            for v, packed in self.recent:
-                if v >= events[0]["v"]:
+        recent = self.recent
+        if events and recent and events[0]["v"] >= recent[0][0]:
+            first = events[0]["v"]
+            # Folded on from the state a previous sync reached (still in the window), so
+            # repeated syncs near the end of the window fold only what is new.
+            folded = self._folded
+            if folded is not None and recent[0][0] - 1 <= folded[0] < first:
+                after, state = folded
+            else:
+                after, state = recent[0][0] - 1, self._base_state
+            for v, packed in recent:
+                if v <= after:
+                    continue
+                if v >= first:
                     break
                 state = apply_event(state, msgpack.unpackb(packed))
+            self._folded = (first - 1, state)
         out: list[dict[str, Any]] = []
         for event in events:
             try:
@@ -733,6 +746,7 @@ class Table:
             # while, and sync reads the log instead of holding the events in memory.
             self.recent.clear()
             self._base_state = self.machine.last_state
+            self._folded = None
         pushes: list[tuple[str, dict[str, Any]]] = []
         note: dict[str, Any] | None = None
         try:
