@@ -88,7 +88,8 @@ async def test_sync_pages_from_memory_and_redis_in_both_forms(
 ) -> None:
     # A window of 8 events in memory and pages of 5: early pages come from the Redis log,
     # the last from memory; the full form is rebuilt for protocol 1.
-    server = await start_server(dice_factory=scripted(11), recent_events=8, sync_page=5)
+    server = await start_server(dice_factory=scripted(11), recent_events=8, sync_page=5,
+                                finished_linger=600)
     full = await connect_form(server, await register(server, "alice"), 1)
     lean = await connect_form(server, await register(server, "bob"), 2)
     table, _start = await seat_two(server, full, lean)
@@ -119,13 +120,14 @@ async def test_sync_pages_from_memory_and_redis_in_both_forms(
 
 
 async def test_the_client_library_follows_the_pages(start_server: StartServer) -> None:
-    server = await start_server(dice_factory=scripted(5), recent_events=4, sync_page=3)
+    server = await start_server(dice_factory=scripted(5), recent_events=4, sync_page=3,
+                                finished_linger=600)
     a = await connect(server, await register(server, "alice"))
     b = await connect(server, await register(server, "bob"))
     table, _start = await seat_two(server, a, b)
     await play_out({0: a, 1: b}, table)
     version = (await a.request({"type": "sync", "table": table, "since": 10_000}))["v"]
-    late = await connect(server, b.token)
+    late = await connect(server, b.token)  # a socket that has seen nothing of the table
     late.queue_events = True  # every event the library hands on, in order
     first = await late.sync(table, since=0)
     assert first["next"] == 3 and first["complete"] is False
@@ -143,7 +145,7 @@ async def test_a_sync_page_costs_the_socket_its_events(start_server: StartServer
     # Every event of a page costs one message of a budget of 300 per socket, refilled at
     # 0.001 per second (less than one message within the test).
     server = await start_server(dice_factory=scripted(7), rate_limit=0.001, rate_burst=300,
-                                sync_events_per_message=1)
+                                sync_events_per_message=1, finished_linger=600)
     a = await connect(server, await register(server, "alice"))
     b = await connect(server, await register(server, "bob"))
     table, _start = await seat_two(server, a, b)
