@@ -147,6 +147,7 @@ async def run(args: argparse.Namespace) -> dict[str, float]:
             conn = Connection(_OpenSocket(), session,  # type: ignore[arg-type]
                               f"10.{g // 250}.{g % 250}.{player.side + 1}", _Sink(player.inbox))
             conn.identity = Identity(name, name, False)
+            hub.hold_address(conn.address)
             hub.add(conn)
             hub.bind(conn)
             player.conn = conn

@@ -1,7 +1,9 @@
 """Operator commands: ``python -m server.admin revoke PLAYER`` ends every token of an account
 (its sockets close with 4001 on every node within a second); ``mute PLAYER [--minutes N]`` and
 ``unmute PLAYER`` stop and allow a player's table chat (``chat_muted``, on every node at once);
-``reports [--limit N]`` prints the reported chat messages, one JSON object a line, oldest first.
+``reports [--limit N]`` prints the reported chat messages, one JSON object a line, oldest first;
+``unlock PLAYER`` forgets the account's failed logins, so no address waits for it any more (the
+addresses it logged in from stay known; docs/operations.md, "The login throttle").
 
 Finds Redis as the server does: ``--redis-url``/``REDIS_URL``, else the embedded store of the
 data folder (``--data-dir``/``TABLE42_DATA_DIR``, the server's default folder otherwise);
@@ -36,6 +38,15 @@ async def _revoke(url: str, prefix: str, player: str) -> int:
         await redis.aclose()
 
 
+async def _unlock(url: str, prefix: str, player: str) -> bool:
+    redis = redis_client(url)
+    try:
+        accounts = Accounts(redis, Keys(prefix), Settings(redis_url=url, key_prefix=prefix))
+        return await accounts.unlock(player.lower())
+    finally:
+        await redis.aclose()
+
+
 T = TypeVar("T")
 
 
@@ -64,6 +75,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     unmute.add_argument("player")
     reports = commands.add_parser("reports", help="print the reported chat messages")
     reports.add_argument("--limit", type=int, default=100)
+    unlock = commands.add_parser("unlock", help="forget an account's failed logins")
+    unlock.add_argument("player")
     args = parser.parse_args(argv)
     try:
         with command_store(args.redis_url, args.data_dir, os.environ) as url:
@@ -86,6 +99,11 @@ def _run(args: argparse.Namespace, url: str, prefix: str) -> int:
             _with_records(url, prefix, lambda r: r.reports(max(1, args.limit))))
         for row in rows:
             print(json.dumps(row, ensure_ascii=False))
+        return 0
+    if args.command == "unlock":
+        had = asyncio.run(_unlock(url, prefix, args.player))
+        print(f"{args.player}: failed logins forgotten" if had
+              else f"{args.player}: no failed logins to forget")
         return 0
     ended = asyncio.run(_revoke(url, prefix, args.player))
     print(f"{ended} token(s) of {args.player} ended")

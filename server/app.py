@@ -41,6 +41,7 @@ from server.net.games_api import GameRoutes
 from server.net.http_api import AccountRoutes
 from server.net.http_middleware import http_middleware
 from server.net.public_api import PublicRoutes
+from server.net.security_headers import add_security_headers
 from server.net.static_files import add_static_routes
 from server.net.ws import SocketHandler
 from server.rules import DiceSource, SecretDice
@@ -96,6 +97,7 @@ def create_app(settings: Settings, *, dice_factory: DiceFactory | None = None) -
     app.on_shutdown.append(_stop_brackets)
     app.on_shutdown.append(_close_sockets)
     add_static_routes(app)
+    add_security_headers(app)
     return app
 
 

@@ -86,11 +86,17 @@ class Settings:
     # A table taken over from a dead node: the player to act gets the time left on the clock
     # when its last event was stored, plus this.
     takeover_allowance: float = 10.0
+    # Presence events (player_disconnected / player_reconnected) one seat may add per game.
+    presence_events: int = 4
 
     # Persistence
     flush_interval: float = 0.05
     recent_events: int = 512
     event_log_max: int = 4000
+    # A sync answer carries at most sync_page events; every sync_events_per_message events
+    # it carries cost its socket one more message of its rate limit.
+    sync_page: int = 200
+    sync_events_per_message: int = 50
     event_log_ttl: float = 7 * 24 * 3600.0
     inbox_max: int = 200
     inbox_ttl: float = 30 * 24 * 3600.0
@@ -220,6 +226,7 @@ def _check(s: Settings) -> None:
         "event_log_ttl", "inbox_max", "inbox_ttl", "presence_ttl", "shutdown_timeout",
         "game_record_ttl", "game_index_max", "chat_max_length", "chat_rate", "chat_window",
         "chat_log_max", "chat_mute_max", "chat_history",
+        "sync_page", "sync_events_per_message", "presence_events",
     ):
         positive(name)
     if not s.http_rate_limit >= 0:
@@ -361,10 +368,16 @@ OPTIONS: tuple[Option, ...] = (
     Option("list_limit", int, "most tables one list reply carries"),
     Option("finished_linger", float, "seconds a finished table stays for sync/watchers"),
     Option("next_game_delay", float, "pause between the games of a match, seconds"),
+    Option("presence_events", int, "player_disconnected/player_reconnected events one seat "
+           "may add per game; past it a seat's presence changes silently"),
     Option("flush_interval", float,
            "unused: writes are group-committed (kept so existing configurations parse)"),
     Option("recent_events", int, "events kept in memory per table for sync (older: Redis)"),
     Option("event_log_max", int, "events kept per table in Redis"),
+    Option("sync_page", int, "most events one sync answer carries (complete: false, next: "
+           "the version to go on from)"),
+    Option("sync_events_per_message", int, "a sync answer costs its socket's rate limit one "
+           "message more per this many events"),
     Option("event_log_ttl", float, "seconds a table's event log is kept after its last event"),
     Option("inbox_max", int, "undelivered rating events kept per player"),
     Option("inbox_ttl", float, "seconds an undelivered rating event is kept"),

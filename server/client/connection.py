@@ -20,7 +20,9 @@ table is changing hands, PROTOCOL.md §15) is sent again after its ``retry_after
 when the table speaks again), for at most ``sync_retry_for`` seconds; one cut by a lost
 socket is sent again on the next. Events past a gap are never handed on: when the client
 gives up, they are dropped, and the next event (or the application's own ``sync``) starts
-again.
+again. A ``sync`` answer is one page of the table's log (``next`` set when more follow): the
+client delivers its events and asks for the next page itself, the application's own ``sync``
+included, until the last one.
 
 **Reconnects.** When the socket drops without :meth:`Client.close` (a node restart, a
 network fault) and ``auto_reconnect`` is on, the client connects again with the same
@@ -544,6 +546,13 @@ class Client:
                 if missed["v"] != view.v + 1:
                     break  # never past a gap (an incomplete log)
                 self._deliver(view, missed)
+        following = answer.get("next")
+        if isinstance(following, int) and following == view.v and self.catch_up:
+            # One page of a longer log, delivered: the next page is asked for from here
+            # (by the sync loop, which goes on while the view is syncing).
+            if not view.syncing:
+                self._start_sync(view)
+            return
         v = answer.get("v")
         state = answer.get("state")
         if isinstance(v, int) and v >= view.v:
@@ -571,6 +580,7 @@ class Client:
         loop = asyncio.get_running_loop()
         deadline = 0.0
         socket = -1
+        rewatched = False
         while view.syncing and not self._closing and self.tables.get(view.table) is view:
             generation = self._generation
             if generation != socket:  # each socket gets the whole budget
@@ -592,6 +602,14 @@ class Client:
                 wait = 0.1
                 view.poke.clear()  # (set by the held events just replayed)
             except RequestFailed as exc:
+                if exc.code == "not_seated" and view.watching and not view.seated \
+                        and not rewatched:
+                    # A watch is per socket and per owner: the table's new owner (after a
+                    # takeover) does not know this one. Watch again, then sync.
+                    rewatched = True
+                    with contextlib.suppress(ClientError):
+                        await self._ask({"type": "watch", "table": view.table})
+                    continue
                 if exc.code not in SYNC_RETRY_CODES or loop.time() >= deadline:
                     self._sync_failed(view, exc)
                     return
@@ -798,6 +816,9 @@ class Client:
         return await self.request(message)
 
     async def sync(self, table: str, since: int | None = None) -> Message:
+        """Send ``sync`` for ``table`` from ``since`` (the last version seen when None); the
+        first page's answer is returned, the later pages are fetched and delivered by the
+        client (see the module docstring)."""
         view = self.tables.get(table)
         start = (view.v if view is not None else 0) if since is None else since
         return await self.request({"type": "sync", "table": table, "since": start})

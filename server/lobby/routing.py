@@ -177,6 +177,7 @@ class Lobby:
         self._create_limit = RateLimiter(settings.table_create_rate if on else 0.0,
                                          settings.table_create_burst)
         self._open_by_address: dict[str, int] = {}
+        self._creating = 0  # create_table requests past their checks, not yet a table
         self.persistence = persistence
         self.bus = bus
         self.hub = hub
@@ -301,12 +302,25 @@ class Lobby:
     def reply(self, actor: Actor, message: dict[str, Any]) -> None:
         """Answer the socket a command came from."""
         if actor.node == self.node_id:
+            if message.get("type") == "sync":
+                self.charge_sync(actor.conn, message)
             if "chat" in message:
                 message = self._without_muted(actor.conn, message)
             self.hub.push_conn_id(actor.conn, Outgoing(message))
         else:
             self.bus.send(actor.node, {"op": "deliver", "conns": [actor.conn],
                                        "frame": message})
+
+    def charge_sync(self, conn_id: str, answer: Mapping[str, Any]) -> None:
+        """A ``sync`` answer costs the socket it goes to one message of its rate limit per
+        ``sync_events_per_message`` events it carries (beyond the request itself), so
+        replaying a long log is paid for like sending that many messages."""
+        conn = self.hub.by_id.get(conn_id)
+        events = answer.get("events")
+        if conn is None or not isinstance(events, list) or not events:
+            return
+        conn.session.charge(len(events) / self.settings.sync_events_per_message,
+                            asyncio.get_running_loop().time())
 
     def deliver_rating(self, player: str, nodes: set[str], event: dict[str, Any]) -> None:
         """Push a rating event (already in the player's inbox) where the player is; the node
@@ -498,12 +512,16 @@ class Lobby:
                                        conn.session.lean)
         return actor
 
-    async def on_connect(self, conn: Connection, identity: Identity) -> None:
-        """A socket authenticated: presence, resume a seated game, deliver the inbox."""
-        sockets_here = self.hub.bind(conn)
+    async def on_connect(self, conn: Connection, identity: Identity, *,
+                         first_here: bool | None = None) -> None:
+        """A socket authenticated: presence, resume a seated game, deliver the inbox.
+        ``first_here``: the caller bound the socket under its player already (whether it
+        is the player's only socket on this node); None: bound here."""
+        if first_here is None:
+            first_here = self.hub.bind(conn) == 1
         player = identity.player
         try:
-            if sockets_here == 1:
+            if first_here:
                 await self.persistence.presence_join(player, self.node_id, conn.address)
             seat = await self.persistence.seat_of(player)
             if seat is not None:
@@ -868,25 +886,42 @@ class Lobby:
             raise ProtocolError(ErrorCode.MISSING_FIELD,
                                 "field 'tournament_id' is required for a tournament table",
                                 field="tournament_id")
+        if msg.mode is TableMode.TOURNAMENT:
+            # A tournament's tables are opened by its bracket (or its runner) for the two
+            # players of a match; a player opening one would play a game the tournament
+            # never scheduled.
+            raise ProtocolError(ErrorCode.BAD_FIELD,
+                                "tournament tables are opened by the tournament, not by "
+                                "players", field="mode")
         open_here = sum(1 for t in self.tables.values() if t.status is TableStatus.OPEN)
-        if open_here >= settings.max_open_tables:
+        if open_here + self._creating >= settings.max_open_tables:
             raise ProtocolError(ErrorCode.TOO_MANY_TABLES, "too many open tables; join one")
         self._check_create_limits(actor)
-        table_id = self._new_table_id()
-        held = await self.persistence.take_seat(actor.player, table_id)
-        if held is not None:
-            raise ProtocolError(ErrorCode.ALREADY_SEATED,
-                                f"you already hold a seat at table {held}", field="table")
-        tournament = msg.tournament_id if msg.mode is TableMode.TOURNAMENT else None
-        try:
-            await self._claim_new(table_id)
-        except BaseException:
-            with contextlib.suppress(RedisError, OSError):
-                await self.persistence.release_seat(actor.player, table_id)
-            raise
-        table = self._new_table(table_id, msg.mode, msg.match_length, tournament)
-        address = table.creator_address = network_key(actor.address)
+        # Places in both caps are taken before the first await: concurrent requests count
+        # each other. The address's place becomes the table's (creator_address) or is given
+        # back below.
+        address = network_key(actor.address)
         self._open_by_address[address] = self._open_by_address.get(address, 0) + 1
+        self._creating += 1
+        try:
+            table_id = self._new_table_id()
+            held = await self.persistence.take_seat(actor.player, table_id)
+            if held is not None:
+                raise ProtocolError(ErrorCode.ALREADY_SEATED,
+                                    f"you already hold a seat at table {held}", field="table")
+            try:
+                await self._claim_new(table_id)
+            except BaseException:
+                with contextlib.suppress(RedisError, OSError):
+                    await self.persistence.release_seat(actor.player, table_id)
+                raise
+        except BaseException:
+            self._give_back_open(address)
+            raise
+        finally:
+            self._creating -= 1
+        table = self._new_table(table_id, msg.mode, msg.match_length, None)
+        table.creator_address = address
         # Seated first, so the summary names its player; the reply still goes out before
         # the seated event (that waits until it is stored).
         table.seat_creator(actor)
@@ -923,6 +958,9 @@ class Lobby:
         if address is None:
             return
         table.creator_address = None
+        self._give_back_open(address)
+
+    def _give_back_open(self, address: str) -> None:
         left = self._open_by_address.get(address, 0) - 1
         if left > 0:
             self._open_by_address[address] = left
@@ -1231,6 +1269,8 @@ class Lobby:
                 self.hub.push_player(player, out)
             for conn_id in payload.get("conns") or ():
                 if self.answered_by_owner(str(conn_id), frame):
+                    if frame.get("type") == "sync":
+                        self.charge_sync(str(conn_id), frame)
                     if "chat" in frame:
                         out = Outgoing(self._without_muted(str(conn_id), frame))
                     self.hub.push_conn_id(str(conn_id), out)

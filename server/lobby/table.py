@@ -153,6 +153,8 @@ class Table:
         # The state after the event just before ``recent[0]`` (None: no state yet): the full
         # form of the recent events is rebuilt from it for a sync.
         self._base_state: dict[str, Any] | None = None
+        # (v, the state after version v) the last protocol-1 sync from memory folded up to.
+        self._folded: tuple[int, dict[str, Any] | None] | None = None
         self._loop = asyncio.get_running_loop()
         # Timers, from the machine's deadlines. One decision clock per table, not one per
         # decision: a timer armed for an earlier decision fires before this one is due and
@@ -593,7 +595,15 @@ class Table:
         self.watchers.pop((node, conn), None)
 
     async def sync(self, actor: Actor, msg: Sync) -> None:
+        """Answer ``sync``: for the table's seated players and watchers only (``not_seated``
+        otherwise), one page of at most ``sync_page`` events after ``since`` with the
+        current state; ``next`` (when more events follow) is the ``since`` of the next
+        page. A page is read from memory or as one bounded range of the Redis log."""
         side = self.machine.side_of(actor.player)
+        if side is None and (actor.node, actor.conn) not in self.watchers:
+            raise ProtocolError(ErrorCode.NOT_SEATED,
+                                f"sync is for the players and watchers of table {self.id}: "
+                                "watch it first", field="table")
         if side is not None and actor.conn:
             seat = self.machine.seats[side]
             if seat is not None and actor.node not in seat.nodes:
@@ -605,52 +615,70 @@ class Table:
                     self._apply(step, now)
         version = self.machine.version
         since = min(msg.since, version)
+        upto = min(version, since + self.settings.sync_page)
         recent = self.recent
         events: list[dict[str, Any]]
         if since == version:
             events = []
         elif recent and recent[0][0] <= since + 1:
-            events = [msgpack.unpackb(packed) for v, packed in recent if v > since]
+            events = [msgpack.unpackb(packed) for v, packed in recent if since < v <= upto]
             if not actor.lean:
                 events = self._full_events(events)
         else:
-            # From the Redis log; the full form is rebuilt from the start of the game.
-            start = since
-            if not actor.lean:
-                start = max((v - 1 for v in self.machine.game_starts if v <= since + 1),
-                            default=since)
-            try:
-                events = await self.lobby.persistence.events_since(self.id, start)
-            except (RedisError, OSError) as exc:
-                raise ProtocolError(ErrorCode.UNAVAILABLE, "Redis is unavailable") from exc
-            version = self.machine.version
-            events = [e for e in events if e["v"] <= version]
-            if not actor.lean:
-                events = [e for e in self._full_events(events) if e["v"] > since]
+            events = await self._logged_page(since, upto, lean=actor.lean)
         # Complete: the events are exactly since+1 .. version (each once, in order). Not when
         # the client asked from beyond the table's version (it holds versions this table does
         # not: it rebuilds from ``state``), nor when some are missing (a log trimmed, or an
-        # in-memory window that does not reach the version).
-        complete = msg.since <= version and len(events) == version - since and (
-            not events or (events[0]["v"] == since + 1 and events[-1]["v"] == version))
+        # in-memory window that does not reach the version), nor when more pages follow.
+        whole = len(events) == upto - since and (
+            not events or (events[0]["v"] == since + 1 and events[-1]["v"] == upto))
+        complete = msg.since <= version and whole and upto == version
+        more = bool(events) and events[-1]["v"] < version
         self._reply(actor, {
             "type": "sync", "table": self.id, "ref": msg.ref, "since": msg.since,
-            "v": version, "complete": complete,
+            "v": version, "complete": complete, "next": events[-1]["v"] if more else None,
             "events": events,
             "summary": self.summary(), "state": self.machine.handout(),
         })
+
+    async def _logged_page(self, since: int, upto: int, *, lean: bool) -> list[dict[str, Any]]:
+        """The events ``since + 1 .. upto`` from the Redis log (fewer when it is trimmed), in
+        the lean form or rebuilt in the full one (from the start of their game)."""
+        start = since
+        if not lean:
+            start = max((v - 1 for v in self.machine.game_starts if v <= since + 1),
+                        default=since)
+        try:
+            events = await self.lobby.persistence.events_between(
+                self.id, start, upto, self.machine.version)
+        except (RedisError, OSError) as exc:
+            raise ProtocolError(ErrorCode.UNAVAILABLE, "Redis is unavailable") from exc
+        if not lean:
+            events = [e for e in self._full_events(events) if e["v"] > since]
+        return events
 
     def _full_events(self, events: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """``events`` (lean, in order) in the full form. From the memory log they are rebuilt
         from the state before it; from the Redis log, from the first event that carries a
         whole state (a game's start; change-only events before it keep no state)."""
         state: dict[str, Any] | None = None
-        if events and self.recent and events[0]["v"] >= self.recent[0][0]:
-            state = self._base_state
-            for v, packed in self.recent:
-                if v >= events[0]["v"]:
+        recent = self.recent
+        if events and recent and events[0]["v"] >= recent[0][0]:
+            first = events[0]["v"]
+            # Folded on from the state a previous sync reached (still in the window), so
+            # repeated syncs near the end of the window fold only what is new.
+            folded = self._folded
+            if folded is not None and recent[0][0] - 1 <= folded[0] < first:
+                after, state = folded
+            else:
+                after, state = recent[0][0] - 1, self._base_state
+            for v, packed in recent:
+                if v <= after:
+                    continue
+                if v >= first:
                     break
                 state = apply_event(state, msgpack.unpackb(packed))
+            self._folded = (first - 1, state)
         out: list[dict[str, Any]] = []
         for event in events:
             try:
@@ -738,6 +766,7 @@ class Table:
             # while, and sync reads the log instead of holding the events in memory.
             self.recent.clear()
             self._base_state = self.machine.last_state
+            self._folded = None
         pushes: list[tuple[str, dict[str, Any]]] = []
         note: dict[str, Any] | None = None
         try:

@@ -129,13 +129,29 @@ class Hub:
 
     # registry -----------------------------------------------------------------------------
 
-    def add(self, conn: Connection) -> None:
-        self.by_id[conn.id] = conn
-        key = network_key(conn.address)
+    def hold_address(self, address: str) -> None:
+        """Count one more socket from ``address``'s network now, before the upgrade awaits
+        anything: concurrent upgrades see each other's place, so the cap holds. The place
+        becomes the socket's (:meth:`add`) or is given back (:meth:`release_address`)."""
+        key = network_key(address)
         self.by_address[key] = self.by_address.get(key, 0) + 1
 
+    def release_address(self, address: str) -> None:
+        """Give back a place :meth:`hold_address` took for a socket that was never added."""
+        key = network_key(address)
+        left = self.by_address.get(key, 0) - 1
+        if left > 0:
+            self.by_address[key] = left
+        else:
+            self.by_address.pop(key, None)
+
+    def add(self, conn: Connection) -> None:
+        """Register ``conn``, whose address place :meth:`hold_address` took."""
+        self.by_id[conn.id] = conn
+
     def address_count(self, address: str) -> int:
-        """Sockets open from ``address``'s network (an IPv6 address counts as its /64)."""
+        """Sockets open (or being opened) from ``address``'s network (an IPv6 address counts
+        as its /64)."""
         return self.by_address.get(network_key(address), 0)
 
     def bind_token(self, conn: Connection, digest: str, expires_in: float | None) -> None:
@@ -181,12 +197,7 @@ class Hub:
     def remove(self, conn: Connection) -> int:
         """Forget ``conn``; the number of sockets its player still has on this node."""
         if self.by_id.pop(conn.id, None) is not None:
-            key = network_key(conn.address)
-            left = self.by_address.get(key, 0) - 1
-            if left > 0:
-                self.by_address[key] = left
-            else:
-                self.by_address.pop(key, None)
+            self.release_address(conn.address)
         if conn.expiry is not None:
             conn.expiry.cancel()
             conn.expiry = None

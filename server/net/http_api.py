@@ -35,6 +35,7 @@ from server.metrics import CONTENT_TYPE_LATEST, Metrics
 from server.net.addresses import client_address
 from server.net.ws import bearer_token
 from server.protocol.errors import ErrorCode, ProtocolError
+from server.protocol.messages import has_lone_surrogate
 from server.ratelimit import RateLimiter
 from server.store.accounts import AccountError, Accounts
 from server.store.persistence import LISTED_MODES, Persistence
@@ -95,7 +96,33 @@ async def json_body(request: web.Request, timeout: float = 10.0) -> dict[str, An
         raise ProtocolError(ErrorCode.BAD_REQUEST, "the body must be a JSON object") from None
     if not isinstance(data, dict):
         raise ProtocolError(ErrorCode.BAD_REQUEST, "the body must be a JSON object")
+    field = _field_with_surrogate(data)
+    if field is not None:
+        raise ProtocolError(ErrorCode.BAD_FIELD,
+                            f"field {field!r} must be Unicode text (it holds a lone surrogate)",
+                            field=field)
     return data
+
+
+def _field_with_surrogate(body: dict[str, Any]) -> str | None:
+    """The top-level field of ``body`` holding a string (at any depth, keys included) with a
+    lone surrogate (``"\\ud800"`` in JSON), or None. Such a string cannot be encoded as
+    UTF-8: refused here, every handler after this gets only text it can store and hash."""
+    for name, value in body.items():
+        if has_lone_surrogate(name):
+            return name.encode("utf-8", "replace").decode("utf-8")
+        stack = [value]
+        while stack:
+            item = stack.pop()
+            if isinstance(item, str):
+                if has_lone_surrogate(item):
+                    return name
+            elif isinstance(item, dict):
+                stack.extend(item.keys())
+                stack.extend(item.values())
+            elif isinstance(item, list):
+                stack.extend(item)
+    return None
 
 
 class AccountRoutes:

@@ -132,23 +132,32 @@ class SocketHandler:
                                       "per address"}},
                 status=429, headers={"Retry-After": "10"},
             )
-        token = bearer_token(request.headers.get("Authorization"))
-        if token is not None:
-            live = await self.accounts.resolve_live(token)
-            if live is None:
-                return web.json_response(
-                    {"error": {"code": str(ErrorCode.AUTH_FAILED),
-                               "message": "unknown or expired token"}},
-                    status=401,
-                )
-        fmt = WireFormat.MSGPACK if request.query.get("format") == "msgpack" else WireFormat.JSON
-        ws = web.WebSocketResponse(
-            heartbeat=settings.heartbeat,
-            max_msg_size=settings.max_msg_size,
-            compress=False,
-            writer_limit=WRITER_LIMIT,
-        )
-        await ws.prepare(request)
+        # The place is taken before the first await (the token look-up, the upgrade), so
+        # concurrent upgrades from one address cannot all pass the check above.
+        self.hub.hold_address(address)
+        try:
+            token = bearer_token(request.headers.get("Authorization"))
+            if token is not None:
+                live = await self.accounts.resolve_live(token)
+                if live is None:
+                    self.hub.release_address(address)
+                    return web.json_response(
+                        {"error": {"code": str(ErrorCode.AUTH_FAILED),
+                                   "message": "unknown or expired token"}},
+                        status=401,
+                    )
+            fmt = WireFormat.MSGPACK if request.query.get("format") == "msgpack" \
+                else WireFormat.JSON
+            ws = web.WebSocketResponse(
+                heartbeat=settings.heartbeat,
+                max_msg_size=settings.max_msg_size,
+                compress=False,
+                writer_limit=WRITER_LIMIT,
+            )
+            await ws.prepare(request)
+        except BaseException:
+            self.hub.release_address(address)
+            raise
         loop = asyncio.get_running_loop()
         session = Session(self.limits, now=loop.time(), fmt=fmt,
                           protocol=requested_protocol(request.query.get("protocol")))
@@ -197,6 +206,9 @@ class SocketHandler:
             return False
         conn.session.authenticate(identity.player)
         conn.identity = identity
+        # Counted under its player before anything is awaited: concurrent sockets of one
+        # player see each other, so the cap above holds.
+        sockets_here = self.hub.bind(conn)
         # The socket ends with its token: at expiry (timer), or when it is revoked anywhere
         # (the revoke is broadcast to every node, see Accounts.announce_revoked).
         self.hub.bind_token(conn, digest, expires_in)
@@ -207,7 +219,7 @@ class SocketHandler:
             muted, until = [], 0.0
         conn.muted, conn.chat_muted_until = frozenset(muted), until
         await self._send(conn, welcome_message(identity, conn, self.settings, ref))
-        await self.lobby.on_connect(conn, identity)
+        await self.lobby.on_connect(conn, identity, first_here=sockets_here == 1)
         return True
 
     async def _send(self, conn: Connection, message: dict[str, Any]) -> None:
@@ -262,7 +274,6 @@ class SocketHandler:
                     lobby.metrics.error(outcome.error.code)
                     if outcome.error.code == ErrorCode.RATE_LIMITED:
                         lobby.metrics.refused("socket_messages")
-                        outcome.error.retry_after = 1
                     hub.push(conn, Outgoing(error_message(outcome.error, outcome.ref)))
                     await hub.flush()
                 elif isinstance(outcome, CloseConnection):

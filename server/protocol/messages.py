@@ -265,12 +265,24 @@ def _bad(name: str, why: str) -> ProtocolError:
     return ProtocolError(ErrorCode.BAD_FIELD, f"field {name!r} {why}", field=name)
 
 
+def has_lone_surrogate(text: str) -> bool:
+    """Whether ``text`` holds a UTF-16 surrogate code point (a JSON ``"\\ud800"`` escape
+    decodes to one): such a string is not Unicode text and cannot be encoded as UTF-8."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
+
+
 def _string(max_len: int, pattern: re.Pattern[str] | None = None) -> Validator:
     def check(name: str, value: Any) -> str:
         if not isinstance(value, str):
             raise _bad(name, f"must be a string, got {_kind(value)}")
         if not value or len(value) > max_len:
             raise _bad(name, f"must have 1..{max_len} characters")
+        if has_lone_surrogate(value):
+            raise _bad(name, "must be Unicode text (it holds a lone surrogate)")
         if pattern is not None and not pattern.fullmatch(value):
             raise _bad(name, f"must match {pattern.pattern}")
         return value
@@ -344,7 +356,8 @@ MAX_EVENT_ID = 128
 def _event_ids(name: str, value: Any) -> tuple[str, ...]:
     if not isinstance(value, list | tuple) or not 1 <= len(value) <= MAX_ACK:
         raise _bad(name, f"must be an array of 1..{MAX_ACK} event ids")
-    if not all(isinstance(v, str) and 1 <= len(v) <= MAX_EVENT_ID for v in value):
+    if not all(isinstance(v, str) and 1 <= len(v) <= MAX_EVENT_ID
+               and not has_lone_surrogate(v) for v in value):
         raise _bad(name, f"event ids are strings of 1..{MAX_EVENT_ID} characters")
     return tuple(value)
 
@@ -375,6 +388,8 @@ def _validate_ref(value: Any) -> RequestId:
         raise _bad("id", f"must be a string or an integer, got {_kind(value)}")
     if isinstance(value, str) and len(value) > MAX_ID:
         raise _bad("id", f"must have at most {MAX_ID} characters")
+    if isinstance(value, str) and has_lone_surrogate(value):
+        raise _bad("id", "must be Unicode text (it holds a lone surrogate)")
     if isinstance(value, int) and not -MAX_VERSION <= value <= MAX_VERSION:
         raise _bad("id", "is out of range")
     return value
@@ -475,6 +490,29 @@ def parse_message(obj: Any) -> Message:
         if value is not None:
             values[name] = FIELDS[name](name, value)
     return schema.cls(**values)
+
+
+class _RefOnly(msgspec.Struct):
+    """Only a frame's ``id`` (every other field is skipped): see :func:`peek_ref`."""
+
+    id: WireId | None = None
+
+
+_json_ref = msgspec.json.Decoder(_RefOnly)
+_msgpack_ref = msgspec.msgpack.Decoder(_RefOnly)
+
+
+def peek_ref(payload: bytes | str, *, binary: bool) -> RequestId | None:
+    """The request id of a frame that will not be handled (refused by the rate limit), so its
+    refusal still names the request; None when the frame has no usable one. One pass of
+    msgspec that builds nothing but the id."""
+    try:
+        if binary:
+            raw = payload.encode("utf-8") if isinstance(payload, str) else payload
+            return _msgpack_ref.decode(raw).id
+        return _json_ref.decode(payload).id
+    except Exception:  # not an object, or a malformed frame: no ref to give back
+        return None
 
 
 def ref_of(obj: Any) -> RequestId | None:

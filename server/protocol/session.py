@@ -31,6 +31,7 @@ binary = msgpack). Until the first frame, the format asked for at connect time i
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from enum import StrEnum
 
@@ -45,6 +46,7 @@ from server.protocol.messages import (
     json_typed_decoder,
     msgpack_typed_decoder,
     parse_message,
+    peek_ref,
     ref_of,
 )
 from server.ratelimit import Bucket
@@ -169,7 +171,7 @@ class Session:
                     return Refused(ProtocolError(ErrorCode.ALREADY_AUTHENTICATED,
                                                  "this socket is authenticated"), message.ref)
                 return Accepted(message)
-            return self._refuse_rate()
+            return self._refuse_rate(payload, binary)
         return self._receive(payload, binary=binary, now=now)
 
     def _receive_slow(self, payload: bytes | str) -> Outcome:
@@ -187,17 +189,32 @@ class Session:
             )
         return Accepted(message)
 
-    def _refuse_rate(self) -> Refused | CloseConnection:
+    def _refuse_rate(self, payload: bytes | str, binary: bool) -> Refused | CloseConnection:
+        """Refuse a frame over the rate limit; its ``id`` still comes back as ``ref``, so the
+        client knows which request was dropped."""
         self._refused_in_row += 1
         if self._refused_in_row >= self.limits.flood_close_after:
             return self._close(CLOSE_POLICY_VIOLATION, "rate limit exceeded")
-        return Refused(
-            ProtocolError(
-                ErrorCode.RATE_LIMITED,
-                f"more than {self.limits.rate:g} messages per second "
-                f"(burst {self.limits.burst}); message dropped",
-            )
+        error = ProtocolError(
+            ErrorCode.RATE_LIMITED,
+            f"more than {self.limits.rate:g} messages per second "
+            f"(burst {self.limits.burst}); message dropped",
         )
+        bucket = self._bucket
+        wait = (1.0 - bucket.tokens) / bucket.rate if bucket.rate > 0 else 1.0
+        error.retry_after = max(1, math.ceil(wait))  # whole seconds, as every retry_after
+        return Refused(error, peek_ref(payload, binary=binary))
+
+    def charge(self, cost: float, now: float) -> None:
+        """Spend ``cost`` more tokens of this socket's bucket for work a message caused
+        beyond one message (a long ``sync`` answer): the bucket may go below zero, and the
+        messages after it wait until it has refilled."""
+        bucket = self._bucket
+        if now > bucket.updated:
+            bucket.tokens = min(bucket.burst, bucket.tokens + (now - bucket.updated)
+                                * bucket.rate)
+            bucket.updated = now
+        bucket.tokens -= cost
 
     def _receive(self, payload: bytes | str, *, binary: bool, now: float) -> Outcome:
         """:meth:`receive` before authentication or after closing: every check in order."""
@@ -207,16 +224,7 @@ class Session:
         if self.state is SessionState.AWAITING_AUTH and now > self.auth_deadline:
             return self._close(CLOSE_POLICY_VIOLATION, "authentication timed out")
         if not self._bucket.take(now):
-            self._refused_in_row += 1
-            if self._refused_in_row >= self.limits.flood_close_after:
-                return self._close(CLOSE_POLICY_VIOLATION, "rate limit exceeded")
-            return Refused(
-                ProtocolError(
-                    ErrorCode.RATE_LIMITED,
-                    f"more than {self.limits.rate:g} messages per second "
-                    f"(burst {self.limits.burst}); message dropped",
-                )
-            )
+            return self._refuse_rate(payload, binary)
         self._refused_in_row = 0
         message = decode_typed(payload, binary=binary)
         if message is None:  # not the usual frame: judged field by field, for the error

@@ -42,6 +42,7 @@ from redis.asyncio.client import Pipeline
 from rating_plugin.store import Queued
 from server.config import Settings
 from server.protocol.errors import ErrorCode, ProtocolError
+from server.protocol.messages import has_lone_surrogate
 from server.store.fairgate import FairGate, GateFull
 from server.store.keys import Keys
 
@@ -179,6 +180,10 @@ def validate_password(value: Any) -> str:
             f"field 'password' must be a string of {MIN_PASSWORD}..{MAX_PASSWORD} characters",
             field="password",
         )
+    if has_lone_surrogate(value):
+        raise AccountError(ErrorCode.BAD_FIELD,
+                           "field 'password' must be Unicode text (it holds a lone surrogate)",
+                           field="password")
     return value
 
 
@@ -248,6 +253,9 @@ class Accounts:
         created = await self._redis.set(self._keys.account(player), json.dumps(record), nx=True)
         if not created:
             raise AccountError(ErrorCode.NAME_TAKEN, f"name {name!r} is taken", field="name")
+        # The address the account was made from is one of its known addresses: guesses
+        # spread over other addresses never hold it back (see lua/login_throttle.lua).
+        await self._login_step(player, "ok", address)
         return await self._issue(Identity(player, name, False), self._settings.token_ttl)
 
     async def _login_step(self, player: str, mode: str, address: str) -> float:
@@ -325,6 +333,12 @@ class Accounts:
         await self._redis.set(self._keys.account(identity.player), json.dumps(record))
         await self.revoke_player(identity.player, "password changed")
         return await self._issue(identity, self._settings.token_ttl)
+
+    async def unlock(self, player: str) -> bool:
+        """Forget every failed login of ``player`` (an operator's ``python -m server.admin
+        unlock``): no address waits for this account any more; the addresses it logged in
+        from stay known. True when there were failures to forget."""
+        return bool(await self._redis.delete(self._keys.login_failures(player)))
 
     async def revoke_player(self, player: str, reason: str = "revoked") -> int:
         """End every token of ``player`` (operator revoke, password change): deleted, and

@@ -66,6 +66,8 @@ SNAPSHOT_INTERVAL = 60.0
 holds every change; the snapshot is what other nodes read for a table's status, and a new
 status is written at once (urgent), so the periodic write only refreshes the state it shows
 (at 5 s it came on nearly every other move at human pace)."""
+LOG_SLACK = 16
+"""Entries read beyond a page's range at each side of the log (repeated or newer ones)."""
 FENCED_OUT = -1
 """The epoch of a table whose write was refused: every later write of it is refused too."""
 LISTED_MODES = tuple(str(mode) for mode in TableMode)
@@ -754,6 +756,26 @@ class Persistence:
         # failed mid-way may have stored an event twice; each version is kept once.
         by_version = {int(e.get("v", 0)): e for e in map(msgpack.unpackb, raw)}
         return [by_version[v] for v in sorted(by_version) if v > since]
+
+    async def events_between(self, table: str, since: int, upto: int,
+                             last: int) -> list[dict[str, Any]]:
+        """Logged events of ``table`` with ``since < v <= upto``, in order (flushes the buffer
+        first); ``last`` is the table's latest version. Reads one range of the log, not all
+        of it: each version is stored once, so version ``v`` is ``last - v`` places from the
+        log's end (a slack absorbs a few repeated or newer entries; when the range still
+        misses the versions, the whole log is read, as :meth:`events_since` does)."""
+        await self.flush()
+        if upto <= since:
+            return []
+        first = -(last - since) - LOG_SLACK
+        end = min(-1, -(last - upto + 1) + LOG_SLACK)
+        raw = await _aw(self.redis.lrange(self.keys.table_events(table), first, end))
+        by_version = {int(e.get("v", 0)): e for e in map(msgpack.unpackb, raw)}
+        found = [by_version[v] for v in sorted(by_version) if since < v <= upto]
+        if len(found) == upto - since or (raw and len(raw) < end - first + 1
+                                            and min(by_version, default=0) > since + 1):
+            return found  # all of them, or the log starts after since (trimmed): no more
+        return [e for e in await self.events_since(table, since) if e["v"] <= upto]
 
     async def snapshot(self, table: str) -> dict[str, Any] | None:
         raw = await self.redis.get(self.keys.table_snapshot(table))

@@ -21,6 +21,15 @@ strike and the rules' default action is taken (roll, first legal play, take, rej
 A player whose last socket closes has ``grace_period`` to come back; past it, the game (the
 match) is forfeited. Leaving a table during a game is the same kind of loss.
 
+Presence events are bounded: a seat's ``player_disconnected`` is announced only while the seat
+has used fewer than ``presence_events`` of its presence events in the current game (each
+announced disconnect counts two: itself and the ``player_reconnected`` that answers it; only an
+announced disconnect's reconnect is announced). Past that, a disconnect and its reconnect
+change the seat (``connected``, ``grace_deadline``: in the state of the next event) and the
+grace period runs as always, but no event is logged or sent. So one seat adds at most
+``presence_events`` events per game (+1: the reconnect of a disconnect announced in the game
+before), however often its player reconnects.
+
 Replay: :meth:`TableMachine.replay` rebuilds a machine from its stored (lean) events: the game
 is played again with the dice the events recorded, and the clocks, strikes and seats are taken
 from the states the events carry (``server.protocol.lean.apply_event`` folds them). Which nodes
@@ -104,12 +113,14 @@ class MachineSettings:
     max_strikes: int = 3
     grace_period: float = 60.0
     next_game_delay: float = 0.0
+    presence_events: int = 4  # presence events per seat per game (see the module docstring)
 
     @classmethod
     def of(cls, settings: Any) -> MachineSettings:
         """The table settings of a :class:`server.config.Settings` (or anything like it)."""
         return cls(float(settings.decision_time), int(settings.max_strikes),
-                   float(settings.grace_period), float(settings.next_game_delay))
+                   float(settings.grace_period), float(settings.next_game_delay),
+                   int(getattr(settings, "presence_events", 4)))
 
 
 @dataclass(slots=True)
@@ -124,6 +135,10 @@ class Seat:
     nodes: set[str] = field(default_factory=set)
     grace_deadline: float | None = None
     grace: Deadline | None = None  # the grace timer in force
+    # Presence events this game (an announced disconnect counts two, with its reconnect),
+    # and whether the disconnect in force was announced (then so is its reconnect).
+    presence_used: int = 0
+    announced_away: bool = False
     # A replayed seat: whether the log last showed the player connected (its nodes are not
     # in the log). None once the seat's presence is known again.
     logged_connected: bool | None = None
@@ -520,6 +535,9 @@ class TableMachine:
 
     def _start_game(self, now: float) -> None:
         self.game_no += 1
+        for seat in self.seats:
+            if seat is not None:  # a reconnect still due from the game before counts here
+                seat.presence_used = 1 if seat.announced_away else 0
         if self.match is not None:
             self.game = self.match.next_game()
         else:
@@ -561,7 +579,9 @@ class TableMachine:
             self._disarm.append(seat.grace)
             seat.grace = None
             seat.grace_deadline = None
-            if not self.finishing:  # the game is being settled: no event in between
+            announced, seat.announced_away = seat.announced_away, False
+            # The game is being settled: no event in between.
+            if announced and not self.finishing:
                 self._emit("player_reconnected", {"side": int(side), "player": seat.player},
                            now)
         return self._step()
@@ -585,6 +605,10 @@ class TableMachine:
         seat.grace_deadline = now + grace
         seat.grace = Deadline(GRACE, int(side), seat.grace_deadline)
         self._arm.append(seat.grace)
+        if seat.presence_used + 2 > self.settings.presence_events:
+            return self._step()  # the grace runs, unannounced (see the module docstring)
+        seat.presence_used += 2
+        seat.announced_away = True
         self._emit(
             "player_disconnected",
             {"side": int(side), "player": player, "deadline": seat.grace_deadline,
@@ -598,6 +622,7 @@ class TableMachine:
             if seat is not None and seat.grace is not None:
                 self._disarm.append(seat.grace)
                 seat.grace = None
+                seat.announced_away = False
 
     # --- timers ----------------------------------------------------------------------------
 
@@ -616,6 +641,7 @@ class TableMachine:
             if seat is None or seat.grace is not deadline:
                 return EMPTY
             seat.grace = None
+            seat.announced_away = False
             if not seat.nodes:
                 if self.status is TableStatus.OPEN:
                     self._close("abandoned", now)
@@ -829,12 +855,16 @@ class TableMachine:
                         self._disarm.append(seat.grace)
                         seat.grace = None
                     seat.grace_deadline = None
+                    seat.announced_away = False
                     continue
                 if seat.grace is not None:
                     self._disarm.append(seat.grace)
                 seat.grace_deadline = now + grace
                 seat.grace = Deadline(GRACE, side, seat.grace_deadline)
                 self._arm.append(seat.grace)
+                # Away because a node was lost, not by the player's doing: the return is
+                # announced (the others saw the seat's grace_deadline in the state).
+                seat.announced_away = True
         else:
             for side, seat in enumerate(self.seats):
                 if seat is not None:
@@ -1006,6 +1036,8 @@ class TableMachine:
             seat.logged_connected = False
             seat.grace_deadline = float(event["deadline"])
             seat.grace = Deadline(GRACE, int(event["side"]), seat.grace_deadline)
+            seat.presence_used += 2
+            seat.announced_away = True
             self.seats_changed()
         elif kind == "player_reconnected":
             seat = self.seats[int(event["side"])]
@@ -1013,6 +1045,7 @@ class TableMachine:
             seat.logged_connected = True
             seat.grace = None
             seat.grace_deadline = None
+            seat.announced_away = False
             self.seats_changed()
         elif kind == "game_over":
             # Not the end of a play, a drop or a timeout (those replayed it already): an

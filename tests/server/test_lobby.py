@@ -91,8 +91,7 @@ async def test_unrated_games_say_why(start_server: StartServer) -> None:
         return await connect(server, await register(server, next(names)), address=address)
 
     await expect_unrated(server, await fresh(), await fresh(), "private_room", mode="private")
-    await expect_unrated(server, await fresh(), await fresh(), "tournament_game",
-                         mode="tournament", tournament_id="cup-1")
+    # (tournament_game: tests/server/test_tournaments_runner.py; players cannot open one)
     await expect_unrated(server, await fresh("198.51.100.5"), await fresh("198.51.100.5"),
                          "same_address")
     await expect_unrated(server, await fresh(), await connect(server, await guest(server)),

@@ -142,10 +142,23 @@ export class GameView {
     }
     for (const ev of reply.events || []) this.note(ev);
     if (reply.chat) this.chat.set(reply.chat);
+    if (reply.type === "sync") await this.morePages(reply);
     this.setFull(reply.state, reply.v, reply.summary);
     const queued = this.buffer;
     this.buffer = [];
     for (const ev of queued) this.handle(ev);
+  }
+
+  // A `sync` answer is one page of the log (PROTOCOL.md §5.2): read the rest for what the
+  // state alone does not say (the game's start and end); the answer's state is current.
+  async morePages(reply) {
+    let page = reply;
+    this.syncing = true; // live events wait in the buffer meanwhile
+    while (page.type === "sync" && !page.complete && page.next !== null && page.next !== undefined) {
+      page = await this.app.socket.request({ type: "sync", table: this.table, since: page.next });
+      for (const ev of page.events || []) this.note(ev);
+    }
+    this.syncing = false;
   }
 
   onReconnect() {
@@ -225,6 +238,7 @@ export class GameView {
     this.syncing = false;
     if (reply.type !== "sync") return;
     for (const ev of reply.events || []) this.note(ev);
+    await this.morePages(reply);
     this.setFull(reply.state, reply.v, reply.summary);
     const queued = this.buffer;
     this.buffer = [];
