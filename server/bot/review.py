@@ -218,6 +218,11 @@ def turns_from_events(events: Sequence[Mapping[str, Any]]) -> list[Turn]:
     return turns
 
 
+def review_events(events: Sequence[Mapping[str, Any]], net: Net | None = None) -> dict[str, Any]:
+    """The review of a stored game from its events in the full form (the HTTP route)."""
+    return review(turns_from_events(events), net)
+
+
 # -- building the decisions from a .mat file ------------------------------------------------------
 
 

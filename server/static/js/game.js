@@ -542,6 +542,7 @@ export class GameView {
     if (this.mode === "play" && state.status !== "playing") {
       actions.append(h("button", { type: "button", class: "primary rematch", onclick: () => this.app.rematch(this.table) }, "Rematch"));
     }
+    if (o.game_id) actions.append(h("a", { href: `#/review/${encodeURIComponent(o.game_id)}`, class: "button review-link" }, "Review"));
     actions.append(h("a", { href: "#/", class: "button" }, "Back to the lobby"));
     rows.push(actions);
     const box = h("section", { class: "end-panel", "aria-label": "game over", tabindex: "-1" },

@@ -5,6 +5,7 @@ import { api } from "./api.js";
 import { GameView } from "./game.js";
 import { LobbyView } from "./lobby.js";
 import { PAGES } from "./pages.js";
+import { ReviewView } from "./review.js";
 import { Socket } from "./socket.js";
 import { h, toast } from "./ui.js";
 
@@ -171,6 +172,9 @@ function render() {
       return;
     }
     app.view = new GameView(app, arg, page === "game" ? "play" : "watch");
+    app.view.mount(main);
+  } else if (page === "review" && arg) {
+    app.view = new ReviewView(app, arg);
     app.view.mount(main);
   } else if (PAGES[page]) {
     app.view = PAGES[page](app, arg, more);
