@@ -232,8 +232,7 @@ class LevelBench:
 
 
 def levels(args: argparse.Namespace) -> dict[str, Any]:
-    sys.path.insert(0, str(ROOT / "bench"))
-    from gnubg_judge import Judge
+    from bench.gnubg_judge import Judge
 
     judge = Judge() if args.gnubg_games else None
     bench = LevelBench(judge)

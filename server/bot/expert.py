@@ -109,7 +109,8 @@ def on_roll_outputs(mine: Sequence[int], theirs: Sequence[int], net: Net | None 
     a = np.asarray(theirs, dtype=np.int64)[None, :]
     b = np.asarray(mine, dtype=np.int64)[None, :]
     if not search:
-        return flip(evaluate_batch(net, a, b))[0]
+        out: Array = flip(evaluate_batch(net, a, b))[0]
+        return out
     mover, other = list(mine), list(theirs)
     total = np.zeros(5)
     for d1, d2, weight in ROLLS:

@@ -98,18 +98,19 @@ class Net:
     def load(cls, path: Path | str, dtype: type = np.float32) -> Net:
         """The weights of ``path``, in ``dtype`` (float32: half the work per evaluation)."""
         with np.load(path) as data:
-            arrays = [np.asarray(data[k], dtype=dtype) for k in ("w1", "b1", "w2", "b2")]
+            arrays: list[Array] = [np.asarray(data[k], dtype=dtype)
+                                   for k in ("w1", "b1", "w2", "b2")]
         w1, b1, w2, b2 = arrays
         if w1.shape[0] != INPUTS or w2.shape != (w1.shape[1], OUTPUTS):
             raise ValueError(f"weights of the wrong shape in {path}")
         return cls(w1, b1, w2, b2)
 
     def save(self, path: Path | str, **meta: Any) -> None:
-        np.savez_compressed(
-            path, w1=self.w1.astype(np.float32), b1=self.b1.astype(np.float32),
-            w2=self.w2.astype(np.float32), b2=self.b2.astype(np.float32),
-            **{k: np.asarray(v) for k, v in meta.items()},
-        )
+        """The weights as float32 (and ``meta``: how they were trained) in an ``.npz``."""
+        arrays: dict[str, Any] = {k: np.asarray(v) for k, v in meta.items()}
+        for name in ("w1", "b1", "w2", "b2"):
+            arrays[name] = getattr(self, name).astype(np.float32)
+        np.savez_compressed(path, **arrays)
 
     def hidden(self, x: Array) -> Array:
         return _sigmoid(x.astype(self.w1.dtype, copy=False) @ self.w1 + self.b1)

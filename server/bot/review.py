@@ -39,7 +39,7 @@ from server.bot.neural import (
     flip,
     roll_afterstates,
 )
-from server.rules import MAX_CUBE, Position, Side
+from server.rules import MAX_CUBE, Position, Side, Step
 from server.rules.mat import MatGame, import_mat
 from server.rules.moves import play_texts
 
@@ -258,7 +258,8 @@ def turns_from_mat(game: MatGame, *, crawford: bool = False) -> list[Turn]:
                     and cube < MAX_CUBE:
                 turns.append(Turn("no_double", side, here, cube=cube, owned=owner == side))
             offered = None
-            after = here.apply(action.steps, pass_turn=False) if action.steps else here
+            steps = tuple(Step(src, dst) for src, dst in action.steps)
+            after = here.apply(steps, pass_turn=False) if steps else here
             turns.append(Turn("play", side, here, action.dice, after, opening=not played))
             played = True
             position = after

@@ -22,7 +22,7 @@ from server.bot.review import (
     turns_from_events,
     turns_from_mat,
 )
-from server.rules import Game, Position, ScriptedDice, Side
+from server.rules import Game, Position, ScriptedDice, Side, Step
 from server.rules.mat import export_mat, import_mat
 from server.rules.moves import legal_results
 
@@ -108,7 +108,7 @@ def test_the_best_player_loses_nothing_and_the_worst_a_lot() -> None:
 
 def test_luck_averages_to_nothing_over_all_the_rolls() -> None:
     # The luck of each of the 36 rolls from one position, weighted, sums to zero.
-    position = Position.initial().apply(((24, 18), (13, 11)))  # side 1 to roll
+    position = Position.initial().apply((Step(24, 18), Step(13, 11)))  # side 1 to roll
     mine, theirs = list(position.checkers(Side.ONE)), list(position.checkers(Side.ZERO))
     net = default_net()
     rolls = [(a, b) for a in range(1, 7) for b in range(a, 7)]
@@ -145,7 +145,7 @@ def test_cube_decisions_are_reviewed() -> None:
 
 def test_a_play_that_is_not_legal_is_refused() -> None:
     start = Position.initial()
-    wrong = start.apply(((24, 20), (13, 11)), pass_turn=False)
+    wrong = start.apply((Step(24, 20), Step(13, 11)), pass_turn=False)
     with pytest.raises(ValueError, match="not a legal play"):
         review([Turn("play", Side.ZERO, start, (3, 1), wrong)])
 
