@@ -234,9 +234,12 @@ class LevelBench:
 def levels(args: argparse.Namespace) -> dict[str, Any]:
     from bench.gnubg_judge import Judge
 
+    from server.bot.neural import default_net
+
     judge = Judge() if args.gnubg_games else None
     bench = LevelBench(judge)
     names = [n.strip() for n in args.levels.split(",") if n.strip()]
+    default_net()  # loaded once before any decision is timed
     results = []
     try:
         seed = args.seed
