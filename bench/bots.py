@@ -233,7 +233,6 @@ class LevelBench:
 
 def levels(args: argparse.Namespace) -> dict[str, Any]:
     from bench.gnubg_judge import Judge
-
     from server.bot.neural import default_net
 
     judge = Judge() if args.gnubg_games else None
@@ -243,14 +242,19 @@ def levels(args: argparse.Namespace) -> dict[str, Any]:
     results = []
     try:
         seed = args.seed
+        focus = args.focus
         if judge is not None:
             for name in names:
                 seed += 1
+                if focus and name != focus:
+                    continue
                 results.append(bench.match_up(name, GNUBG, args.gnubg_games, seed))
                 print(json.dumps(results[-1]), file=sys.stderr, flush=True)
         for i, first in enumerate(names):
             for second in names[i + 1:]:
                 seed += 1
+                if (focus and focus not in (first, second)) or not args.games:
+                    continue
                 results.append(bench.match_up(first, second, args.games, seed))
                 print(json.dumps(results[-1]), file=sys.stderr, flush=True)
     finally:
@@ -416,6 +420,9 @@ def main(argv: list[str] | None = None) -> int:
     lv.add_argument("--gnubg-games", type=int, default=200,
                     help="games of each level against gnubg 0-ply (0: no gnubg)")
     lv.add_argument("--seed", type=int, default=7)
+    lv.add_argument("--focus", default="",
+                    help="only the matches of this level (the others' figures kept from "
+                    "an earlier run; seeds stay those of the full run)")
     n = sub.add_parser("node")
     n.add_argument("--bot-games", type=int, default=100)
     n.add_argument("--human-games", type=int, default=4)
