@@ -21,6 +21,10 @@ prints, per pairing, the first level's win rate with its 95% interval and its po
 game (single 1, gammon 2, backgammon 3), and per level its mean equity lost per unforced
 checker play against gnubg 0-ply's best (mEMG, cubeless) and its decision times.
 
+``review``: the time to review games of 300 checker plays (``server.bot.review``)::
+
+    nice -n 10 python3 bench/bots.py review --moves 300 --repeat 5
+
 ``node``: starts a server (``python -m server``, Redis from ``--redis-url`` with a fresh
 key prefix deleted afterwards), opens ``--bot-games`` games against the server's computer
 (``play_computer``, level ``--level``) whose scripted humans think ``--think`` seconds per
@@ -273,6 +277,49 @@ def levels(args: argparse.Namespace) -> dict[str, Any]:
     return {"matches": results, "levels": per_level}
 
 
+# --- the review of a long game ------------------------------------------------------------------
+
+
+def review_time(args: argparse.Namespace) -> dict[str, Any]:
+    """Times :func:`server.bot.review.review` on ``--moves`` checker plays of whole games
+    (``basic`` against ``basic``, cubeless; as many games as it takes), after one warm-up
+    review."""
+    from server.bot.neural import default_net
+    from server.bot.review import review, turns_from_mat
+    from server.rules.mat import export_mat, import_mat
+
+    rng = random.Random(args.seed)
+    default_net()
+    spent: list[float] = []
+    cpu_spent: list[float] = []
+    for _ in range(args.repeat + 1):
+        turns: list[Any] = []
+        while sum(1 for t in turns if t.kind == "play") < args.moves:
+            game = Game(dice=SeededDice(rng), cube_enabled=False)
+            game.start()
+            while not game.is_over:
+                snapshot: dict[str, Any] = game.to_dict()
+                side = int(snapshot["to_act"])
+                decision = decide(Level.BASIC, snapshot, side, rng)
+                assert decision is not None
+                if decision.kind == "roll":
+                    game.roll(side)
+                else:
+                    assert decision.play is not None
+                    game.play(side, [list(s) for s in decision.play])
+            turns.extend(t for t in turns_from_mat(import_mat(export_mat(game))[0])
+                         if t.kind == "play")
+        turns = turns[:args.moves]
+        started, cpu = time.perf_counter(), time.process_time()
+        review(turns)
+        spent.append(time.perf_counter() - started)
+        cpu_spent.append(time.process_time() - cpu)
+    spent, cpu_spent = spent[1:], cpu_spent[1:]  # the first one warms the caches up
+    return {"moves": args.moves, "reviews": len(spent),
+            "median_s": round(percentile(spent, 0.5), 3), "max_s": round(max(spent), 3),
+            "cpu_median_s": round(percentile(cpu_spent, 0.5), 3)}
+
+
 # --- a node hosting bot games --------------------------------------------------------------
 
 
@@ -423,6 +470,10 @@ def main(argv: list[str] | None = None) -> int:
     lv.add_argument("--focus", default="",
                     help="only the matches of this level (the others' figures kept from "
                     "an earlier run; seeds stay those of the full run)")
+    rv = sub.add_parser("review")
+    rv.add_argument("--moves", type=int, default=300, help="checker plays per review")
+    rv.add_argument("--repeat", type=int, default=5)
+    rv.add_argument("--seed", type=int, default=3)
     n = sub.add_parser("node")
     n.add_argument("--bot-games", type=int, default=100)
     n.add_argument("--human-games", type=int, default=4)
@@ -436,6 +487,8 @@ def main(argv: list[str] | None = None) -> int:
         result = strength(args)
     elif args.what == "levels":
         result = levels(args)
+    elif args.what == "review":
+        result = review_time(args)
     else:
         result = asyncio.run(node(args))
     print(json.dumps(result, indent=2))

@@ -41,6 +41,7 @@ WEIGHTS = Path(__file__).with_name("weights") / "expert.npz"
 """The shipped weights."""
 
 _PIPS = np.arange(26, dtype=np.float64)
+_POINTS = np.arange(1, 25, dtype=np.int64)
 _UNITS = np.array([[n >= 1, n >= 2, n >= 3, max(n - 3, 0) * 0.5] for n in range(16)],
                   dtype=np.float64)
 """The four units of a point holding 0..15 checkers."""
@@ -153,23 +154,23 @@ def roll_afterstates(mover: Sequence[int], other: Sequence[int],
     and each block's size."""
     position = position_for(mover, other)
     keys: list[bytes] = []
-    hit_rows: list[tuple[int, int]] = []
+    masks: list[int] = []
     sizes = []
     for roll in rolls:
         outcomes = legal_outcomes(position, roll)
         for key, hits in outcomes:
-            if hits:
-                hit_rows.append((len(keys), hits))
             keys.append(key)
+            masks.append(hits)
         sizes.append(len(outcomes))
     n = len(keys)
     mine = np.frombuffer(b"".join(keys), dtype=np.uint8).reshape(n, 26).astype(np.int64)
     theirs = np.tile(np.asarray(other, dtype=np.int64), (n, 1))
-    for row, hits in hit_rows:
-        for t in range(1, 25):
-            if hits >> t & 1:
-                theirs[row, 25 - t] -= 1
-                theirs[row, 25] += 1
+    hit = np.asarray(masks, dtype=np.int64)
+    if hit.any():
+        # bit t of a mask: a blot hit on the mover's point t, the other side's 25 - t
+        bits = (hit[:, None] >> _POINTS) & 1  # (n, 24): mover's points 1..24
+        theirs[:, 24:0:-1] -= bits
+        theirs[:, 25] += bits.sum(axis=1)
     return mine, theirs, sizes
 
 

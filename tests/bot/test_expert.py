@@ -26,7 +26,7 @@ from server.bot.neural import (
 )
 from server.bot.strategy import Level, decide
 from server.bot.train import START, train
-from server.rules import Game, Position, ScriptedDice, Side, legal_outcomes
+from server.rules import Game, Position, ScriptedDice, Side, legal_outcomes, legal_results
 
 EMPTY = [0] * 26
 
@@ -79,6 +79,12 @@ def test_afterstates_are_the_rules_engines_results_with_hits_on_the_bar() -> Non
         (6, 5)))
     assert (mine.sum(axis=1) == 15).all() and (theirs.sum(axis=1) == 15).all()
     assert theirs[:, 25].max() >= 1  # some play hits
+    position = Position.from_points({24: 2, 13: 5, 8: 3, 6: 5},
+                                    {24: 1, 20: 1, 13: 5, 8: 3, 6: 5})
+    expected = sorted((tuple(p.checkers(Side.ZERO)), tuple(p.checkers(Side.ONE)))
+                      for p in legal_results(position, (6, 5)))
+    assert sorted(zip(map(tuple, mine.tolist()), map(tuple, theirs.tolist()),
+                      strict=True)) == expected
     blocks, _, sizes = roll_afterstates(mover, other, [(6, 5), (1, 1)])
     assert sizes[0] == len(mine) and len(blocks) == sum(sizes)
 
