@@ -37,6 +37,7 @@ from server.lobby.ownership import Ownership
 from server.lobby.routing import Lobby
 from server.metrics import Metrics
 from server.net.connection import CLOSE_GOING_AWAY, Connection, Hub
+from server.net.games_api import GameRoutes
 from server.net.http_api import AccountRoutes
 from server.net.http_middleware import http_middleware
 from server.net.public_api import PublicRoutes
@@ -129,6 +130,7 @@ async def _services(app: web.Application) -> AsyncIterator[None]:
     app[ACCOUNT_ROUTES] = account_routes
     app.router.add_get("/api/matchmaking", matchmaker.overview)
     PublicRoutes(ratings, accounts).add_to(app)
+    GameRoutes(lobby.records, accounts).add_to(app)
     tournament_keys = TournamentKeys(settings.key_prefix)
     tournaments = Tournaments(TournamentStore(redis, tournament_keys, keys), lobby, persistence,
                               ratings)

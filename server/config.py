@@ -94,6 +94,17 @@ class Settings:
     inbox_ttl: float = 30 * 24 * 3600.0
     presence_ttl: float = 24 * 3600.0
     shutdown_timeout: float = 10.0
+    # Finished games' records (history, replay, .mat; docs/http-api.md "Games")
+    game_record_ttl: float = 90 * 24 * 3600.0
+    game_index_max: int = 1000  # games indexed per player (older ones drop out)
+
+    # Table chat (PROTOCOL.md §16)
+    chat_max_length: int = 300
+    chat_rate: int = 5  # messages per chat_window per player, per node
+    chat_window: float = 10.0
+    chat_log_max: int = 1000  # messages kept per game of a table
+    chat_mute_max: int = 200  # players one account may mute
+    chat_history: int = 50  # messages in resume / watching
 
     # Matchmaking: window(waited) = min(cap, base + rate * waited), rating points and seconds
     matchmaking_window_base: float = 50.0
@@ -206,6 +217,8 @@ def _check(s: Settings) -> None:
         "decision_time", "max_strikes", "grace_period", "max_match_length", "max_watchers",
         "max_open_tables", "list_limit", "flush_interval", "recent_events", "event_log_max",
         "event_log_ttl", "inbox_max", "inbox_ttl", "presence_ttl", "shutdown_timeout",
+        "game_record_ttl", "game_index_max", "chat_max_length", "chat_rate", "chat_window",
+        "chat_log_max", "chat_mute_max", "chat_history",
     ):
         positive(name)
     if not s.http_rate_limit >= 0:
@@ -353,6 +366,14 @@ OPTIONS: tuple[Option, ...] = (
     Option("inbox_ttl", float, "seconds an undelivered rating event is kept"),
     Option("presence_ttl", float, "seconds a player's presence record outlives its refresh"),
     Option("shutdown_timeout", float, "seconds to wait for in-flight settlements on shutdown"),
+    Option("game_record_ttl", float, "seconds a finished game's record (and its chat) is kept"),
+    Option("game_index_max", int, "finished games indexed per player (history)"),
+    Option("chat_max_length", int, "characters of a chat message, once cleaned"),
+    Option("chat_rate", int, "chat messages a player may send per chat_window (per node)"),
+    Option("chat_window", float, "seconds of the chat rate window"),
+    Option("chat_log_max", int, "chat messages kept per game of a table"),
+    Option("chat_mute_max", int, "players one account may mute"),
+    Option("chat_history", int, "chat messages sent with resume and watching"),
     Option("matchmaking_window_base", float, "matchmaking: rating window (± points) at 0 s"),
     Option("matchmaking_window_rate", float, "matchmaking: window growth, points per second"),
     Option("matchmaking_window_cap", float, "matchmaking: widest window, ± points"),

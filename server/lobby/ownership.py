@@ -91,7 +91,8 @@ class Ownership:
     # --- renewal ---------------------------------------------------------------------------
 
     async def renew_once(self) -> None:
-        lost = await self.persistence.renew_leases(self.node_id, self.settings.lease_ttl)
+        lost = await self.persistence.renew_leases(self.node_id, self.settings.lease_ttl,
+                                                   self.lobby.online_players())
         for table in lost:
             self.persistence.fenced_out(table)
 

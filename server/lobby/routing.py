@@ -71,7 +71,8 @@ from server.protocol.messages import (
 )
 from server.ratelimit import RateLimiter
 from server.rules import DiceSource
-from server.store.accounts import GUEST_PREFIX, Identity, is_bot_id
+from server.store.accounts import BOT_PREFIX, GUEST_PREFIX, Identity, is_bot_id
+from server.store.games import GameRecords
 from server.store.persistence import FENCED_OUT, Lease, Persistence
 
 log = logging.getLogger(__name__)
@@ -168,6 +169,7 @@ class Lobby:
         self.bus = bus
         self.hub = hub
         self.ratings = ratings
+        self.records = GameRecords(persistence.redis, persistence.keys, settings)
         self.node_id = settings.node_id
         self.tables: dict[str, Table] = {}
         self.dice_factory = dice_factory
@@ -229,6 +231,10 @@ class Lobby:
 
     async def flush(self) -> None:
         await self.hub.flush()
+
+    def online_players(self) -> int:
+        """Authenticated players (computer players left out) with a socket on this node."""
+        return sum(1 for player in self.hub.by_player if not player.startswith(BOT_PREFIX))
 
     def kick_flush(self) -> None:
         """Called from timer callbacks: make sure queued frames go out soon."""

@@ -70,6 +70,7 @@ from server.protocol.messages import (
     Watch,
 )
 from server.rules import DiceSource, EndReason, Game, Match, Side
+from server.rules.mat import export_mat
 from server.store.persistence import Fenced
 from server.tables.machine import (
     BOT_PREFIX,
@@ -84,6 +85,7 @@ from server.tables.machine import (
     TableStatus,
 )
 from server.tables.ratings import FIBS, TABLE42, RatingPlan, boosted_events, rating_events
+from server.tables.records import game_events, game_record
 
 if TYPE_CHECKING:
     from server.lobby.routing import Actor, Lobby
@@ -171,6 +173,9 @@ class Table:
         # done; a finished table not yet wound up is handed on, for its peer to settle it.
         self.wound_up = False
         self.creator_address: str | None = None  # counts against its address while open
+        # The finished game's .mat text (the game, its match so far), taken when it ends
+        # (before the match's next game replaces it), for its record.
+        self._mat: dict[str, tuple[str, str | None]] = {}
         self._ended_at = 0.0  # perf_counter of the last game's end (metrics)
 
     # --- reading ---------------------------------------------------------------------------
@@ -236,6 +241,7 @@ class Table:
             "tournament_id": self.tournament_id,
             "status": str(self.machine.status),
             "players": [None if s is None else s.player for s in self.machine.seats],
+            "names": [None if s is None else s.name or s.player for s in self.machine.seats],
             "watchers": len(self.watchers),
             "created_at": self.created_at,
             "node": self.lobby.node_id,
@@ -674,6 +680,7 @@ class Table:
 
     def _game_over(self, settlement: Settlement, *, write_result: bool = True) -> None:
         self._ended_at = time.perf_counter()
+        self._mat[settlement.game_id] = self._mat_texts()
         # game_over and what follows wait for the settlement as well as for Redis.
         self._hold_from = self.machine.version - (1 if settlement.match_over
                                                   and self.machine.match is not None else 0)
@@ -732,6 +739,8 @@ class Table:
             log.exception("table %s: settlement of %s failed", self.id, game_id)
             note = {"game_id": game_id, "rating_error": str(exc)[:200]}
         pushes = with_event_ids(pushes)
+        # The record too, before game_over goes out: whoever saw the end can replay it.
+        await self._retry(game_id, "the game record", self._save_record, settlement, pushes)
         self._hold_from = None
         self._announce_stored()
         await self.lobby.flush()
@@ -747,6 +756,50 @@ class Table:
         self._apply(self.machine.settled(now), now)
         if settlement.match_over:
             await self._wind_up()
+
+    def _mat_texts(self) -> tuple[str, str | None]:
+        """The current game, and its match so far, as .mat text (empty when it fails: a
+        record without its .mat is better than none)."""
+        seats = self.machine.seats
+        names = [s.name if s is not None else f"Player{i}" for i, s in enumerate(seats)]
+        try:
+            game = self.machine.game
+            match = self.machine.match
+            game_text = "" if game is None else export_mat(game, names=names)
+            match_text = None if match is None else export_mat(match, names=names)
+        except Exception:
+            log.exception("table %s: .mat export failed", self.id)
+            return "", None
+        return game_text, match_text
+
+    async def _save_record(self, settlement: Settlement,
+                           pushes: list[tuple[str, dict[str, Any]]]) -> None:
+        """Store the finished game's record (its logged events, result, rating changes and
+        .mat text) and index it in both players' histories: once per game id."""
+        game_id = settlement.game_id
+        start = max((v for v in self.machine.game_starts if v <= self.machine.version),
+                    default=1)
+        recent = self.recent
+        log_events: list[dict[str, Any]]
+        if recent and recent[0][0] <= start:
+            log_events = [msgpack.unpackb(packed) for v, packed in recent if v >= start]
+        else:
+            log_events = await self.lobby.persistence.events_since(self.id, start - 1)
+        changes = {player: event["change"] for player, event in pushes
+                   if event.get("type") == "rating" and event.get("change") is not None}
+        mat_game, mat_match = self._mat.get(game_id) or self._mat_texts()
+        try:
+            record = game_record(
+                table=self.id, mode=str(self.mode), match_length=self.match_length,
+                tournament_id=self.tournament_id, result=settlement.result,
+                events=game_events(log_events, game_id), changes=changes,
+                mat_game=mat_game, mat_match=mat_match)
+        except Exception:
+            # A fault of the record must not hold the game's end back.
+            log.exception("table %s: the record of %s could not be built", self.id, game_id)
+            return
+        await self.lobby.records.save(record)
+        self._mat.pop(game_id, None)
 
     async def _retry(self, game_id: str, what: str, write: Callable[..., Awaitable[Any]],
                      *args: Any, **kwargs: Any) -> None:
@@ -980,6 +1033,11 @@ class Table:
             # keeps its event_id).
             if (stored and not await table._rating_missing(settlement)
                     and not await table._inbox_missing(settlement)):
+                if not await table._record_stored(settlement.game_id):
+                    # Its node died after the settlement, before the record: written now
+                    # (without the rating changes, which the record would only repeat).
+                    await table._retry(settlement.game_id, "the game record",
+                                       table._save_record, settlement, [])
                 table._apply(machine.settled(now), now)
                 if settlement.match_over:
                     lobby.spawn(table._wind_up())
@@ -1014,6 +1072,12 @@ class Table:
             return not await self.lobby.persistence.inboxed(self.id, s.game_id)
         except (RedisError, OSError):
             return True
+
+    async def _record_stored(self, game_id: str) -> bool:
+        try:
+            return await self.lobby.records.exists(game_id)
+        except (RedisError, OSError):
+            return False
 
     async def _result_stored(self, game_id: str) -> bool:
         """Whether the table's results hold ``game_id`` (its settlement was made)."""

@@ -59,6 +59,7 @@ STATUS = {
     ErrorCode.UNAVAILABLE: 503,
     ErrorCode.FORBIDDEN: 403,
     ErrorCode.NO_SUCH_TOURNAMENT: 404,
+    ErrorCode.NO_SUCH_GAME: 404,
     ErrorCode.CONFLICT: 409,
 }
 

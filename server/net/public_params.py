@@ -183,6 +183,41 @@ def parse_history(player: str, query: Query) -> HistoryQuery:
 
 
 @dataclass(frozen=True, slots=True)
+class GamesQuery:
+    player: str
+    offset: int
+    limit: int
+
+
+DEFAULT_GAMES = 20
+MAX_GAMES = 50
+MAX_GAME_ID = 80
+
+
+def parse_games(player: str, query: Query) -> GamesQuery:
+    """``GET /api/players/{player}/games?offset=&limit=``."""
+    return GamesQuery(
+        player=check_player(player),
+        offset=_required_whole(query, "offset", 0, 0, MAX_OFFSET),
+        limit=_required_whole(query, "limit", DEFAULT_GAMES, 1, MAX_GAMES),
+    )
+
+
+def check_game_id(value: str) -> str:
+    """A game id: ``<table>-g<n>`` (letters, digits, ``_``, ``-``; at most 80)."""
+    if not value or len(value) > MAX_GAME_ID or not all(
+            c.isascii() and (c.isalnum() or c in "_-") for c in value):
+        raise _bad("game_id", f"must be 1..{MAX_GAME_ID} letters, digits, '_' or '-'")
+    return value
+
+
+def parse_match_flag(query: Query) -> bool:
+    """``?match=0|1`` of ``GET /api/games/{game_id}/mat``."""
+    value = _required_whole(query, "match", 0, 0, 1)
+    return bool(value)
+
+
+@dataclass(frozen=True, slots=True)
 class StakesQuery:
     player: str
     opponent: str

@@ -50,6 +50,11 @@ class ErrorCode(StrEnum):
     # Playing the computer
     TOO_MANY_BOT_GAMES = "too_many_bot_games"
     BOT_NOT_ALLOWED = "bot_not_allowed"
+    # Chat (PROTOCOL.md §16)
+    NOT_AT_TABLE = "not_at_table"  # chat from a socket neither seated nor watching there
+    CHAT_RATE_LIMITED = "chat_rate_limited"
+    CHAT_MUTED = "chat_muted"  # muted by an operator
+    NO_SUCH_MESSAGE = "no_such_message"  # report of a message the table does not hold
     # Server
     UNAVAILABLE = "unavailable"  # the table's node or Redis did not answer
     INTERNAL = "internal_error"
@@ -63,6 +68,7 @@ class ErrorCode(StrEnum):
     METHOD_NOT_ALLOWED = "method_not_allowed"
     TOO_BIG = "too_big"  # the request body is over http_max_body
     UNSUPPORTED_MEDIA_TYPE = "unsupported_media_type"  # a body that is not application/json
+    NO_SUCH_GAME = "no_such_game"  # no record of that game, or a private one not yours
     # HTTP only: tournaments
     FORBIDDEN = "forbidden"  # a runner key acting on another runner's tournament
     NO_SUCH_TOURNAMENT = "no_such_tournament"

@@ -38,7 +38,39 @@ class Keys:
         """Hash node id -> number of that player's sockets on the node."""
         return f"{self.prefix}{{p:{player}}}:presence"
 
+    def player_games(self, player: str, *, public: bool = False) -> str:
+        """Sorted set of the player's finished game ids scored by when each finished (Unix
+        s); ``public``: only the games anyone may see (not private)."""
+        return f"{self.prefix}{{p:{player}}}:games{':public' if public else ''}"
+
+    def player_game_rows(self, player: str) -> str:
+        """Hash game id -> the player's history row of that game (JSON)."""
+        return f"{self.prefix}{{p:{player}}}:game_rows"
+
+    def player_muted(self, player: str) -> str:
+        """Set of the player ids this player muted in chat (personal)."""
+        return f"{self.prefix}{{p:{player}}}:muted"
+
+    def chat_mute(self, player: str) -> str:
+        """An operator's chat mute of the player: Unix seconds it ends (expires then)."""
+        return f"{self.prefix}{{p:{player}}}:chat_mute"
+
+    # Finished games
+    def game_record(self, game_id: str) -> str:
+        """A finished game's record (zlib-compressed msgpack), see server/store/games.py."""
+        return f"{self.prefix}{{g:{game_id}}}:record"
+
     # Tables
+    def table_chat(self, table: str, game_no: int) -> str:
+        """List of the chat messages (JSON) of the table's game ``game_no`` (before the
+        first game: 1), oldest first; capped, kept as long as the game's record."""
+        return f"{self.prefix}{{t:{table}}}:chat:{game_no}"
+
+    @property
+    def chat_reports(self) -> str:
+        """List of reported chat messages (JSON), newest last, capped: for operators."""
+        return f"{self.prefix}{{reports}}:chat"
+
     def table_lease(self, table: str) -> str:
         """Hash of the table's owner lease: ``node``, ``epoch``, ``expires`` (Redis ms),
         ``done`` (see ``server/store/lua/lease_claim.lua``)."""
@@ -97,6 +129,12 @@ class Keys:
         """Sorted set of node ids scored by when each stops counting as alive (ms): how a
         node learns that a peer died (its tickets, seats and watchers are cleaned up)."""
         return f"{self.prefix}{{nodes}}:alive"
+
+    @property
+    def online(self) -> str:
+        """Hash node id -> authenticated players connected there (written with the node's
+        alive refresh; same hash tag as :attr:`nodes`, read together)."""
+        return f"{self.prefix}{{nodes}}:online"
 
     def node_alive(self, node: str) -> str:
         return f"{self.prefix}node:{node}:alive"

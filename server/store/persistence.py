@@ -693,9 +693,11 @@ class Persistence:
                                       {table: int(time.time() * 1000) + ttl_ms}))
         return epoch, previous
 
-    async def renew_leases(self, node: str, node_ttl: float) -> list[str]:
+    async def renew_leases(self, node: str, node_ttl: float, online: int | None = None
+                           ) -> list[str]:
         """Renew the lease of every table this node owns, say this node is alive (for
-        ``node_ttl`` seconds) and refresh the lease index, in one pipeline. Returns the
+        ``node_ttl`` seconds) with ``online``, the players connected to it (``GET
+        /api/online``), and refresh the lease index, in one pipeline. Returns the
         tables whose lease another node holds now (their writes are refused already; the
         caller lets them go)."""
         owned = [(t, e) for t, e in self.epochs.items() if e != FENCED_OUT]
@@ -713,6 +715,8 @@ class Persistence:
                       *[part for t, _ in owned for part in (expires, t.encode())])
         batch.add(b"ZADD", self.keys.nodes.encode(), b"%d" % (now_ms + int(node_ttl * 1000)),
                   node.encode())
+        if online is not None:
+            batch.add(b"HSET", self.keys.online.encode(), node.encode(), b"%d" % online)
         try:
             replies = await batch.execute(self.redis)
         except NoScriptError:
@@ -784,6 +788,7 @@ class Persistence:
     async def forget_nodes(self, nodes: list[str]) -> None:
         if nodes:
             await _aw(self.redis.zrem(self.keys.nodes, *nodes))
+            await _aw(self.redis.hdel(self.keys.online, *nodes))
 
     async def owner_of(self, table: str) -> str | None:
         """The node holding (or last holding) ``table``'s lease; None when there is none."""

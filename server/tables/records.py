@@ -1,0 +1,115 @@
+"""Finished games as records: what the history lists, what a replay steps through (pure).
+
+A record is built once, when a game's end is stored (:func:`game_record`), from the table's
+logged events of that game (the lean form, as the log keeps them), its result and the rating
+changes; :func:`game_row` is one player's line of it in their history; :func:`replay_events`
+turns the record's events into the full form (each with the table's ``state`` after it), the
+form a replay draws. No I/O: the store (``server/store/games.py``) keeps the records.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from server.protocol.lean import apply_event, full_form
+
+#: ``result`` of a game by how it ended (``game_over.reason``); a game played out or a double
+#: dropped is named by its kind (single, gammon, backgammon).
+RESULT_BY_REASON = {"resign": "resign", "timeout": "timeout", "disconnect": "forfeit",
+                    "leave": "forfeit"}
+ROW_FIELDS = ("game_id", "table", "mode", "match_length", "tournament_id", "players", "names",
+              "winner", "points", "result", "rated", "finished_at")
+
+
+def result_name(reason: str, kind: str) -> str:
+    """The history's ``result`` of a game that ended for ``reason`` at ``kind``."""
+    return RESULT_BY_REASON.get(reason, kind)
+
+
+def game_events(log: Iterable[Mapping[str, Any]], game_id: str) -> list[dict[str, Any]]:
+    """The events of ``game_id`` in a table's log (any order, repeats allowed): from its
+    ``game_start`` to its ``game_over`` and a ``match_over`` right after it, by version."""
+    by_version = {int(e.get("v", 0)): dict(e) for e in log}
+    out: list[dict[str, Any]] = []
+    started = ended = False
+    for v in sorted(by_version):
+        event = by_version[v]
+        kind = event.get("type")
+        if not started:
+            if kind == "game_start" and event.get("game_id") == game_id:
+                started = True
+                out.append(event)
+            continue
+        if ended:
+            if kind == "match_over":
+                out.append(event)
+            break
+        out.append(event)
+        if kind == "game_over" and event.get("game_id") == game_id:
+            ended = True
+    return out
+
+
+def game_record(
+    *, table: str, mode: str, match_length: int, tournament_id: str | None,
+    result: Mapping[str, Any], events: Sequence[Mapping[str, Any]],
+    changes: Mapping[str, float], mat_game: str, mat_match: str | None,
+) -> dict[str, Any]:
+    """The record of a finished game. ``result`` is the table's result record
+    (``Settlement.result``), ``events`` the game's lean events (:func:`game_events`),
+    ``changes`` each player's rating change from it (players without one are absent),
+    ``mat_game``/``mat_match`` the game (and its match so far) as ``.mat`` text."""
+    start = next((e for e in events if e.get("type") == "game_start"), {})
+    players = [str(p) for p in start.get("players") or (result["winner"], result["loser"])]
+    if start.get("players") is None and int(result["winner_side"]) == 1:
+        players.reverse()
+    names = [str(n) for n in start.get("names") or players]
+    rating = result.get("rating") or {}
+    return {
+        "game_id": result["game_id"],
+        "game_no": int(result.get("game_no") or 1),
+        "table": table,
+        "mode": mode,
+        "match_length": match_length,
+        "tournament_id": tournament_id,
+        "players": players,
+        "names": names,
+        "winner": int(result["winner_side"]),
+        "points": int(result["points"]),
+        "result": result_name(str(result["reason"]), str(result["kind"])),
+        "rated": bool(rating.get("rated")),
+        "changes": [changes.get(p) for p in players],
+        "finished_at": float(result["finished_at"]),
+        "events": [dict(e) for e in events],
+        "mat_game": mat_game,
+        "mat_match": mat_match,
+    }
+
+
+def game_row(record: Mapping[str, Any], player: str) -> dict[str, Any]:
+    """``player``'s line in their history for ``record`` (``change``: theirs, or None)."""
+    row = {key: record[key] for key in ROW_FIELDS}
+    players = list(record["players"])
+    changes = list(record.get("changes") or (None, None))
+    row["change"] = changes[players.index(player)] if player in players else None
+    return row
+
+
+def is_private(record: Mapping[str, Any]) -> bool:
+    """Whether only the game's own players may see it (a private room's game)."""
+    return record.get("mode") == "private"
+
+
+def replay_events(events: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """The record's lean events in the full form: each carries ``state``, the table after it
+    (the first, ``game_start``, carries its whole state in either form)."""
+    state: dict[str, Any] | None = None
+    out: list[dict[str, Any]] = []
+    for event in events:
+        try:
+            state = apply_event(state, event)
+        except ValueError:
+            state = None
+        out.append(full_form(event, state))
+    return out
