@@ -228,6 +228,12 @@ class LevelBench:
             mine = names[winner] == first
             wins += mine
             points += won if mine else -won
+            if (n + 1) % 10 == 0:  # progress, in case the run must be cut short
+                errors = {k: (len(v), round(1e3 * sum(v) / len(v), 1))
+                          for k, v in self.errors.items() if v}
+                print(json.dumps({"pair": f"{first} vs {second}", "games": n + 1,
+                                  "wins": wins, "points": points, "judged": errors}),
+                      file=sys.stderr, flush=True)
         low, high = wilson(wins, games)
         return {"pair": f"{first} vs {second}", "games": games, "wins": wins,
                 "rate": round(wins / games, 3), "low": round(low, 3), "high": round(high, 3),

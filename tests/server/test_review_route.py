@@ -7,8 +7,15 @@ from __future__ import annotations
 from typing import Any
 
 import aiohttp
-from server_helpers import RunningServer, StartServer, connect, play_out, register, scripted, \
-    seat_two
+from server_helpers import (
+    RunningServer,
+    StartServer,
+    connect,
+    play_out,
+    register,
+    scripted,
+    seat_two,
+)
 
 
 async def get(server: RunningServer, path: str, token: str | None = None
