@@ -17,7 +17,8 @@ included) on roll; the cube's value to its owner is modelled by three constants:
 
 :func:`money_equities` turns them into the equities of the three outcomes of a double
 (no double, double/take, double/drop) per unit of the current cube, consistent with the
-thresholds: the review (:mod:`server.bot.review`) charges a cube error as the difference.
+thresholds (the value of keeping the cube is ``DOUBLE_AT - 0.14`` below the doubling point,
+falling linearly to 0 at the take point): the review (:mod:`server.bot.review`) charges a cube error as the difference.
 
 Match play: outcomes are valued in match-winning chances (MWC) from a table computed here
 (:func:`match_table`): each game won by either side with chance 1/2, a gammon on
@@ -121,7 +122,7 @@ def money_equities(e: float, owned: bool) -> tuple[float, float, float]:
     ``e``, per unit of the current cube (see the module docstring)."""
     double_at = REDOUBLE_AT if owned else DOUBLE_AT
     vig = 2.0 * TAKE_POINT - 1.0
-    keep = (double_at - vig) * max(0.0, (TAKE_POINT - e) / (TAKE_POINT - double_at))
+    keep = (double_at - vig) * min(1.0, max(0.0, (TAKE_POINT - e) / (TAKE_POINT - double_at)))
     return e + keep, 2.0 * e - vig, 1.0
 
 
