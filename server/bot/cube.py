@@ -18,7 +18,8 @@ included) on roll; the cube's value to its owner is modelled by three constants:
 :func:`money_equities` turns them into the equities of the three outcomes of a double
 (no double, double/take, double/drop) per unit of the current cube, consistent with the
 thresholds (the value of keeping the cube is ``DOUBLE_AT - 0.14`` below the doubling point,
-falling linearly to 0 at the take point): the review (:mod:`server.bot.review`) charges a cube error as the difference.
+falling linearly to 0 at the take point): the review (:mod:`server.bot.review`) charges a
+cube error as the difference.
 
 Match play: outcomes are valued in match-winning chances (MWC) from a table computed here
 (:func:`match_table`): each game won by either side with chance 1/2, a gammon on
