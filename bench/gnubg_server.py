@@ -6,8 +6,11 @@
 #   {"op": "best", "board": [b0, b1], "dice": [d1, d2]}  gnubg's 0-ply play for b1:
 #       [[from, to], ...] (25 = bar, 0 = off).
 # For the benchmarks of bench/ only (the product never runs GNU Backgammon).
+from __future__ import annotations
+
 import json
 import sys
+from typing import Any
 
 import gnubg  # type: ignore[import-not-found]
 
@@ -15,7 +18,7 @@ CUBE = gnubg.cubeinfo(1, -1, 0, 0, (0, 0), 0, 0)
 EVAL = gnubg.evalcontext(0, 0, 0, 1, 0.0)
 
 
-def answer(request):
+def answer(request: dict[str, Any]) -> Any:
     if request["op"] == "eval":
         out = []
         for b0, b1 in request["boards"]:
