@@ -10,6 +10,21 @@ Run from the repository root (after ``python3 -m pip install -e .``)::
 win rate with its 95% interval (Wilson) and each level's time per checker-play choice
 (median, p90, p99, max; only choices among two or more plays count).
 
+``levels``: every level against every other and against GNU Backgammon 0-ply (cubeless
+games, sides alternating, seeded dice), and each level's error rate judged by GNU
+Backgammon 0-ply (``bench/gnubg_judge.py``: gnubg plays and judges, it never runs in the
+product)::
+
+    nice -n 10 python3 bench/bots.py levels --games 100 --gnubg-games 200
+
+prints, per pairing, the first level's win rate with its 95% interval and its points per
+game (single 1, gammon 2, backgammon 3), and per level its mean equity lost per unforced
+checker play against gnubg 0-ply's best (mEMG, cubeless) and its decision times.
+
+``review``: the time to review games of 300 checker plays (``server.bot.review``)::
+
+    nice -n 10 python3 bench/bots.py review --moves 300 --repeat 5
+
 ``node``: starts a server (``python -m server``, Redis from ``--redis-url`` with a fresh
 key prefix deleted afterwards), opens ``--bot-games`` games against the server's computer
 (``play_computer``, level ``--level``) whose scripted humans think ``--think`` seconds per
@@ -113,6 +128,202 @@ def strength(args: argparse.Namespace) -> dict[str, Any]:
         for level, v in times.items() if v
     }
     return {"matches": results, "choice_time": choice}
+
+
+# --- every level against every other, and against GNU Backgammon -----------------------------
+
+GNUBG = "gnubg"
+
+
+class SeededDice:
+    """Dice from a seeded ``random.Random`` (reproducible benchmark games)."""
+
+    def __init__(self, rng: random.Random) -> None:
+        self.rng = rng
+
+    def roll_die(self) -> int:
+        return self.rng.randint(1, 6)
+
+
+class LevelBench:
+    """Plays cubeless games between levels (and gnubg), judging every unforced play of a
+    level by gnubg 0-ply when a judge is given."""
+
+    def __init__(self, judge: Any | None) -> None:
+        self.judge = judge
+        self.errors: dict[str, list[float]] = {}
+        self.times: dict[str, list[float]] = {}
+
+    def _gnubg_play(self, mine: list[int], theirs: list[int], dice: tuple[int, int],
+                    plays: list[Any]) -> int:
+        from server.bot.evaluation import after_play
+
+        assert self.judge is not None
+        steps = self.judge.best_move(mine, theirs, dice)
+        try:
+            target = after_play(mine, theirs, steps)
+        except ValueError:
+            target = None
+        for index, play in enumerate(plays):
+            if after_play(mine, theirs, play) == target:
+                return index
+        # not one of the offered plays (should not happen): evaluate them all
+        outs = self.judge.evaluate_after([after_play(mine, theirs, p) for p in plays])
+        return max(range(len(plays)), key=lambda i: outs[i][5])
+
+    def _judge(self, name: str, mine: list[int], theirs: list[int], dice: tuple[int, int],
+               plays: list[Any], chosen: int) -> None:
+        from server.bot.evaluation import after_play
+
+        if self.judge is None:
+            return
+        best = self._gnubg_play(mine, theirs, dice, plays)
+        if best == chosen:
+            self.errors.setdefault(name, []).append(0.0)
+            return
+        outs = self.judge.evaluate_after([after_play(mine, theirs, plays[best]),
+                                          after_play(mine, theirs, plays[chosen])])
+        self.errors.setdefault(name, []).append(max(0.0, outs[0][5] - outs[1][5]))
+
+    def play_game(self, names: tuple[str, str], rng: random.Random) -> tuple[int, int]:
+        """One cubeless game; returns (winning side, points)."""
+        from server.bot.evaluation import sides_from_board
+
+        game = Game(dice=SeededDice(rng), cube_enabled=False)
+        game.start()
+        while not game.is_over:
+            snapshot: dict[str, Any] = game.to_dict()
+            side = int(snapshot["to_act"])
+            name = names[side]
+            if snapshot["phase"] == "roll":
+                game.roll(side)
+                continue
+            plays = snapshot["legal_plays"]
+            if len(plays) <= 1:
+                game.play(side, [list(s) for s in plays[0]] if plays else [])
+                continue
+            mine, theirs = sides_from_board(snapshot["board"], snapshot["bar"],
+                                            snapshot["off"], side)
+            dice = (int(snapshot["dice"][0]), int(snapshot["dice"][1]))
+            started = time.perf_counter()
+            if name == GNUBG:
+                index = self._gnubg_play(mine, theirs, dice, plays)
+            else:
+                decision = decide(Level(name), snapshot, side, rng)
+                assert decision is not None and decision.play is not None
+                index = [tuple(map(tuple, p)) for p in plays].index(decision.play)
+                self.times.setdefault(name, []).append(time.perf_counter() - started)
+                self._judge(name, mine, theirs, dice, plays, index)
+            game.play(side, [list(s) for s in plays[index]])
+        assert game.outcome is not None
+        return int(game.outcome.winner), int(game.outcome.points)
+
+    def match_up(self, first: str, second: str, games: int, seed: int) -> dict[str, Any]:
+        rng = random.Random(seed)
+        wins = points = 0
+        started = time.monotonic()
+        for n in range(games):
+            names = (first, second) if n % 2 == 0 else (second, first)
+            winner, won = self.play_game(names, rng)
+            mine = names[winner] == first
+            wins += mine
+            points += won if mine else -won
+            if (n + 1) % 10 == 0:  # progress, in case the run must be cut short
+                errors = {k: (len(v), round(1e3 * sum(v) / len(v), 1))
+                          for k, v in self.errors.items() if v}
+                print(json.dumps({"pair": f"{first} vs {second}", "games": n + 1,
+                                  "wins": wins, "points": points, "judged": errors}),
+                      file=sys.stderr, flush=True)
+        low, high = wilson(wins, games)
+        return {"pair": f"{first} vs {second}", "games": games, "wins": wins,
+                "rate": round(wins / games, 3), "low": round(low, 3), "high": round(high, 3),
+                "ppg": round(points / games, 3),
+                "seconds": round(time.monotonic() - started, 1)}
+
+
+def levels(args: argparse.Namespace) -> dict[str, Any]:
+    from bench.gnubg_judge import Judge
+    from server.bot.neural import default_net
+
+    judge = Judge() if args.gnubg_games else None
+    bench = LevelBench(judge)
+    names = [n.strip() for n in args.levels.split(",") if n.strip()]
+    default_net()  # loaded once before any decision is timed
+    results = []
+    try:
+        seed = args.seed
+        focus = args.focus
+        if judge is not None:
+            for name in names:
+                seed += 1
+                if focus and name != focus:
+                    continue
+                results.append(bench.match_up(name, GNUBG, args.gnubg_games, seed))
+                print(json.dumps(results[-1]), file=sys.stderr, flush=True)
+        for i, first in enumerate(names):
+            for second in names[i + 1:]:
+                seed += 1
+                if (focus and focus not in (first, second)) or not args.games:
+                    continue
+                results.append(bench.match_up(first, second, args.games, seed))
+                print(json.dumps(results[-1]), file=sys.stderr, flush=True)
+    finally:
+        if judge is not None:
+            judge.close()
+    per_level = {
+        name: {
+            "judged_plays": len(bench.errors.get(name, [])),
+            "memg_per_move": round(1e3 * sum(bench.errors[name]) / len(bench.errors[name]), 1)
+            if bench.errors.get(name) else None,
+            "median_ms": round(1e3 * percentile(bench.times[name], 0.5), 2),
+            "p99_ms": round(1e3 * percentile(bench.times[name], 0.99), 2),
+        }
+        for name in names if bench.times.get(name)
+    }
+    return {"matches": results, "levels": per_level}
+
+
+# --- the review of a long game ------------------------------------------------------------------
+
+
+def review_time(args: argparse.Namespace) -> dict[str, Any]:
+    """Times :func:`server.bot.review.review` on ``--moves`` checker plays of whole games
+    (``basic`` against ``basic``, cubeless; as many games as it takes), after one warm-up
+    review."""
+    from server.bot.neural import default_net
+    from server.bot.review import review, turns_from_mat
+    from server.rules.mat import export_mat, import_mat
+
+    rng = random.Random(args.seed)
+    default_net()
+    spent: list[float] = []
+    cpu_spent: list[float] = []
+    for _ in range(args.repeat + 1):
+        turns: list[Any] = []
+        while sum(1 for t in turns if t.kind == "play") < args.moves:
+            game = Game(dice=SeededDice(rng), cube_enabled=False)
+            game.start()
+            while not game.is_over:
+                snapshot: dict[str, Any] = game.to_dict()
+                side = int(snapshot["to_act"])
+                decision = decide(Level.BASIC, snapshot, side, rng)
+                assert decision is not None
+                if decision.kind == "roll":
+                    game.roll(side)
+                else:
+                    assert decision.play is not None
+                    game.play(side, [list(s) for s in decision.play])
+            turns.extend(t for t in turns_from_mat(import_mat(export_mat(game))[0])
+                         if t.kind == "play")
+        turns = turns[:args.moves]
+        started, cpu = time.perf_counter(), time.process_time()
+        review(turns)
+        spent.append(time.perf_counter() - started)
+        cpu_spent.append(time.process_time() - cpu)
+    spent, cpu_spent = spent[1:], cpu_spent[1:]  # the first one warms the caches up
+    return {"moves": args.moves, "reviews": len(spent),
+            "median_s": round(percentile(spent, 0.5), 3), "max_s": round(max(spent), 3),
+            "cpu_median_s": round(percentile(cpu_spent, 0.5), 3)}
 
 
 # --- a node hosting bot games --------------------------------------------------------------
@@ -255,6 +466,20 @@ def main(argv: list[str] | None = None) -> int:
     s.add_argument("--games", type=int, default=1000, help="basic vs random games")
     s.add_argument("--strong-games", type=int, default=300, help="strong vs basic games")
     s.add_argument("--seed", type=int, default=1)
+    lv = sub.add_parser("levels")
+    lv.add_argument("--levels", default="expert,strong,basic",
+                    help="comma-separated levels (random, basic, strong, expert)")
+    lv.add_argument("--games", type=int, default=100, help="games per pair of levels")
+    lv.add_argument("--gnubg-games", type=int, default=200,
+                    help="games of each level against gnubg 0-ply (0: no gnubg)")
+    lv.add_argument("--seed", type=int, default=7)
+    lv.add_argument("--focus", default="",
+                    help="only the matches of this level (the others' figures kept from "
+                    "an earlier run; seeds stay those of the full run)")
+    rv = sub.add_parser("review")
+    rv.add_argument("--moves", type=int, default=300, help="checker plays per review")
+    rv.add_argument("--repeat", type=int, default=5)
+    rv.add_argument("--seed", type=int, default=3)
     n = sub.add_parser("node")
     n.add_argument("--bot-games", type=int, default=100)
     n.add_argument("--human-games", type=int, default=4)
@@ -264,7 +489,14 @@ def main(argv: list[str] | None = None) -> int:
     n.add_argument("--warmup", type=float, default=5.0)
     n.add_argument("--redis-url", default="redis://127.0.0.1:6379/0")
     args = parser.parse_args(argv)
-    result = strength(args) if args.what == "strength" else asyncio.run(node(args))
+    if args.what == "strength":
+        result = strength(args)
+    elif args.what == "levels":
+        result = levels(args)
+    elif args.what == "review":
+        result = review_time(args)
+    else:
+        result = asyncio.run(node(args))
     print(json.dumps(result, indent=2))
     return 0
 

@@ -41,6 +41,7 @@ from server.net.games_api import GameRoutes
 from server.net.http_api import AccountRoutes
 from server.net.http_middleware import http_middleware
 from server.net.public_api import PublicRoutes
+from server.net.review_api import ReviewRoute
 from server.net.security_headers import add_security_headers
 from server.net.static_files import add_static_routes
 from server.net.ws import SocketHandler
@@ -133,6 +134,7 @@ async def _services(app: web.Application) -> AsyncIterator[None]:
     app.router.add_get("/api/matchmaking", matchmaker.overview)
     PublicRoutes(ratings, accounts).add_to(app)
     GameRoutes(lobby.records, accounts).add_to(app)
+    ReviewRoute(lobby.records, accounts).add_to(app)
     tournament_keys = TournamentKeys(settings.key_prefix)
     tournaments = Tournaments(TournamentStore(redis, tournament_keys, keys), lobby, persistence,
                               ratings)

@@ -20,7 +20,9 @@ CORES = ("server.rules", "server.protocol", "server.matchmaking", "server.tables
 per-connection session), the matchmaking policy and the table state machine."""
 PURE_MODULES = ("server.tournaments.bracket", "server.tournaments.spec",
                 "server.tournaments.events", "server.ratelimit", "server.net.public_params",
-                "server.net.addresses", "server.bot.strategy", "server.bot.evaluation")
+                "server.net.addresses", "server.bot.strategy", "server.bot.evaluation",
+                "server.bot.neural", "server.bot.cube", "server.bot.expert",
+                "server.bot.review", "server.bot.train")
 """Pure modules that live beside the shell code of their part."""
 IO_LIBRARIES = ("asyncio", "aiohttp", "redis", "websockets", "socket", "prometheus_client")
 

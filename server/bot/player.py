@@ -23,7 +23,7 @@ from concurrent.futures import Executor
 from dataclasses import dataclass, field
 from typing import Any
 
-from server.bot.strategy import Decision, Level, decide
+from server.bot.strategy import Decision, Level, decide, decide_quick
 from server.client import Client, ConnectionLost, ServerError, TableEvent
 
 log = logging.getLogger(__name__)
@@ -41,7 +41,18 @@ class BotStalled(TimeoutError):
 
 def choose(level: Level, game: Mapping[str, Any], side: int, seed: int) -> Choice:
     """The decision as plain data (picklable, for a process pool)."""
-    decision = decide(level, game, side, random.Random(seed))
+    return _as_choice(decide(level, game, side, random.Random(seed)))
+
+
+def choose_quick(level: Level, game: Mapping[str, Any], side: int, seed: int) -> Choice:
+    """:func:`choose` without the search of the expert level (other levels: as ``choose``);
+    a busy node's fallback."""
+    if level is Level.EXPERT:
+        return _as_choice(decide_quick(game, side))
+    return choose(level, game, side, seed)
+
+
+def _as_choice(decision: Decision | None) -> Choice:
     if decision is None:
         return None
     return decision.kind, decision.play
@@ -51,12 +62,14 @@ async def think_here(level: Level, game: Mapping[str, Any], side: int, seed: int
     return choose(level, game, side, seed)
 
 
-def think_in(executor: Executor | None) -> Think:
-    """A ``think`` that runs :func:`choose` in ``executor`` (None: the loop's default)."""
+def think_in(executor: Executor | None, *, quick: bool = False) -> Think:
+    """A ``think`` that runs :func:`choose` (``quick``: :func:`choose_quick`) in
+    ``executor`` (None: the loop's default)."""
+    function = choose_quick if quick else choose
 
     async def think(level: Level, game: Mapping[str, Any], side: int, seed: int) -> Choice:
         loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(executor, choose, level, dict(game), side, seed)
+        return await loop.run_in_executor(executor, function, level, dict(game), side, seed)
 
     return think
 

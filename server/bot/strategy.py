@@ -42,6 +42,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
+from server.bot.cube import CubeState, MatchContext
 from server.bot.evaluation import (
     BAR,
     OFF,
@@ -55,7 +56,7 @@ from server.bot.evaluation import (
     sides_from_board,
     win_probability,
 )
-from server.rules import Position, Side, legal_outcomes
+from server.rules import Position, Side, decode_match_id, legal_outcomes
 
 DOUBLE_AT = 0.70
 TOO_GOOD_AT = 0.92
@@ -72,6 +73,7 @@ class Level(StrEnum):
     RANDOM = "random"
     BASIC = "basic"
     STRONG = "strong"
+    EXPERT = "expert"
 
 
 @dataclass(frozen=True, slots=True)
@@ -184,6 +186,8 @@ def decide(level: Level, game: Mapping[str, Any], side: int,
         return None
     phase = game.get("phase")
     mine, theirs = sides_from_board(game["board"], game["bar"], game["off"], side)
+    if level is Level.EXPERT:
+        return _decide_expert(game, side, mine, theirs, search=True)
     if phase == "roll":
         if game.get("can_double") and cube_action(level, mine, theirs, rng):
             return Decision("double")
@@ -199,3 +203,51 @@ def decide(level: Level, game: Mapping[str, Any], side: int,
     if phase == "resign_offered":
         return Decision("accept_resign")
     return None
+
+
+def cube_state(game: Mapping[str, Any], side: int, doubler: int) -> CubeState:
+    """The cube of the snapshot ``game`` as ``doubler`` sees it (``side`` decides)."""
+    owner = game.get("cube_owner")
+    match: MatchContext | None = None
+    match_id = game.get("match_id")
+    if isinstance(match_id, str):
+        state = decode_match_id(match_id)
+        if state.match_length:
+            length = state.match_length
+            match = MatchContext(length, length - state.score[doubler],
+                                 length - state.score[1 - doubler])
+    return CubeState(int(game.get("cube") or 1), owner == doubler, match)
+
+
+def _decide_expert(game: Mapping[str, Any], side: int, mine: list[int], theirs: list[int],
+                   *, search: bool) -> Decision | None:
+    from server.bot import expert
+
+    phase = game.get("phase")
+    if phase == "roll":
+        state = cube_state(game, side, side)
+        if game.get("can_double") and expert.double_decision(mine, theirs, state):
+            return Decision("double")
+        return Decision("roll")
+    if phase == "move":
+        plays: Sequence[WirePlay] = game["legal_plays"]
+        if not plays:
+            return None
+        state = cube_state(game, side, side)
+        index = expert.choose_play(mine, theirs, plays, match=state.match, cube=state.cube,
+                                   search=search)
+        return Decision("play", _as_play(plays[index]))
+    if phase == "double_offered":
+        state = cube_state(game, side, 1 - side)
+        return Decision("take" if expert.take_decision(mine, theirs, state) else "drop")
+    if phase == "resign_offered":
+        return Decision("accept_resign")
+    return None
+
+
+def decide_quick(game: Mapping[str, Any], side: int) -> Decision | None:
+    """The expert's decision without its search (a busy node's fallback, milliseconds)."""
+    if game.get("to_act") != side:
+        return None
+    mine, theirs = sides_from_board(game["board"], game["bar"], game["off"], side)
+    return _decide_expert(game, side, mine, theirs, search=False)

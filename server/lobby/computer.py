@@ -2,10 +2,11 @@
 
 The bot is a client like any other: a task of this node's event loop that connects to the
 node's own WebSocket with a bot token (:meth:`server.store.accounts.Accounts.bot`) through the
-client library and plays with :class:`server.bot.player.BotPlayer`. The basic and strong
-levels choose in a process pool (``bot_workers``; 0 = a thread), so a bot's evaluation
-never holds the event loop; with ``SEARCHES_PER_WORKER`` strong searches per process in
-flight, further strong decisions are made at the basic level (counted in ``fallbacks``).
+client library and plays with :class:`server.bot.player.BotPlayer`. The basic, strong and
+expert levels choose in a process pool (``bot_workers``; 0 = a thread), so a bot's
+evaluation never holds the event loop; with ``SEARCHES_PER_WORKER`` searches per process in
+flight, further strong decisions are made at the basic level and expert ones without the
+expert's search (counted in ``fallbacks``).
 A bot that errors, loses its socket or thinks longer than
 ``bot_decision_timeout`` forfeits (it leaves the table: a loss at the current cube) and
 is logged; nothing it does can crash the node. A table taken over from another node (that
@@ -288,7 +289,8 @@ class ComputerOpponents:
 
     def _think(self, level: Level) -> Think:
         # Only the random level chooses on the event loop (microseconds); the evaluation of
-        # basic (milliseconds with many plays) and strong's search run in the pool.
+        # basic (milliseconds with many plays) and the searches of strong and expert run in
+        # the pool.
         if level is Level.RANDOM:
             return think_here
         if self._executor is None and self.settings.bot_workers > 0:
@@ -299,6 +301,9 @@ class ComputerOpponents:
         in_pool = think_in(self._executor)
         if level is Level.BASIC:
             return in_pool
+        # A busy pool: strong decides at the basic level, expert without its search.
+        quick = in_pool if level is Level.STRONG else think_in(self._executor, quick=True)
+        fallback = Level.BASIC if level is Level.STRONG else level
         most = SEARCHES_PER_WORKER * max(1, self.settings.bot_workers)
 
         async def strong(level: Level, game: Mapping[str, Any], side: int, seed: int) -> Choice:
@@ -306,7 +311,7 @@ class ComputerOpponents:
             # made at the basic level rather than queued behind the others (and late).
             if self._searching >= most:
                 self.fallbacks += 1
-                return await in_pool(Level.BASIC, game, side, seed)
+                return await quick(fallback, game, side, seed)
             self._searching += 1
             try:
                 return await in_pool(level, game, side, seed)

@@ -155,7 +155,7 @@ class AccountRoutes:
             raw = body.get("level", "basic")
             if raw not in tuple(str(level) for level in Level):
                 raise ProtocolError(ErrorCode.BAD_FIELD,
-                                    "field 'level' must be random, basic or strong",
+                                    "field 'level' must be random, basic, strong or expert",
                                     field="level")
             issued = await self.accounts.bot(str(raw))
         except ProtocolError as exc:

@@ -245,6 +245,7 @@ class BotLevel(StrEnum):
     RANDOM = "random"
     BASIC = "basic"
     STRONG = "strong"
+    EXPERT = "expert"
 
 
 class PlayComputer(Message, tag="play_computer", frozen=True):

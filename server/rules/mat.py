@@ -21,6 +21,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass, field
+from itertools import pairwise
 from typing import TYPE_CHECKING
 
 from server.rules.game import Game, Outcome
@@ -135,3 +137,127 @@ def _plain(play: Play, position: Position) -> str:
         parts.append(f"{src}/{dst}{'*' if hit else ''}")
     return " ".join(parts)
 
+
+
+# -- reading ----------------------------------------------------------------------------------
+
+MAX_MAT_TEXT = 2_000_000
+"""Longest ``.mat`` text :func:`import_mat` reads (a long match is a few hundred KB)."""
+
+
+@dataclass(frozen=True, slots=True)
+class MatAction:
+    """One entry of a ``.mat`` game: ``kind`` is ``play`` (``dice``, ``steps`` in the
+    mover's numbering, 25 the bar, 0 off; no steps: the roll could not be played),
+    ``double`` (``value``: the cube offered), ``take``, ``drop`` or ``win`` (``value``:
+    the points)."""
+
+    side: Side
+    kind: str
+    dice: tuple[int, int] | None = None
+    steps: tuple[tuple[int, int], ...] = ()
+    value: int = 0
+
+
+@dataclass(slots=True)
+class MatGame:
+    """A game read from a ``.mat`` file: its number, the players' names and scores before
+    it, the match length (0: money) and its entries in order."""
+
+    number: int
+    match_length: int
+    names: tuple[str, str] = ("Player0", "Player1")
+    score: tuple[int, int] = (0, 0)
+    actions: list[MatAction] = field(default_factory=list)
+
+
+_ENTRY = re.compile(
+    r"(?P<d1>[1-6])(?P<d2>[1-6]):(?P<play>(?:[ \t]*(?:\d+|bar|off)(?:/(?:\d+|bar|off)\*?)+"
+    r"(?:\(\d\))?)*)"
+    r"|Doubles\s*=>\s*(?P<cube>\d+)|(?P<take>Takes)|(?P<drop>Drops)"
+    r"|Wins\s+(?P<points>\d+)\s+points?",
+    re.IGNORECASE,
+)
+_RIGHT_COLUMN = 20
+"""An entry starting at this column or further right is the second player's."""
+
+
+def _point(text: str) -> int:
+    text = text.lower().rstrip("*")
+    if text == "bar":
+        return 25
+    if text == "off":
+        return 0
+    value = int(text)
+    if not 0 <= value <= 25:
+        raise ValueError(f"point {value} out of range")
+    return value
+
+
+def _steps(text: str) -> tuple[tuple[int, int], ...]:
+    steps: list[tuple[int, int]] = []
+    for token in text.split():
+        count = 1
+        repeat = re.fullmatch(r"(.*)\((\d)\)", token)
+        if repeat:
+            token, count = repeat.group(1), int(repeat.group(2))
+        points = [_point(p) for p in token.split("/")]
+        chain = list(pairwise(points))
+        steps.extend(chain * count)
+    return tuple(steps)
+
+
+def import_mat(text: str) -> list[MatGame]:
+    """The games of a Jellyfish ``.mat`` text (as :func:`export_mat` and GNU Backgammon
+    write it): one :class:`MatGame` per `` Game n``. Raises ValueError for a text that is
+    too long or has moves outside a game."""
+    if len(text) > MAX_MAT_TEXT:
+        raise ValueError(f".mat text longer than {MAX_MAT_TEXT} characters")
+    length = 0
+    games: list[MatGame] = []
+    current: MatGame | None = None
+    named = False
+    for raw in text.splitlines():
+        line = raw.rstrip()
+        stripped = line.strip()
+        if not stripped or stripped.startswith(";"):
+            continue
+        header = re.fullmatch(r"(\d+)\s+point\s+match", stripped, re.IGNORECASE)
+        if header:
+            length = int(header.group(1))
+            continue
+        number = re.fullmatch(r"Game\s+(\d+)", stripped, re.IGNORECASE)
+        if number:
+            current = MatGame(int(number.group(1)), length)
+            games.append(current)
+            named = False
+            continue
+        if current is None:
+            continue
+        if not named:
+            names = re.fullmatch(r"(\S+)\s*:\s*(\d+)\s+(\S+)\s*:\s*(\d+)", stripped)
+            if names:
+                current.names = (names.group(1), names.group(3))
+                current.score = (int(names.group(2)), int(names.group(4)))
+                named = True
+                continue
+        numbered = re.match(r"\s*\d+\)", line)
+        start = numbered.end() if numbered else 0
+        first = True
+        for entry in _ENTRY.finditer(line, start):
+            at = entry.start()
+            side = Side.ONE if at >= _RIGHT_COLUMN or not first else Side.ZERO
+            first = False
+            if entry.group("d1"):
+                dice = (int(entry.group("d1")), int(entry.group("d2")))
+                action = MatAction(side, "play", dice, _steps(entry.group("play") or ""))
+            elif entry.group("cube"):
+                action = MatAction(side, "double", value=int(entry.group("cube")))
+            elif entry.group("take"):
+                action = MatAction(side, "take")
+            elif entry.group("drop"):
+                action = MatAction(side, "drop")
+            else:
+                action = MatAction(side, "win", value=int(entry.group("points")))
+            current.actions.append(action)
+    return games

@@ -57,7 +57,7 @@ BOT_PREFIX = "bot-"
 contain ``-``, so no account or guest id starts like this)."""
 
 
-BOT_ID = re.compile(r"bot-(random|basic|strong)-[0-9a-f]{10}")
+BOT_ID = re.compile(r"bot-(random|basic|strong|expert)-[0-9a-f]{10}")
 """The shape of every bot id the server issues (``bot-<level>-<10 hex digits>``)."""
 
 

@@ -407,3 +407,24 @@ async def test_the_command_line_bot_plays_the_servers_bot(
     assert await run(args) == 0
     out = capsys.readouterr().out
     assert out.count("game_over") == 2 and "won" in out
+
+
+async def test_a_human_plays_the_expert_computer_in_a_match(start_server: StartServer) -> None:
+    # The expert level from the lobby, in the node's bot worker pool (a process), a match
+    # to 3 with the cube: every bot decision is accepted by the server (legal plays, cube
+    # actions when allowed) until the first game ends.
+    server = await start_server(dice_factory=scripted(5), bot_workers=1)
+    human = await connect(server, await register(server, "human"))
+    answer = await human.request({"type": "play_computer", "level": "expert",
+                                  "match_length": 3})
+    assert answer["type"] == "computer_game", answer
+    assert answer["level"] == "expert" and answer["bot"].startswith("bot-expert-")
+    assert answer["name"] == "Computer (expert)"
+    table = answer["table"]
+    start = await human.expect("game_start", table=table)
+    seats = start["state"]["seats"]
+    side = 0 if seats[0]["player"] == "human" else 1
+    over = await _play_side(human, table, side, start)
+    assert over["rating"]["unrated_reason"] == "bot"
+    assert human.of_type("error") == []
+    await human.close()

@@ -8,6 +8,7 @@ import { LANGS, currentLang, fmtNum, loadLang, setLang, t } from "./i18n.js";
 import { LobbyView } from "./lobby.js";
 import { PAGES } from "./pages.js";
 import { ReplayView } from "./replay.js";
+import { ReviewView } from "./review.js";
 import { Socket } from "./socket.js";
 import { beep, errorText, h, personName, setSound, signed, soundOn, toast } from "./ui.js";
 
@@ -307,6 +308,9 @@ function render() {
     // A private table's share link: join it once signed in.
     app.pendingJoin = arg;
     app.view = new LobbyView(app, { signIn });
+    app.view.mount(main);
+  } else if (page === "review" && arg) {
+    app.view = new ReviewView(app, arg);
     app.view.mount(main);
   } else if (PAGES[page]) {
     app.view = PAGES[page](app, arg, more);

@@ -1,0 +1,182 @@
+"""Train the expert evaluator by self-play (temporal-difference learning, TD(0)), with numpy.
+
+Run from the repository root::
+
+    python -m server.bot.train --games 30000 --seed 42 --out server/bot/weights/expert.npz
+
+The network (:mod:`server.bot.neural`) plays both sides of ``PARALLEL`` (8) games side by
+side: each step, every game rolls, every distinct result of every roll is evaluated in one
+batch, and each game plays its best result by cubeless equity. After each play, the other
+side's previous afterstate gets as target the new one seen from that side (the outputs
+flipped); at the end of a game the two last afterstates get the result (win, gammon,
+backgammon), and a new game takes the slot. The targets of a step are learnt in one
+update: the sum of the gradients of each output's cross-entropy, so each row moves by
+``alpha * (target - out)`` through the two layers. The learning rate depends only on how
+many games have ended (0.1, then 0.05 from game 5 000, 0.02 from game 20 000), and the run
+stops at the first step where ``--games`` games have ended, so the weights written once
+``k`` games have ended (``--checkpoint-every``) are exactly those of a run with
+``--games k``.
+
+Everything random comes from ``--seed``: the initial weights (numpy's PCG64) and the dice
+(Python's ``random.Random``). The same command on the same numpy gives the same weights.
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+from threadpoolctl import threadpool_limits
+
+from server.bot.neural import (
+    WEIGHTS,
+    Array,
+    Net,
+    afterstates,
+    encode,
+    equity,
+    flip,
+    terminal,
+)
+
+START = (0, 0, 0, 0, 0, 0, 5, 0, 3, 0, 0, 0, 0, 5, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2, 0)
+"""The starting checkers of either side in its own numbering."""
+MAX_TURNS = 2000
+PARALLEL = 8
+"""Games played side by side: their candidates are evaluated in one batch and their
+updates applied together (a few times faster per game than one at a time)."""
+
+
+def learning_rate(games_played: int) -> float:
+    if games_played < 5000:
+        return 0.1
+    if games_played < 20000:
+        return 0.05
+    return 0.02
+
+
+def update(net: Net, x: Array, target: Array, alpha: float) -> None:
+    """One gradient step of the cross-entropy of ``net(x)`` against ``target`` for a batch
+    of rows (the sum of their gradients)."""
+    h = net.hidden(x)
+    out = 1.0 / (1.0 + np.exp(-np.clip(h @ net.w2 + net.b2, -40.0, 40.0)))
+    delta = target - out
+    back = (delta @ net.w2.T) * h * (1.0 - h)
+    net.w2 += alpha * (h.T @ delta)
+    net.b2 += alpha * delta.sum(axis=0)
+    net.w1 += alpha * (x.T @ back)
+    net.b1 += alpha * back.sum(axis=0)
+
+
+@dataclass
+class Slot:
+    """One game in progress: the side to roll, the other, and the inputs of the other side's
+    last afterstate (None before its first play)."""
+
+    mover: list[int] = field(default_factory=lambda: list(START))
+    other: list[int] = field(default_factory=lambda: list(START))
+    previous: Array | None = None
+    turn: int = 0
+
+
+def step(net: Net, slots: list[Slot], dice: random.Random, alpha: float) -> int:
+    """One turn of every game in ``slots`` (all the candidates evaluated in one batch),
+    then one update from every game's new targets; returns how many games ended (their
+    slots start new games)."""
+    blocks_m = []
+    blocks_t = []
+    for slot in slots:
+        d1, d2 = dice.randint(1, 6), dice.randint(1, 6)
+        while slot.turn == 0 and d1 == d2:  # the opening roll is never a double
+            d1, d2 = dice.randint(1, 6), dice.randint(1, 6)
+        m, t = afterstates(slot.mover, slot.other, (d1, d2))
+        blocks_m.append(m)
+        blocks_t.append(t)
+    x = encode(np.concatenate(blocks_m), np.concatenate(blocks_t))
+    out = net.forward(x)
+    values = equity(out)
+    rows: list[Array] = []
+    targets: list[Array] = []
+    ended = 0
+    at = 0
+    for i, slot in enumerate(slots):
+        size = len(blocks_m[i])
+        best = at + int(np.argmax(values[at:at + size]))
+        a, b = blocks_m[i][best - at].tolist(), blocks_t[i][best - at].tolist()
+        at += size
+        final = terminal(a, b)
+        if final is not None:
+            rows.append(x[best])
+            targets.append(final)
+            if slot.previous is not None:
+                rows.append(slot.previous)
+                targets.append(flip(final))
+            slots[i] = Slot()
+            ended += 1
+            continue
+        if slot.previous is not None:
+            rows.append(slot.previous)
+            targets.append(flip(out[best]))
+        slot.previous = x[best]
+        slot.mover, slot.other = b, a
+        slot.turn += 1
+        if slot.turn >= MAX_TURNS:  # never seen; a game that long starts again
+            slots[i] = Slot()
+    if rows:
+        update(net, np.stack(rows), np.stack(targets), alpha)
+    return ended
+
+
+def train(games: int, seed: int, hidden: int, out: Path, checkpoint_every: int,
+          log_every: int = 500, parallel: int = PARALLEL) -> Net:
+    """Self-play until ``games`` games have ended (``parallel`` at a time)."""
+    threadpool_limits(1, user_api="blas")  # small products: threads only fight for cores
+    net = Net.random(hidden, np.random.default_rng(seed))
+    dice = random.Random(seed)
+    slots = [Slot() for _ in range(parallel)]
+    started = time.monotonic()
+    done = 0
+    steps = 0
+    while done < games:
+        before = done
+        done += step(net, slots, dice, learning_rate(done))
+        steps += 1
+        if checkpoint_every and done // checkpoint_every > before // checkpoint_every \
+                and done < games:
+            mark = done // checkpoint_every * checkpoint_every
+            _save(net, out.with_name(f"{out.stem}-{mark}{out.suffix}"), mark, seed, hidden)
+        if log_every and done // log_every > before // log_every:
+            spent = time.monotonic() - started
+            print(f"{done} games, {steps} steps, {spent:.0f} s", file=sys.stderr, flush=True)
+    _save(net, out, games, seed, hidden)
+    return net
+
+
+def _save(net: Net, path: Path, games: int, seed: int, hidden: int) -> None:
+    tmp = path.with_name(path.stem + ".tmp.npz")
+    net.save(tmp, games=games, seed=seed, hidden=hidden)
+    tmp.replace(path)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--games", type=int, required=True, help="self-play games")
+    parser.add_argument("--seed", type=int, default=42)
+    parser.add_argument("--hidden", type=int, default=80, help="hidden units")
+    parser.add_argument("--out", type=Path, default=WEIGHTS)
+    parser.add_argument("--checkpoint-every", type=int, default=0,
+                        help="also write <out>-<games>.npz every so many games")
+    args = parser.parse_args(argv)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    train(args.games, args.seed, args.hidden, args.out, args.checkpoint_every)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
