@@ -40,7 +40,7 @@ window.__t42 = app; // for the browser tests and the curious
 
 const TITLES = { leaders: "title.leaders", player: "title.player", tournaments: "title.tournaments",
   tournament: "title.tournament", calculator: "title.calculator", replay: "title.replay", game: "title.game",
-  watch: "title.game" };
+  watch: "title.game", review: "title.review" };
 const STATUS = { online: "conn.online", connecting: "conn.connecting", reconnecting: "conn.reconnecting",
   closed: "conn.offline", refused: "conn.refused", offline: "conn.offline" };
 

@@ -5,56 +5,26 @@
 // three of each player are highlighted and linked from the summary.
 
 import { api } from "./api.js";
+import { fmtNum, fmtSigned, t } from "./i18n.js";
 import { h } from "./ui.js";
 
-// Every string this view shows, in one place (to be moved into the i18n catalogues).
-export const REVIEW_TEXT = {
-  title: "Game review",
-  loading: "Loading the review…",
-  unavailable: "This review is not available",
-  notFound: "No finished game with this id, or a private game of other players.",
-  judge: "Judged by the computer's expert evaluator (0 ply, cubeless money equity per unit of cube). Errors and luck are in thousandths of a point (mEMG).",
-  player: "Player",
-  side: (s) => `Side ${s}`,
-  moves: "Unforced moves",
-  rate: "Error rate (mEMG per move)",
-  total: "Total error",
-  luck: "Luck",
-  worst: "Worst decisions",
-  none: "none",
-  decisions: "Decisions",
-  number: "#",
-  who: "Player",
-  roll: "Roll",
-  decision: "Decision",
-  lost: "Lost",
-  best: "Best",
-  rollLuck: "Luck",
-  forced: "forced",
-  noMove: "(no move)",
-  kinds: { double: "Double", no_double: "No double", take: "Take", drop: "Drop",
-    play: "Play" },
-  back: "Back to the lobby",
-  replay: "Replay",
-};
-const T = REVIEW_TEXT;
+const KINDS = { double: "review.kind_double", no_double: "review.kind_no_double",
+  take: "review.kind_take", drop: "review.kind_drop", play: "review.kind_play" };
+const kind = (k) => (KINDS[k] ? t(KINDS[k]) : k);
 
-const milli = (x) => Math.round(x * 1000);
-const signedMilli = (x) => {
-  const m = milli(x);
-  return m > 0 ? `+${m}` : String(m);
-};
+const milli = (x) => fmtNum(Math.round(x * 1000));
+const signedMilli = (x) => fmtSigned(Math.round(x * 1000));
 
 export class ReviewView {
   constructor(app, gameId) {
     this.app = app;
     this.gameId = gameId;
-    this.root = h("section", { class: "page review", "aria-label": T.title });
+    this.root = h("section", { class: "page review", "aria-label": t("review.title") });
   }
 
   mount(main) {
     main.replaceChildren(this.root);
-    this.root.replaceChildren(h("h1", {}, T.title), h("p", {}, T.loading));
+    this.root.replaceChildren(h("h1", {}, t("review.title")), h("p", {}, t("review.loading")));
     this.load();
   }
 
@@ -66,8 +36,8 @@ export class ReviewView {
       data = await api(`/api/games/${encodeURIComponent(this.gameId)}/review`,
         { token: this.app.token || undefined });
     } catch (err) {
-      this.root.replaceChildren(h("h1", {}, T.title), h("p", { class: "error", role: "alert" },
-        err.status === 404 ? T.notFound : `${T.unavailable}: ${err.message}`));
+      this.root.replaceChildren(h("h1", {}, t("review.title")), h("p", { class: "error", role: "alert" },
+        err.status === 404 ? t("review.not_found") : t("review.unavailable", { message: err.message })));
       return;
     }
     this.draw(data);
@@ -75,14 +45,14 @@ export class ReviewView {
 
   name(data, side) {
     const names = data.names || [];
-    return names[side] || (data.player_ids || [])[side] || T.side(side);
+    return names[side] || (data.player_ids || [])[side] || t("review.side", { side });
   }
 
   draw(data) {
     const worst = new Set();
     for (const p of data.players) for (const i of p.worst) worst.add(i);
     const summary = h("table", { class: "review-summary" },
-      h("thead", {}, h("tr", {}, ...[T.player, T.moves, T.rate, T.total, T.luck, T.worst]
+      h("thead", {}, h("tr", {}, ...[t("review.player"), t("review.moves"), t("review.rate"), t("review.total"), t("review.luck"), t("review.worst")]
         .map((c) => h("th", { scope: "col" }, c)))),
       h("tbody", {}, ...data.players.map((p) => h("tr", { "data-side": p.side },
         h("th", { scope: "row" }, this.name(data, p.side)),
@@ -92,11 +62,11 @@ export class ReviewView {
         h("td", { class: "num" }, signedMilli(p.luck_total)),
         h("td", {}, ...(p.worst.length ? p.worst.map((i, n) => [n ? ", " : "",
           h("a", { href: `#review-${i}`, onclick: (ev) => this.jump(ev, i) }, `#${i + 1}`)]).flat()
-          : [T.none]))))));
+          : [t("review.none")]))))));
     const rows = data.decisions.map((d) => {
       const play = d.kind === "play";
-      const what = play ? (d.played || T.noMove) : T.kinds[d.kind] || d.kind;
-      const bestText = play ? d.best : (T.kinds[d.best] || d.best);
+      const what = play ? (d.played || t("review.no_move")) : kind(d.kind);
+      const bestText = play ? d.best : kind(d.best);
       return h("tr", {
         id: `review-${d.index}`,
         class: [worst.has(d.index) ? "worst" : "", d.error > 0 ? "error" : ""].join(" ").trim(),
@@ -105,24 +75,24 @@ export class ReviewView {
       h("td", { class: "num" }, String(d.index + 1)),
       h("td", {}, this.name(data, d.side)),
       h("td", {}, play ? `${d.dice[0]}-${d.dice[1]}` : ""),
-      h("td", {}, what, d.forced ? h("span", { class: "forced" }, ` (${T.forced})`) : ""),
+      h("td", {}, what, d.forced ? h("span", { class: "forced" }, " " + t("review.forced")) : ""),
       h("td", { class: "num" }, d.error > 0 ? String(milli(d.error)) : ""),
       h("td", {}, d.error > 0 ? bestText : ""),
       h("td", { class: "num" }, play && d.luck !== undefined ? signedMilli(d.luck) : ""));
     });
     const list = h("table", { class: "review-decisions" },
-      h("caption", {}, T.decisions),
-      h("thead", {}, h("tr", {}, ...[T.number, T.who, T.roll, T.decision, T.lost, T.best,
-        T.rollLuck].map((c) => h("th", { scope: "col" }, c)))),
+      h("caption", {}, t("review.decisions")),
+      h("thead", {}, h("tr", {}, ...[t("review.number"), t("review.player"), t("review.roll"), t("review.decision"), t("review.lost"), t("review.best"),
+        t("review.luck")].map((c) => h("th", { scope: "col" }, c)))),
       h("tbody", {}, ...rows));
     this.root.replaceChildren(
-      h("h1", {}, T.title),
-      h("p", { class: "judge" }, T.judge),
+      h("h1", {}, t("review.title")),
+      h("p", { class: "judge" }, t("review.judge")),
       summary,
       list,
       h("div", { class: "actions" },
-        h("a", { href: `#/replay/${encodeURIComponent(this.gameId)}`, class: "button" }, T.replay),
-        h("a", { href: "#/", class: "button" }, T.back)));
+        h("a", { href: `#/replay/${encodeURIComponent(this.gameId)}`, class: "button" }, t("review.replay")),
+        h("a", { href: "#/", class: "button" }, t("review.back"))));
   }
 
   jump(ev, index) {
