@@ -924,6 +924,25 @@ class RatingStore:
                 else:
                     yield _settlement(raw, False)
 
+    async def holds_settlements(self) -> bool:
+        """Whether a settlement was ever applied under this prefix (either rated ladder's
+        applied-order counter exists): what tells a store from a mistyped prefix."""
+        count = await self.redis.exists(self.keys.seq("table42"), self.keys.seq("fibs"))
+        return int(count) > 0
+
+    async def prefixes_in_use(self, limit: int = 10) -> list[str]:
+        """Up to ``limit`` key prefixes under which this Redis holds a rated store (found by
+        SCAN for the ladders' counters; for messages, not for hot paths)."""
+        found: set[str] = set()
+        for ladder in RATED_LADDERS:
+            tail = KeySpace().seq(ladder)
+            async for key in self.redis.scan_iter(match=f"*{tail}", count=1000):
+                text = key.decode() if isinstance(key, bytes) else key
+                found.add(text[: -len(tail)])
+                if len(found) >= limit:
+                    return sorted(found)
+        return sorted(found)
+
     async def export_log(
         self,
         out: _Writer,
