@@ -16,7 +16,7 @@ where they are needed; on a single node all of this stays in-process.
 Node ops: ``cmd`` (actor, msg, hops?), ``deliver`` (player or conns, frame), ``attach``
 (actor), ``detach`` (player, node), ``unwatch`` (table, node, conn), ``push`` (player, frame),
 ``revoke`` (tokens, reason), ``reattach`` (a peer had taken this node for dead: attach its
-sockets' seated players again); on the broadcast channel ``taken_over`` (table, node, players: a
+sockets' seated players again), ``cancel_table`` (table: its tournament was cancelled); on the broadcast channel ``taken_over`` (table, node, players: a
 node took a table over) and ``released`` (node: a draining node handed its tables over). A
 message that does not fit its op is logged and dropped.
 
@@ -732,6 +732,23 @@ class Lobby:
         while len(owners) > OWNER_CACHE_MAX:
             del owners[next(iter(owners))]
 
+    async def cancel_tournament_table(self, table_id: str) -> bool:
+        """Close a table whose tournament was cancelled, wherever it lives: here at once; on
+        its live owner by a ``cancel_table`` op. True when the table is over for good (closed
+        here, finished, or gone); False while it may still be playing elsewhere (the op was
+        sent, or its dead owner's table is not taken over yet): ask again later."""
+        table = await self._started(table_id)
+        if table is not None:
+            table.cancel_tournament()
+            self.kick_flush()
+            return True
+        lease = await self.persistence.lease(table_id)
+        if lease is None or lease.done:
+            return True
+        if lease.node != self.node_id and self.is_node_live(lease.node):
+            self.bus.send(lease.node, {"op": "cancel_table", "table": table_id})
+        return False
+
     async def _list_tables(self, conn: Connection, msg: ListTables) -> None:
         mode = None if msg.mode is None else str(msg.mode)
         limit = self.settings.list_limit
@@ -1124,6 +1141,10 @@ class Lobby:
                     self.hub.end_token(str(digest), reason)
         elif op == "cmd":
             await self._remote_command(payload)
+        elif op == "cancel_table":
+            table = await self._started(str(payload["table"]))
+            if table is not None:  # not here (any more): the caller asks again later
+                table.cancel_tournament()
         elif op == "reattach":
             await self.reattach()
         elif op == "attach":

@@ -900,6 +900,17 @@ class Table:
         self._apply(self.machine.close(reason, now), now)
         self._closed(release=release)
 
+    def cancel_tournament(self) -> None:
+        """The table's tournament was cancelled: the machine closes the table whatever is in
+        progress (``table_closed``, reason ``tournament_cancelled``) and the seats are freed.
+        A finished or closed table is left as it is."""
+        machine = self.machine
+        if machine.status in (TableStatus.FINISHED, TableStatus.CLOSED):
+            return
+        now = time.time()
+        self._apply(machine.cancel_tournament(now), now)
+        self._closed(release=True)
+
     def _closed(self, *, release: bool) -> None:
         self.shutdown()
         self.lobby.persistence.mark_dirty(self.id, self.snapshot, urgent=True)

@@ -76,6 +76,8 @@ BOT_PREFIX = "bot-"
 CLOCK = "clock"
 GRACE = "grace"
 NEXT_GAME = "next_game"
+#: ``table_closed``'s reason when the table's tournament was cancelled by its runner.
+TOURNAMENT_CANCELLED = "tournament_cancelled"
 
 
 class TableStatus(StrEnum):
@@ -795,6 +797,22 @@ class TableMachine:
     def close(self, reason: str, now: float) -> Step:
         """Close a table that has no game in progress (its only player left or vanished)."""
         self._close(reason, now)
+        return self._step()
+
+    def cancel_tournament(self, now: float) -> Step:
+        """The table's tournament was cancelled by its runner: close the table whatever is in
+        progress (a game in play ends with no result and nothing to settle; tournament games
+        are never rated). ``table_closed`` with reason ``tournament_cancelled``. A finished
+        or closed table is left as it is (nothing emitted); a table of no tournament raises
+        ValueError."""
+        if self.tournament_id is None:
+            raise ValueError(f"table {self.id} belongs to no tournament")
+        if self.status in (TableStatus.FINISHED, TableStatus.CLOSED):
+            return EMPTY
+        if self.next_game is not None:
+            self._disarm.append(self.next_game)
+            self.next_game = None
+        self._close(TOURNAMENT_CANCELLED, now)
         return self._step()
 
     def _close(self, reason: str, now: float) -> None:
