@@ -500,16 +500,19 @@ class TableMachine:
     def is_full(self) -> bool:
         return all(s is not None for s in self.seats)
 
-    def start(self, now: float) -> Step:
-        """Both seats are filled: decide how the game is rated and start the first game."""
+    def rated_players(self) -> tuple[RatedPlayer, RatedPlayer]:
+        """The two seated players as the rating decision sees them (both seats taken)."""
         s0, s1 = self.seats
         assert s0 is not None and s1 is not None
-        self.plan = plan_rating(
-            self.mode,
-            self.match_length,
-            (RatedPlayer(s0.player, s0.is_guest, s0.address, s0.is_bot),
-             RatedPlayer(s1.player, s1.is_guest, s1.address, s1.is_bot)),
-        )
+        return (RatedPlayer(s0.player, s0.is_guest, s0.address, s0.is_bot),
+                RatedPlayer(s1.player, s1.is_guest, s1.address, s1.is_bot))
+
+    def start(self, now: float, *, pair_limited: bool = False) -> Step:
+        """Both seats are filled: decide how the game is rated and start the first game.
+        ``pair_limited``: the shell's pair-limit count refused this game (or match) a rating
+        (``unrated_reason: "pair_limit"``)."""
+        self.plan = plan_rating(self.mode, self.match_length, self.rated_players(),
+                                pair_limited=pair_limited)
         self._plan_state = None
         self.status = TableStatus.PLAYING
         self._dice = self._dice_factory()

@@ -14,6 +14,7 @@ from server.lobby.routing import Lobby
 from server.protocol.errors import ErrorCode, ProtocolError
 from server.protocol.messages import TableMode
 from server.store.persistence import Persistence
+from server.tables.ratings import RatingPlan
 from server.tournaments.bracket import Entrant, seeding
 from server.tournaments.events import (
     cancelled_events,
@@ -59,7 +60,7 @@ class Tournaments:
         the table joins the tournament's tables. Raises ProtocolError (``already_seated``)."""
         length = int(t["format"].get("length", 0))
 
-        async def announced(table: str) -> None:
+        async def announced(table: str, _plan: RatingPlan) -> None:
             await self.store.add_table(t["id"], table)
             if announce is not None:
                 await announce(table)

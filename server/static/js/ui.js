@@ -39,6 +39,7 @@ export const UNRATED = {
   guest_player: "a guest plays, and guests are never rated",
   same_address: "both players connect from one network address",
   boosted_mode: "a Boosted game earns Boosted points, not Elo",
+  pair_limit: "you two reached the limit of rated games against each other for now",
 };
 
 export const REASONS = {
