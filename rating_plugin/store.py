@@ -947,6 +947,41 @@ class RatingStore:
                 else:
                     yield _settlement(raw, False)
 
+    async def settled_since(
+        self, ladder: Ladder | str, since: float, *, batch: int = 1000
+    ) -> AsyncIterator[Settlement]:
+        """The settlements of a rated ladder that finished at or after ``since`` (Unix
+        seconds), newest applied first, read from the tail of the applied-order log in
+        batches of ``batch`` (1..10,000): the cost is that of the recent games, not of the
+        whole history. Stops after a batch where every record finished more than
+        ``late_grace`` before ``since`` (no settlement is applied later than that after its
+        game). Podium awards are left out."""
+        rated = _ladder(ladder, RATED_LADDERS)
+        batch = _check_int(batch, "batch", 1, 10_000)
+        since = _check_time(since, "since")
+        log_key = self.keys.log(rated)
+        end = int(await cast("Awaitable[int]", self.redis.llen(log_key)))
+        while end > 0:
+            start = max(0, end - batch)
+            record_keys = await cast(
+                "Awaitable[list[bytes | str]]", self.redis.lrange(log_key, start, end - 1)
+            )
+            records = await cast(
+                "Awaitable[list[bytes | str | None]]", self.redis.mget(record_keys)
+            )
+            recent = False
+            for raw in reversed(records):
+                if raw is None or _fields(raw)[0] == "podium/1":
+                    continue
+                settlement = _settlement(raw, False)
+                if settlement.finished_at >= since - self.late_grace:
+                    recent = True
+                if settlement.finished_at >= since:
+                    yield settlement
+            if not recent:
+                return
+            end = start
+
     async def reserve_pair_game(
         self, game_id: str, a: str, b: str, *, at: float, limit: int, window: float
     ) -> PairReservation:

@@ -473,6 +473,8 @@ class Lobby:
         try:
             if sockets_here == 1:
                 await self.persistence.presence_join(player, self.node_id, conn.address)
+            else:
+                await self.persistence.seen_from(player, conn.address)
             seat = await self.persistence.seat_of(player)
             if seat is not None:
                 await self._send_attach(self.actor_of(conn), seat)
