@@ -33,10 +33,10 @@ async def _evalsha_stats(client: aioredis.Redis) -> tuple[int, float]:
     return int(entry["calls"]), float(entry["usec"])
 
 
-async def _phase(store: RatingStore, calls: int, tasks: int, pairs: int,
-                 tag: str) -> tuple[float, float]:
+async def _phase(client: aioredis.Redis, store: RatingStore, calls: int, tasks: int,
+                 pairs: int, tag: str) -> tuple[float, float]:
     """(calls per second, Redis usec per call)."""
-    before = await _evalsha_stats(store.redis)
+    before = await _evalsha_stats(client)
     per_task = calls // tasks
 
     async def worker(w: int) -> None:
@@ -48,7 +48,7 @@ async def _phase(store: RatingStore, calls: int, tasks: int, pairs: int,
     started = time.perf_counter()
     await asyncio.gather(*(worker(w) for w in range(tasks)))
     elapsed = time.perf_counter() - started
-    after = await _evalsha_stats(store.redis)
+    after = await _evalsha_stats(client)
     done = per_task * tasks
     return done / elapsed, (after[1] - before[1]) / max(1, after[0] - before[0])
 
@@ -60,7 +60,7 @@ async def main(url: str, calls: int, pairs: int, repeat: int) -> None:
     try:
         await store.load_scripts()
         for tasks in (1, 50):
-            runs = [await _phase(store, calls, tasks, pairs, f"r{r}t{tasks}")
+            runs = [await _phase(client, store, calls, tasks, pairs, f"r{r}t{tasks}")
                     for r in range(repeat)]
             rate, usec = max(runs)
             print(f"reserve_pair_game, {tasks:>2} task(s): {rate:,.0f} calls/s, "
