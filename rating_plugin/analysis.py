@@ -127,13 +127,18 @@ def _format(path: str, given: str | None) -> Literal["jsonl", "csv"]:
 
 
 @contextlib.contextmanager
-def _open_log(path: str) -> Iterator[tuple[IO[str], str]]:
-    """The log file (or stdin for ``-``) and the name its errors give."""
+def _open_log(path: str) -> Iterator[tuple[Iterator[str], str]]:
+    """The log's lines as text (stdin for ``-``) and the name its errors give. Read as bytes
+    and decoded line by line, so bytes that are not UTF-8 are named by line, and read at
+    most a line's worth at a time, so a huge line is refused without being held whole."""
+    chunk = 4 * gamelog.MAX_LINE_LENGTH + 2
     if path == "-":
-        yield sys.stdin, "<stdin>"
+        stdin = sys.stdin.buffer
+        yield gamelog.decode_lines(iter(lambda: stdin.readline(chunk), b""), "<stdin>"), \
+            "<stdin>"
         return
-    with open(path, encoding="utf-8", newline="") as handle:
-        yield handle, path
+    with open(path, "rb") as handle:
+        yield gamelog.decode_lines(iter(lambda: handle.readline(chunk), b""), path), path
 
 
 def _file_records(path: str, fmt: str | None) -> Iterator[LogRecord]:
@@ -146,7 +151,27 @@ def _store(url: str, prefix: str) -> RatingStore:
 
     from rating_plugin.store import RatingStore
 
-    return RatingStore(aioredis.Redis.from_url(url), prefix=prefix)
+    try:
+        client = aioredis.Redis.from_url(url)
+    except ValueError as error:  # not a redis://, rediss:// or unix:// URL
+        raise CommandError(f"--redis-url: {error}") from None
+    return RatingStore(client, prefix=prefix)
+
+
+async def _check_store(store: RatingStore, url: str) -> None:
+    """Refuse a prefix under which no settlement was ever applied: a mistyped ``--prefix``
+    would otherwise read as an empty store (and an empty export "prove" nothing)."""
+    if await store.holds_settlements():
+        return
+    found = await store.prefixes_in_use()
+    hint = (
+        "stores found under " + ", ".join(repr(prefix) for prefix in found)
+        if found else "no rated store found under any prefix"
+    )
+    raise CommandError(
+        f"no rated store under prefix {store.keys.prefix!r} at {url} (no settled game on "
+        f"either ladder); {hint}"
+    )
 
 
 async def _redis_records(
@@ -176,6 +201,7 @@ def _each_record(args: argparse.Namespace, ladders: tuple[str, ...],
     async def from_redis() -> None:
         store = _store(args.redis_url, args.prefix)
         try:
+            await _check_store(store, args.redis_url)
             with _progress(args, None, "reading") as bar:
                 async for record in _redis_records(store, ladders):
                     take(record)
@@ -205,6 +231,7 @@ def _export(args: argparse.Namespace) -> int:
     async def work() -> int:
         store = _store(args.redis_url, args.prefix)
         try:
+            await _check_store(store, args.redis_url)
             with _output(args.out) as out:
                 return int(await store.export_log(out, ladders=ladders, fmt=fmt,
                                                   batch=args.batch))
@@ -425,6 +452,10 @@ def _replay(args: argparse.Namespace) -> int:
     else:
         print("\n".join(_replay_lines(args, counts, baseline_rules, what_if_rules, result,
                                       mismatches[0], problems)))
+    if args.check and not sum(counts.values()):
+        raise CommandError(
+            "replay --check: the log holds no records, so nothing was checked", status=1
+        )
     if args.check and mismatches[0]:
         raise CommandError(
             f"replay --check: {mismatches[0]} record(s) not reproduced; first: {problems[0]}",
@@ -454,7 +485,8 @@ def _replay_lines(args: argparse.Namespace, counts: dict[str, int], baseline: An
         lines.append(f"  FIBS scale {baseline.fibs_scale:g} -> {what_if.fibs_scale:g}")
     if args.check:
         lines.append(
-            "  check: every logged number reproduced" if not mismatches
+            "  check: NOTHING checked (no records)" if not total
+            else "  check: every logged number reproduced" if not mismatches
             else f"  check: {mismatches} record(s) NOT reproduced, first: {problems[0]}"
         )
     b, w = result.baseline, result.what_if

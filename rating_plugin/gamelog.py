@@ -22,14 +22,16 @@ The result is in the names: the ``winner`` won. A podium: ``seq``, ``tournament_
 ``awarded_at`` and ``places``: ``[{"player", "prize", "before", "after"}, ...]`` best first.
 
 A bad line raises :class:`LogFormatError`, whose message starts with the source and line
-number (``"games.jsonl:12: winner_before: must be a number, got 'abc'"``).
+number (``"games.jsonl:12: winner_before: must be a number, got 'abc'"``): bytes that are not
+UTF-8 (:func:`decode_lines`), a line longer than :data:`MAX_LINE_LENGTH`, JSON that does not
+parse or nests deeper than Python's parser goes, and any number whose magnitude exceeds
+:data:`MAX_MAGNITUDE` (2^53: every such integer is exact as a float) are all named that way.
 """
 
 from __future__ import annotations
 
 import csv
 import json
-import math
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any, Final, Literal, NoReturn, cast
@@ -39,6 +41,7 @@ from rating_plugin.errors import RatingError
 __all__ = [
     "CSV_COLUMNS",
     "MAX_LINE_LENGTH",
+    "MAX_MAGNITUDE",
     "GameRecord",
     "LogFormatError",
     "LogRecord",
@@ -46,6 +49,7 @@ __all__ = [
     "PodiumRecord",
     "csv_header",
     "csv_row",
+    "decode_lines",
     "json_line",
     "read_csv",
     "read_jsonl",
@@ -55,6 +59,9 @@ __all__ = [
 
 #: A longer line is refused (a record is a few hundred characters; ids are at most 128).
 MAX_LINE_LENGTH: Final = 16_384
+#: A number of larger magnitude is refused: every integer up to it is exact as a float, and
+#: no rating, time (Unix seconds) or count comes near it.
+MAX_MAGNITUDE: Final = 2**53
 LADDERS: Final = ("table42", "fibs")
 
 Kind = Literal["table42", "fibs"]
@@ -233,6 +240,14 @@ def _describe(value: object) -> str:
     return text if len(text) <= 40 else text[:37] + "..."
 
 
+def _describe_number(value: float) -> str:
+    """A number for a message; an integer too long to print (Python refuses to write more
+    than 4300 digits) by its length."""
+    if type(value) is int and abs(value) > 10**30:
+        return f"an integer of about {int(value.bit_length() * 0.30103) + 1} digits"
+    return _describe(value)
+
+
 def _text(data: dict[str, Any], name: str) -> str:
     value = data.get(name)
     if type(value) is not str or not value:
@@ -247,9 +262,10 @@ def _text(data: dict[str, Any], name: str) -> str:
 def _opt_number(data: dict[str, Any], name: str) -> float | None:
     value = data.get(name)
     if type(value) is int or type(value) is float:
-        if math.isfinite(value):
+        if -MAX_MAGNITUDE <= value <= MAX_MAGNITUDE:  # false for nan, too
             return value
-        raise _Bad(f"{name}: must be a finite number, got {_describe(value)}")
+        raise _Bad(f"{name}: must be a finite number of magnitude at most 2^53, got "
+                   f"{_describe_number(value)}")
     if value is None:
         return None
     raise _Bad(f"{name}: must be a number, got {_describe(value)}")
@@ -268,7 +284,9 @@ def _opt_whole(data: dict[str, Any], name: str, low: int) -> int | None:
         value = int(value)
     if type(value) is int:
         if value < low:
-            raise _Bad(f"{name}: must be at least {low}, got {value}")
+            raise _Bad(f"{name}: must be at least {low}, got {_describe_number(value)}")
+        if value > MAX_MAGNITUDE:
+            raise _Bad(f"{name}: must be at most 2^53, got {_describe_number(value)}")
         return value
     if value is None:
         return None
@@ -309,8 +327,10 @@ def _game(data: dict[str, Any], kind: Kind) -> GameRecord:
         value = data.get(name)
         # The common cases inline (this runs for every game of a replay); the rest explained.
         if value is None or (
-            type(value) is int and (value >= 0 or field_kind == "num")
-        ) or (type(value) is float and field_kind == "num" and math.isfinite(value)):
+            type(value) is int and (0 <= value <= MAX_MAGNITUDE or (
+                field_kind == "num" and -MAX_MAGNITUDE <= value < 0))
+        ) or (type(value) is float and field_kind == "num"
+              and -MAX_MAGNITUDE <= value <= MAX_MAGNITUDE):
             optional[name] = value
         elif field_kind == "int":
             optional[name] = _opt_whole(data, name, 0)
@@ -378,6 +398,19 @@ def _parse(data: object) -> LogRecord:
     raise _Bad(f"kind: must be table42, fibs or podium, got {_describe(kind)}")
 
 
+def _json(text: str, what: str = "not valid JSON") -> object:
+    """``text`` parsed as JSON; :class:`_Bad` when it is not (including an integer longer
+    than Python converts and nesting deeper than its parser recurses)."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as error:
+        raise _Bad(f"{what}: {error.msg} (column {error.colno})") from None
+    except ValueError:  # an integer of more than 4300 digits
+        raise _Bad(f"{what}: a number too long to read") from None
+    except RecursionError:
+        raise _Bad(f"{what}: nested too deeply") from None
+
+
 class _Order:
     """Checks that each ladder's ``seq`` goes up: replay needs the applied order."""
 
@@ -412,10 +445,7 @@ def read_jsonl(lines: Iterable[str], source: str = "<log>") -> Iterator[LogRecor
         try:
             if len(line) > MAX_LINE_LENGTH:
                 raise _Bad(f"line longer than {MAX_LINE_LENGTH} characters")
-            try:
-                data = json.loads(line)
-            except json.JSONDecodeError as error:
-                raise _Bad(f"not valid JSON: {error.msg} (column {error.colno})") from None
+            data = _json(line)
             record = _parse(data)
             order.check(record)
         except _Bad as error:
@@ -428,14 +458,11 @@ def _cell(name: str, text: str) -> object:
         return None
     if name in _TEXT_COLUMNS:
         if name == "places":
-            try:
-                return json.loads(text)
-            except json.JSONDecodeError as error:
-                raise _Bad(f"places: not valid JSON: {error.msg}") from None
+            return _json(text, "places: not valid JSON")
         return text
     try:
         return int(text) if name in _INT_COLUMNS else float(text)
-    except ValueError:
+    except ValueError:  # not a number, or an integer of more than 4300 digits
         kind = "a whole number" if name in _INT_COLUMNS else "a number"
         raise _Bad(f"{name}: must be {kind}, got {_describe(text)}") from None
 
@@ -482,7 +509,8 @@ GameResult = tuple[str, str, float, float, int, int | None, int | None]
 
 
 def _is_number(value: object) -> bool:
-    return (type(value) is int or type(value) is float) and math.isfinite(value)
+    return (type(value) is int or type(value) is float) and \
+        -MAX_MAGNITUDE <= value <= MAX_MAGNITUDE  # false for nan and inf
 
 
 def scan_results(
@@ -500,10 +528,7 @@ def scan_results(
         try:
             if len(line) > MAX_LINE_LENGTH:
                 raise _Bad(f"line longer than {MAX_LINE_LENGTH} characters")
-            try:
-                data = json.loads(line)
-            except json.JSONDecodeError as error:
-                raise _Bad(f"not valid JSON: {error.msg} (column {error.colno})") from None
+            data = _json(line)
             if type(data) is dict and data.get("kind") == ladder:
                 seq = data.get("seq")
                 winner, loser = data.get("winner"), data.get("loser")
@@ -533,6 +558,25 @@ def scan_results(
         if isinstance(record, GameRecord) and record.ladder == ladder:
             yield (record.winner, record.loser, record.winner_before, record.loser_before,
                    record.match_length or 1, record.winner_experience, record.loser_experience)
+
+
+def decode_lines(raw: Iterable[bytes], source: str = "<log>") -> Iterator[str]:
+    """Lines of bytes (each with its line end, as a binary file yields them) as text.
+    Raises :class:`LogFormatError` naming ``source`` and the line at the first line that is
+    not UTF-8, or longer than :data:`MAX_LINE_LENGTH` characters could be (give it chunks
+    of at most ``4 * MAX_LINE_LENGTH + 2`` bytes, so one huge line is never held whole)."""
+    limit = 4 * MAX_LINE_LENGTH
+    for number, chunk in enumerate(raw, 1):
+        if len(chunk) > limit and not chunk.endswith(b"\n"):
+            raise LogFormatError(source, number, f"line longer than {MAX_LINE_LENGTH} characters")
+        try:
+            yield chunk.decode("utf-8")
+        except UnicodeDecodeError as error:
+            raise LogFormatError(
+                source, number,
+                f"not UTF-8 text: byte 0x{chunk[error.start]:02x} at byte {error.start + 1} "
+                "of the line",
+            ) from None
 
 
 def read_lines(

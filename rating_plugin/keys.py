@@ -24,6 +24,8 @@ Layout (``P`` is the prefix, ``L`` a rated ladder: ``table42`` or ``fibs``)::
     P{rated}:L:history:<player>      list    keys of the player's records, newest first, bounded
     P{rated}:L:board                 zset    leaderboard: member player, score rating
     P{rated}:table42:window:<player> zset    Competitive games: member game id, score finish ms
+    P{rated}:pair:<n>:<a>:<b>        zset    a pair's rated games (a < b, n = len(a)): member
+                                             game id, score start ms (the pair limit)
     P{boosted}:game:<game_id>        string  Boosted record
     P{boosted}:board                 zset    Boosted leaderboard: member player, score points
 
@@ -111,6 +113,12 @@ class KeySpace:
     def window(self, player: str) -> str:
         """A player's 7-day window of Competitive (Table42) games."""
         return f"{self.rated}table42:window:{player}"
+
+    def pair(self, a: str, b: str) -> str:
+        """The rated games of the pair ``a``, ``b`` (either order) in the pair-limit window.
+        The first id's length keeps any two pairs apart whatever the ids contain."""
+        first, second = sorted((a, b))
+        return f"{self.rated}pair:{len(first)}:{first}:{second}"
 
     def boosted_game(self, game_id: str) -> str:
         """The record of a Boosted game."""

@@ -59,6 +59,7 @@ __all__ = [
     "LeaderboardEntry",
     "LeaderboardPage",
     "LeaderboardPlace",
+    "PairReservation",
     "PlayerChange",
     "PlayerProfile",
     "PlayerRating",
@@ -118,6 +119,7 @@ _BOARD_PAGE: Final = _lua("board_page.lua")
 _BOARD_RANK: Final = _lua("board_rank.lua")
 _BOARD_VIEW: Final = _lua("board_view.lua")
 _RATED_PROFILE: Final = _lua("rated_profile.lua")
+_PAIR_RESERVE: Final = _lua("pair_reserve.lua")
 
 # Values a script needs that depend on no stored state: computed here once.
 _K_NORMAL: Final = table42.k_factor(0)
@@ -322,6 +324,17 @@ class Queued(Generic[T]):
 
 
 @dataclass(frozen=True, slots=True)
+class PairReservation:
+    """The pair limit's answer for a game: ``rated`` (counted) or not (the pair played
+    ``limit`` rated games in the window already); ``games`` is the pair's count in the window
+    (this game included when rated)."""
+
+    rated: bool
+    games: int
+    limit: int
+
+
+@dataclass(frozen=True, slots=True)
 class HistoryEntry:
     """One rating change in a player's history, for a rating graph.
 
@@ -404,6 +417,14 @@ def _ladder(value: object, allowed: tuple[Ladder, ...]) -> Ladder:
     if ladder is None or ladder not in allowed:
         raise UnknownLadderError(value, tuple(str(name) for name in allowed))
     return ladder
+
+
+def _check_window(value: object) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) \
+            or not 1 <= value <= 366 * 86400:
+        raise InvalidInputError("window", f"must be 1 to {366 * 86400} seconds, got "
+                                f"{_describe(value)}")
+    return float(value)
 
 
 def _ms(seconds: float) -> int:
@@ -615,6 +636,7 @@ class RatingStore:
         self._board_rank = client.register_script(_BOARD_RANK)
         self._board_view = client.register_script(_BOARD_VIEW)
         self._rated_profile = client.register_script(_RATED_PROFILE)
+        self._pair_reserve = client.register_script(_PAIR_RESERVE)
         self._scripts = (
             self._settle_table42,
             self._settle_fibs,
@@ -624,6 +646,7 @@ class RatingStore:
             self._board_rank,
             self._board_view,
             self._rated_profile,
+            self._pair_reserve,
         )
 
     async def load_scripts(self) -> None:
@@ -923,6 +946,87 @@ class RatingStore:
                     yield _podium(raw, False)
                 else:
                     yield _settlement(raw, False)
+
+    async def settled_since(
+        self, ladder: Ladder | str, since: float, *, batch: int = 1000
+    ) -> AsyncIterator[Settlement]:
+        """The settlements of a rated ladder that finished at or after ``since`` (Unix
+        seconds), newest applied first, read from the tail of the applied-order log in
+        batches of ``batch`` (1..10,000): the cost is that of the recent games, not of the
+        whole history. Stops after a batch where every record finished more than
+        ``late_grace`` before ``since`` (no settlement is applied later than that after its
+        game). Podium awards are left out."""
+        rated = _ladder(ladder, RATED_LADDERS)
+        batch = _check_int(batch, "batch", 1, 10_000)
+        since = _check_time(since, "since")
+        log_key = self.keys.log(rated)
+        end = int(await cast("Awaitable[int]", self.redis.llen(log_key)))
+        while end > 0:
+            start = max(0, end - batch)
+            record_keys = await cast(
+                "Awaitable[list[bytes | str]]", self.redis.lrange(log_key, start, end - 1)
+            )
+            records = await cast(
+                "Awaitable[list[bytes | str | None]]", self.redis.mget(record_keys)
+            )
+            recent = False
+            for raw in reversed(records):
+                if raw is None or _fields(raw)[0] == "podium/1":
+                    continue
+                settlement = _settlement(raw, False)
+                if settlement.finished_at >= since - self.late_grace:
+                    recent = True
+                if settlement.finished_at >= since:
+                    yield settlement
+            if not recent:
+                return
+            end = start
+
+    async def reserve_pair_game(
+        self, game_id: str, a: str, b: str, *, at: float, limit: int, window: float
+    ) -> PairReservation:
+        """Count the rated game ``game_id`` of the pair ``a``, ``b`` starting at ``at`` (Unix
+        seconds), unless the pair already has ``limit`` rated games that started within
+        ``window`` seconds before: then the game is not rated. One script on the pair's key
+        (``pair_reserve.lua``, the ``{rated}`` slot), idempotent by ``game_id``: asking
+        again for a game already counted answers rated and counts nothing."""
+        game_id = _check_id(game_id, "game_id", MAX_GAME_ID_LENGTH)
+        a, b = _check_player(a, "a"), _check_player(b, "b")
+        if a == b:
+            raise SamePlayerError("b", a)
+        limit = _check_int(limit, "limit", 1, 1_000_000)
+        window = _check_window(window)
+        rated, count = await self._pair_reserve(
+            keys=[self.keys.pair(a, b)],
+            args=[game_id, _ms(_check_time(at, "at")), _ms(window), limit],
+        )
+        return PairReservation(bool(int(rated)), int(count), limit)
+
+    async def pair_games(self, a: str, b: str, *, at: float, window: float) -> int:
+        """How many rated games the pair ``a``, ``b`` started within ``window`` seconds before
+        ``at`` (what :meth:`reserve_pair_game` would count; read only)."""
+        a, b = _check_player(a, "a"), _check_player(b, "b")
+        since = _ms(_check_time(at, "at")) - _ms(_check_window(window))
+        return int(await self.redis.zcount(self.keys.pair(a, b), f"({since}", "+inf"))
+
+    async def holds_settlements(self) -> bool:
+        """Whether a settlement was ever applied under this prefix (either rated ladder's
+        applied-order counter exists): what tells a store from a mistyped prefix."""
+        count = await self.redis.exists(self.keys.seq("table42"), self.keys.seq("fibs"))
+        return int(count) > 0
+
+    async def prefixes_in_use(self, limit: int = 10) -> list[str]:
+        """Up to ``limit`` key prefixes under which this Redis holds a rated store (found by
+        SCAN for the ladders' counters; for messages, not for hot paths)."""
+        found: set[str] = set()
+        for ladder in RATED_LADDERS:
+            tail = KeySpace().seq(ladder)
+            async for key in self.redis.scan_iter(match=f"*{tail}", count=1000):
+                text = key.decode() if isinstance(key, bytes) else key
+                found.add(text[: -len(tail)])
+                if len(found) >= limit:
+                    return sorted(found)
+        return sorted(found)
 
     async def export_log(
         self,

@@ -1,13 +1,19 @@
-"""Operator commands: ``python -m server.admin revoke PLAYER`` ends every token of an account
-(its sockets close with 4001 on every node within a second); ``mute PLAYER [--minutes N]`` and
-``unmute PLAYER`` stop and allow a player's table chat (``chat_muted``, on every node at once);
-``reports [--limit N]`` prints the reported chat messages, one JSON object a line, oldest first;
-``unlock PLAYER`` forgets the account's failed logins, so no address waits for it any more (the
-addresses it logged in from stay known; docs/operations.md, "The login throttle").
+"""Operator commands (``python -m server.admin ...``):
+
+- ``revoke PLAYER`` ends every token of an account (its sockets close with 4001 on every node
+  within a second);
+- ``mute PLAYER [--minutes N]`` and ``unmute PLAYER`` stop and allow a player's table chat
+  (``chat_muted``, on every node at once); ``reports [--limit N]`` prints the reported chat
+  messages, one JSON object a line, oldest first;
+- ``unlock PLAYER`` forgets the account's failed logins, so no address waits for it any more
+  (the addresses it logged in from stay known; docs/operations.md, "The login throttle");
+- ``suspicious`` lists signs of rating farming: pairs of accounts with many rated games in a
+  window where one side won nearly all, and accounts seen from the same network address
+  (:mod:`server.suspicious`); a readable table, or ``--json``.
 
 Finds Redis as the server does: ``--redis-url``/``REDIS_URL``, else the embedded store of the
 data folder (``--data-dir``/``TABLE42_DATA_DIR``, the server's default folder otherwise);
-``--key-prefix``/``TABLE42_KEY_PREFIX``.
+``--key-prefix``/``TABLE42_KEY_PREFIX``. Bad usage exits 2, a Redis error 1.
 """
 
 from __future__ import annotations
@@ -21,12 +27,25 @@ import time
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, TypeVar
 
+from redis.exceptions import RedisError
+
+from rating_plugin.store import RatingStore
 from server.config import Settings
 from server.embedded_redis import EmbeddedRedisError, command_store
-from server.store.accounts import Accounts
+from server.store.accounts import BOT_PREFIX, GUEST_PREFIX, Accounts
 from server.store.games import GameRecords
 from server.store.keys import Keys
 from server.store.redis_client import redis_client
+from server.suspicious import (
+    Game,
+    format_report,
+    lopsided_pairs,
+    report_dict,
+    settings_dict,
+    shared_addresses,
+)
+
+PROG = "python -m server.admin"
 
 
 async def _revoke(url: str, prefix: str, player: str) -> int:
@@ -59,8 +78,74 @@ async def _with_records(url: str, prefix: str, act: Callable[[GameRecords], Awai
         await redis.aclose()
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m server.admin")
+def _text(raw: Any) -> str:
+    return raw.decode() if isinstance(raw, bytes) else str(raw)
+
+
+async def _suspicious(args: argparse.Namespace, url: str) -> str:
+    redis = redis_client(url)
+    try:
+        now = time.time()
+        ratings = RatingStore(redis, args.key_prefix)
+        games = [
+            Game(s.winner.player, s.loser.player, str(s.ladder), s.finished_at)
+            for ladder in ("table42", "fibs")
+            async for s in ratings.settled_since(ladder, now - args.days * 86400)
+        ]
+        pairs = lopsided_pairs(games, min_games=args.min_games, min_share=args.min_share)
+        keys = Keys(args.key_prefix)
+        since_ms = (now - args.address_days * 86400) * 1000
+        seen: dict[str, dict[str, float]] = {}
+        async for raw in redis.scan_iter(match=keys.addresses_pattern, count=1000):
+            key = _text(raw)
+            player = key[key.index("{p:") + 3:key.rindex("}")]
+            if player.startswith((GUEST_PREFIX, BOT_PREFIX)):
+                continue  # guests and bots are never rated
+            entries = await redis.zrangebyscore(key, since_ms, "+inf", withscores=True)
+            if entries:
+                seen[player] = {_text(address): at / 1000 for address, at in entries}
+        groups = shared_addresses(seen, since=now - args.address_days * 86400)
+    finally:
+        await redis.aclose()
+    settings = settings_dict(days=args.days, min_games=args.min_games,
+                             min_share=args.min_share, address_days=args.address_days)
+    if args.json:
+        return json.dumps(report_dict(pairs, groups, settings), indent=2)
+    return format_report(pairs, groups, settings)
+
+
+def _positive(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r:.40}") from None
+    if not 0 < value <= 366:
+        raise argparse.ArgumentTypeError(f"must be more than 0 and at most 366, got {text}")
+    return value
+
+
+def _count(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r:.40}") from None
+    if not 1 <= value <= 1_000_000:
+        raise argparse.ArgumentTypeError(f"must be 1..1000000, got {value}")
+    return value
+
+
+def _share(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r:.40}") from None
+    if not 0.5 <= value <= 1:
+        raise argparse.ArgumentTypeError(f"must be between 0.5 and 1, got {text}")
+    return value
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog=PROG, description="Operator commands.")
     parser.add_argument("--redis-url", default=os.environ.get("REDIS_URL"))
     parser.add_argument("--data-dir", default=os.environ.get("TABLE42_DATA_DIR"),
                         help="the embedded store's folder when no Redis URL is given")
@@ -77,13 +162,34 @@ def main(argv: Sequence[str] | None = None) -> int:
     reports.add_argument("--limit", type=int, default=100)
     unlock = commands.add_parser("unlock", help="forget an account's failed logins")
     unlock.add_argument("player")
-    args = parser.parse_args(argv)
+    suspicious = commands.add_parser(
+        "suspicious", help="signs of rating farming: lopsided pairs, shared addresses",
+        description="List pairs of accounts with many rated games in the last DAYS days where "
+        "one side won nearly all, and accounts seen from the same network address (an IPv6 "
+        "/64) in the last ADDRESS_DAYS days.")
+    suspicious.add_argument("--days", type=_positive, default=7.0, metavar="DAYS",
+                            help="window of settled games, days (default 7)")
+    suspicious.add_argument("--min-games", type=_count, default=10, metavar="N",
+                            help="rated games a pair played in the window (default 10)")
+    suspicious.add_argument("--min-share", type=_share, default=0.9, metavar="F",
+                            help="share of them one side won, 0.5..1 (default 0.9)")
+    suspicious.add_argument("--address-days", type=_positive, default=30.0, metavar="DAYS",
+                            help="window of addresses seen, days (default 30; kept 90)")
+    suspicious.add_argument("--json", action="store_true", help="print JSON instead")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
     try:
         with command_store(args.redis_url, args.data_dir, os.environ) as url:
             return _run(args, url, args.key_prefix)
     except EmbeddedRedisError as exc:
-        print(f"python -m server.admin: {exc}", file=sys.stderr)
+        print(f"{PROG}: {exc}", file=sys.stderr)
         return 2
+    except (RedisError, OSError) as exc:
+        print(f"{PROG}: Redis: {exc}", file=sys.stderr)
+        return 1
 
 
 def _run(args: argparse.Namespace, url: str, prefix: str) -> int:
@@ -104,6 +210,9 @@ def _run(args: argparse.Namespace, url: str, prefix: str) -> int:
         had = asyncio.run(_unlock(url, prefix, args.player))
         print(f"{args.player}: failed logins forgotten" if had
               else f"{args.player}: no failed logins to forget")
+        return 0
+    if args.command == "suspicious":
+        print(asyncio.run(_suspicious(args, url)))
         return 0
     ended = asyncio.run(_revoke(url, prefix, args.player))
     print(f"{ended} token(s) of {args.player} ended")

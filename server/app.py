@@ -132,7 +132,8 @@ async def _services(app: web.Application) -> AsyncIterator[None]:
     account_routes.add_to(app)
     app[ACCOUNT_ROUTES] = account_routes
     app.router.add_get("/api/matchmaking", matchmaker.overview)
-    PublicRoutes(ratings, accounts).add_to(app)
+    PublicRoutes(ratings, accounts, pair_limit=settings.pair_limit,
+                 pair_window=settings.pair_window).add_to(app)
     GameRoutes(lobby.records, accounts).add_to(app)
     ReviewRoute(lobby.records, accounts).add_to(app)
     tournament_keys = TournamentKeys(settings.key_prefix)

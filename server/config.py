@@ -88,6 +88,11 @@ class Settings:
     takeover_allowance: float = 10.0
     # Presence events (player_disconnected / player_reconnected) one seat may add per game.
     presence_events: int = 4
+    # Rating farming: two accounts may play this many rated games (a match counts once)
+    # starting within pair_window seconds; later games of the pair are unrated
+    # ("pair_limit") until the oldest leaves the window. 0 turns the limit off.
+    pair_limit: int = 5
+    pair_window: float = 24 * 3600.0
 
     # Persistence
     flush_interval: float = 0.05
@@ -241,6 +246,10 @@ def _check(s: Settings) -> None:
         raise SettingsError("scrypt_r and scrypt_p must be >= 1")
     if s.finished_linger < 0 or s.next_game_delay < 0:
         raise SettingsError("finished_linger and next_game_delay must be >= 0")
+    if s.pair_limit < 0:
+        raise SettingsError(f"pair_limit must be >= 0 (0 = no limit), got {s.pair_limit!r}")
+    if not 1 <= s.pair_window <= 366 * 86400:
+        raise SettingsError(f"pair_window must be 1 s to 366 days, got {s.pair_window!r}")
     if not s.takeover_allowance >= 0:
         raise SettingsError(
             f"takeover_allowance must be >= 0, got {s.takeover_allowance!r}")
@@ -370,6 +379,9 @@ OPTIONS: tuple[Option, ...] = (
     Option("next_game_delay", float, "pause between the games of a match, seconds"),
     Option("presence_events", int, "player_disconnected/player_reconnected events one seat "
            "may add per game; past it a seat's presence changes silently"),
+    Option("pair_limit", int, "rated games two players may play within pair_window; later "
+           "ones are unrated (pair_limit; 0 = no limit)"),
+    Option("pair_window", float, "seconds the pair limit counts back from a game's start"),
     Option("flush_interval", float,
            "unused: writes are group-committed (kept so existing configurations parse)"),
     Option("recent_events", int, "events kept in memory per table for sync (older: Redis)"),

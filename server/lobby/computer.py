@@ -47,6 +47,7 @@ from server.protocol.codec import Outgoing
 from server.protocol.errors import ErrorCode, ProtocolError
 from server.protocol.messages import MAX_VERSION, PlayComputer
 from server.store.accounts import BOT_ID, Accounts, Identity
+from server.tables.ratings import RatingPlan
 
 log = logging.getLogger(__name__)
 
@@ -201,7 +202,7 @@ class ComputerOpponents:
         reply: dict[str, object] = {"type": "computer_game", "ref": msg.ref, "level": str(level),
                                     "bot": bot.player, "name": bot.name}
 
-        async def announce(table: str) -> None:
+        async def announce(table: str, _plan: RatingPlan) -> None:
             # Before anyone is seated, so the answer comes before ``seated``/``game_start``.
             release()
             self.games[table] = BotGame(table, identity.player, bot.player, level,

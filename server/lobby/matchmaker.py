@@ -71,6 +71,7 @@ from server.protocol.messages import CancelQueue, JoinQueue, Message, QueueStatu
 from server.store.accounts import Identity
 from server.store.persistence import Persistence
 from server.store.queue import MatchmakingQueue, PassResult, QueueSettings, pairing_loop
+from server.tables.ratings import RatingPlan
 
 log = logging.getLogger(__name__)
 
@@ -398,10 +399,12 @@ class Matchmaker:
                     await self.queue.requeue(ticket)
             return
 
-        async def announce(table: str) -> None:
+        async def announce(table: str, plan: RatingPlan) -> None:
             try:
-                for player, message in match_found_messages(pair, table=table,
-                                                            now=now).items():
+                for player, message in match_found_messages(
+                        pair, table=table, now=now,
+                        unrated_reason=plan.unrated_reason if pool.is_rated else None,
+                ).items():
                     await self.lobby.push_to_player(player, message)
             except Exception:  # the game starts all the same; the seats are held already
                 log.exception("matchmaking: announcing table %s failed", table)

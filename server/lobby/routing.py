@@ -17,11 +17,11 @@ Node ops: ``cmd`` (actor, msg, hops?), ``deliver`` (player or conns, frame), ``a
 (actor), ``detach`` (player, node), ``unwatch`` (table, node, conn), ``push`` (player, frame),
 ``revoke`` (tokens, reason), ``reattach`` (a peer had taken this node for dead: attach its
 sockets' seated players again), ``chat`` (players, conns, frame: a table's chat message, left
-out for sockets whose player muted its author); on the broadcast channel ``muted`` (player,
-muted: whom a player mutes now), ``chat_mute`` (player, until: an operator's mute),
-``taken_over`` (table, node, players: a node took a table over) and ``released`` (node: a
-draining node handed its tables over). A message that does not fit its op is logged and
-dropped.
+out for sockets whose player muted its author), ``cancel_table`` (table: its tournament was
+cancelled); on the broadcast channel ``muted`` (player, muted: whom a player mutes now),
+``chat_mute`` (player, until: an operator's mute), ``taken_over`` (table, node, players: a node
+took a table over) and ``released`` (node: a draining node handed its tables over). A message
+that does not fit its op is logged and dropped.
 
 Ownership: a table made here gets its first lease (:meth:`Lobby._claim_new`); a table claimed
 from a dead node is rebuilt or cleaned up by :meth:`Lobby.restore_table`; a dead node's seats,
@@ -82,6 +82,7 @@ from server.rules import DiceSource
 from server.store.accounts import BOT_PREFIX, GUEST_PREFIX, Identity, is_bot_id
 from server.store.games import GameRecords
 from server.store.persistence import FENCED_OUT, Lease, Persistence
+from server.tables.ratings import RatedPlayer, RatingPlan, counts_for_pair_limit, plan_rating
 
 log = logging.getLogger(__name__)
 
@@ -398,7 +399,7 @@ class Lobby:
         names: tuple[str, str] | None = None,
         addresses: tuple[str, str] | None = None,
         mode: TableMode = TableMode.COMPETITIVE,
-        announce: Callable[[str], Awaitable[None]] | None = None,
+        announce: Callable[[str, RatingPlan], Awaitable[None]] | None = None,
         tournament_id: str | None = None,
     ) -> str:
         """Seat ``first`` (side 0) and ``second`` (side 1) at a new Competitive table owned by
@@ -406,8 +407,10 @@ class Lobby:
         rated match to ``match_length`` points (FIBS). Both must hold no other seat.
         ``mode=TableMode.BOOSTED`` makes it a Boosted table instead (see
         :meth:`start_boosted_game`); ``mode=TableMode.TOURNAMENT`` with ``tournament_id`` a
-        tournament table (never rated). ``announce(table_id)`` is awaited once both seats are
-        held, before anyone is seated, so what it sends arrives before ``seated``.
+        tournament table (never rated). ``announce(table_id, plan)`` is awaited once both
+        seats are held and the rating decided (``plan``, as ``game_start`` will carry it: a
+        game the pair limit refuses is unrated with ``pair_limit``), before anyone is seated,
+        so what it sends arrives before ``seated``.
 
         ``names`` default to the player ids; ``addresses`` default to the players' latest
         connection addresses (same address -> unrated); a guest id makes the game unrated
@@ -463,8 +466,15 @@ class Lobby:
             try:
                 await self._claim_new(table_id)
                 self._owners[table_id] = self.node_id
+                first_seat, second_seat = (actor for actor, _ in seats)
+                pair = (RatedPlayer(first_seat.player, first_seat.is_guest, first_seat.address,
+                                    is_bot_id(first_seat.player)),
+                        RatedPlayer(second_seat.player, second_seat.is_guest,
+                                    second_seat.address, is_bot_id(second_seat.player)))
+                limited = await self.pair_limited(table_id, mode, length, pair)
+                plan = plan_rating(mode, length, pair, pair_limited=limited)
                 if announce is not None:
-                    await announce(table_id)
+                    await announce(table_id, plan)
             except BaseException:
                 # Nobody will sit at this table: free both seats, so that neither player is
                 # held "already seated" at a table that does not exist.
@@ -476,7 +486,7 @@ class Lobby:
                     await self.persistence.release(table_id, done=True)
                 raise
             table = self._new_table(table_id, mode, length, tournament_id)
-            table.seat_pair(seats)
+            table.seat_pair(seats, pair_limited=limited)
         finally:
             del self._starting[table_id]
             ready.set()
@@ -491,7 +501,7 @@ class Lobby:
         *,
         names: tuple[str, str] | None = None,
         addresses: tuple[str, str] | None = None,
-        announce: Callable[[str], Awaitable[None]] | None = None,
+        announce: Callable[[str, RatingPlan], Awaitable[None]] | None = None,
     ) -> str:
         """Like :meth:`start_rated_game`, for one Boosted game (Boosted points, never Elo;
         guests welcome, they earn nothing)."""
@@ -523,6 +533,8 @@ class Lobby:
         try:
             if first_here:
                 await self.persistence.presence_join(player, self.node_id, conn.address)
+            else:
+                await self.persistence.seen_from(player, conn.address)
             seat = await self.persistence.seat_of(player)
             if seat is not None:
                 await self._send_attach(self.actor_of(conn), seat)
@@ -846,6 +858,43 @@ class Lobby:
         owners[table_id] = owner
         while len(owners) > OWNER_CACHE_MAX:
             del owners[next(iter(owners))]
+
+    async def pair_limited(self, game_id: str, mode: TableMode, match_length: int,
+                           players: tuple[RatedPlayer, RatedPlayer]) -> bool:
+        """Count a game about to start against its pair's limit (settings ``pair_limit`` in
+        ``pair_window``), if it would be rated: True when the limit refuses it a rating.
+        One script in the rating store, idempotent by ``game_id`` (the table id: a match
+        counts once). Raises ``unavailable`` when Redis is away (the game does not start)."""
+        limit = self.settings.pair_limit
+        if limit <= 0 or not counts_for_pair_limit(mode, match_length, players):
+            return False
+        try:
+            reservation = await self.ratings.reserve_pair_game(
+                game_id, players[0].player, players[1].player, at=time.time(), limit=limit,
+                window=self.settings.pair_window)
+        except (RedisError, OSError) as exc:
+            raise ProtocolError(ErrorCode.UNAVAILABLE, "Redis is unavailable") from exc
+        if not reservation.rated:
+            log.info("table %s: %s and %s played %d rated games in the pair window: unrated",
+                     game_id, players[0].player, players[1].player, reservation.games)
+        return not reservation.rated
+
+    async def cancel_tournament_table(self, table_id: str) -> bool:
+        """Close a table whose tournament was cancelled, wherever it lives: here at once; on
+        its live owner by a ``cancel_table`` op. True when the table is over for good (closed
+        here, finished, or gone); False while it may still be playing elsewhere (the op was
+        sent, or its dead owner's table is not taken over yet): ask again later."""
+        table = await self._started(table_id)
+        if table is not None:
+            table.cancel_tournament()
+            self.kick_flush()
+            return True
+        lease = await self.persistence.lease(table_id)
+        if lease is None or lease.done:
+            return True
+        if lease.node != self.node_id and self.is_node_live(lease.node):
+            self.bus.send(lease.node, {"op": "cancel_table", "table": table_id})
+        return False
 
     async def _list_tables(self, conn: Connection, msg: ListTables) -> None:
         mode = None if msg.mode is None else str(msg.mode)
@@ -1300,6 +1349,10 @@ class Lobby:
                     self.hub.end_token(str(digest), reason)
         elif op == "cmd":
             await self._remote_command(payload)
+        elif op == "cancel_table":
+            table = await self._started(str(payload["table"]))
+            if table is not None:  # not here (any more): the caller asks again later
+                table.cancel_tournament()
         elif op == "reattach":
             await self.reattach()
         elif op == "attach":

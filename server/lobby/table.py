@@ -88,7 +88,14 @@ from server.tables.machine import (
     TableMachine,
     TableStatus,
 )
-from server.tables.ratings import FIBS, TABLE42, RatingPlan, boosted_events, rating_events
+from server.tables.ratings import (
+    FIBS,
+    TABLE42,
+    RatedPlayer,
+    RatingPlan,
+    boosted_events,
+    rating_events,
+)
 from server.tables.records import game_events, game_record
 
 if TYPE_CHECKING:
@@ -509,15 +516,17 @@ class Table:
         """Seat the table's creator (seat lock already held) at side 0."""
         self._seat(0, actor, {actor.node}, time.time())
 
-    def seat_pair(self, players: list[tuple[Actor, set[str]]]) -> None:
-        """Seat two players at once (matchmaking; both seat locks held) and start."""
+    def seat_pair(self, players: list[tuple[Actor, set[str]]], *,
+                  pair_limited: bool = False) -> None:
+        """Seat two players at once (matchmaking; both seat locks held) and start;
+        ``pair_limited``: the pair limit refused the game a rating (counted by the caller)."""
         now = time.time()
         for side, (actor, nodes) in enumerate(players):
             self._seat(side, actor, set(nodes), now)
-        self._start_play(now)
+        self._start_play(now, pair_limited=pair_limited)
 
-    def _start_play(self, now: float) -> None:
-        step = self.machine.start(now)
+    def _start_play(self, now: float, *, pair_limited: bool = False) -> None:
+        step = self.machine.start(now, pair_limited=pair_limited)
         self.lobby.table_changed(self)
         self._apply(step, now)
 
@@ -547,14 +556,32 @@ class Table:
                 ErrorCode.ALREADY_SEATED, f"you already hold a seat at table {held}",
                 field="table",
             )
-        if machine.status is not TableStatus.OPEN:  # closed while we waited
+        limited = False
+        other = next((s for s in machine.seats if s is not None), None)
+        if other is not None and len(free) == 1 and machine.status is TableStatus.OPEN:
+            # This seat fills the table: count the game against the pair's limit first.
+            joiner = RatedPlayer(actor.player, actor.is_guest, actor.address,
+                                 actor.player.startswith(BOT_PREFIX))
+            seated = RatedPlayer(other.player, other.is_guest, other.address, other.is_bot)
+            pair = (joiner, seated) if free[0] == 0 else (seated, joiner)
+            self._pending_seat = actor.player  # no other join meanwhile
+            try:
+                limited = await self.lobby.pair_limited(self.id, self.mode,
+                                                        machine.match_length, pair)
+            except ProtocolError:
+                await self.lobby.persistence.release_seat(actor.player, self.id)
+                raise
+            finally:
+                self._pending_seat = None
+        if machine.status is not TableStatus.OPEN or machine.seats[free[0]] is not None:
+            # closed (or the seat taken) while we waited
             await self.lobby.persistence.release_seat(actor.player, self.id)
             raise ProtocolError(ErrorCode.TABLE_FULL, f"table {self.id} is not open",
                                 field="table")
         now = time.time()
         self._seat(free[0], actor, {actor.node}, now)
         if machine.is_full:
-            self._start_play(now)
+            self._start_play(now, pair_limited=limited)
 
     async def leave(self, actor: Actor) -> None:
         machine = self.machine
@@ -1018,6 +1045,17 @@ class Table:
         self.shutdown()
         for out in step.events:
             self._broadcast(out)
+
+    def cancel_tournament(self) -> None:
+        """The table's tournament was cancelled: the machine closes the table whatever is in
+        progress (``table_closed``, reason ``tournament_cancelled``) and the seats are freed.
+        A finished or closed table is left as it is."""
+        machine = self.machine
+        if machine.status in (TableStatus.FINISHED, TableStatus.CLOSED):
+            return
+        now = time.time()
+        self._apply(machine.cancel_tournament(now), now)
+        self._closed(release=True)
 
     def _closed(self, *, release: bool) -> None:
         self.shutdown()

@@ -124,23 +124,27 @@ def _side(ticket: Ticket) -> dict[str, Any]:
 
 
 def match_found_messages(
-    pairing: Pairing, *, table: str | None = None, now: float | None = None
+    pairing: Pairing, *, table: str | None = None, now: float | None = None,
+    unrated_reason: str | None = None,
 ) -> dict[str, dict[str, Any]]:
     """Player id -> the "match found" message for that player (see the module docstring).
 
     ``table`` is the id of the table the game was started at, when known; ``now`` (epoch
-    seconds) adds ``waited``, how long that player queued.
+    seconds) adds ``waited``, how long that player queued. ``unrated_reason`` (a rated pool's
+    game the server decided not to rate, e.g. ``pair_limit``): ``rated`` false, no stakes.
     """
     pool = pool_by_id(pairing.first.pool)
+    rated = pool.is_rated and unrated_reason is None
     messages: dict[str, dict[str, Any]] = {}
     for me, them in ((pairing.first, pairing.second), (pairing.second, pairing.first)):
-        preview = stake_preview(me, them)
+        preview = stake_preview(me, them) if rated else None
         message: dict[str, Any] = {
             "type": MATCH_FOUND,
             "pool": pool.id,
             "mode": pool.mode.value,
-            "ladder": pool.ladder if pool.is_rated else None,
-            "rated": pool.is_rated,
+            "ladder": pool.ladder if rated else None,
+            "rated": rated,
+            "unrated_reason": unrated_reason if pool.is_rated else "boosted_mode",
             "match_length": pool.match_length,
             "you": _side(me),
             "opponent": _side(them),

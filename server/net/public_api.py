@@ -146,7 +146,7 @@ def history_body(player: str, ladder: str, entries: list[HistoryEntry]) -> dict[
 def stakes_body(pool_id: str, ladder: str, mine: PlayerProfile, theirs: PlayerProfile,
                 match_length: int) -> dict[str, Any]:
     """The stake preview of matchmaking's ``match_found`` (PROTOCOL.md §11) for two stored
-    players, plus ``pool`` and ``ladder``."""
+    players, plus ``pool`` and ``ladder`` (the route adds the pair limit's answer)."""
     if ladder == "fibs":
         preview = stakes.fibs_stakes(
             mine.fibs.rating, theirs.fibs.rating, match_length=match_length,
@@ -193,10 +193,13 @@ class PublicRoutes:
     """The routes of the table above, on one app."""
 
     def __init__(self, ratings: RatingStore, accounts: Accounts,
-                 clock: Callable[[], float] = time.time) -> None:
+                 clock: Callable[[], float] = time.time, *, pair_limit: int = 0,
+                 pair_window: float = 86400.0) -> None:
         self.ratings = ratings
         self.accounts = accounts
         self.clock = clock
+        self.pair_limit = pair_limit
+        self.pair_window = pair_window
         self.openapi = load_openapi()
 
     def add_to(self, app: web.Application) -> None:
@@ -302,9 +305,17 @@ class PublicRoutes:
             if account is None and not profile.is_known:
                 return self._unknown(field, profile.player)
         pool = query.pool
-        return web.json_response(
-            stakes_body(pool.id, pool.ladder, mine, theirs, pool.match_length)
-        )
+        body = stakes_body(pool.id, pool.ladder, mine, theirs, pool.match_length)
+        games = 0
+        if self.pair_limit > 0:
+            games = await self.ratings.pair_games(query.player, query.opponent,
+                                                  at=self.clock(), window=self.pair_window)
+        limited = self.pair_limit > 0 and games >= self.pair_limit
+        body.update({
+            "rated": not limited, "unrated_reason": "pair_limit" if limited else None,
+            "pair_games": games, "pair_limit": self.pair_limit or None,
+        })
+        return web.json_response(body)
 
     async def openapi_document(self, request: web.Request) -> web.Response:
         return web.json_response(self.openapi)

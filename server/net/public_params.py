@@ -22,6 +22,7 @@ from rating_plugin import elo, table42
 from server.matchmaking.errors import UnknownPoolError
 from server.matchmaking.policy import POOLS, Pool, pool_by_id
 from server.protocol.errors import ErrorCode, ProtocolError
+from server.protocol.ids import PLAYER_ID
 
 __all__ = [
     "CALCULATOR_SYSTEMS",
@@ -69,13 +70,14 @@ def _shown(value: str) -> str:
 
 
 def check_player(value: str | None, field: str = "player") -> str:
-    """A player id: 1..64 printable characters without braces."""
+    """A player id: ``server.protocol.ids.PLAYER_ID_PATTERN`` (1..64 ASCII letters, digits,
+    ``_``, ``-``)."""
     if value is None:
         raise ProtocolError(ErrorCode.MISSING_FIELD, f"{field} is required", field=field)
     if not value or len(value) > MAX_PLAYER_LENGTH:
         raise _bad(field, f"must be 1..{MAX_PLAYER_LENGTH} characters")
-    if not value.isprintable() or "{" in value or "}" in value:
-        raise _bad(field, "must be printable characters without braces")
+    if not PLAYER_ID.fullmatch(value):
+        raise _bad(field, "must be letters, digits, '_' or '-' (a player id)")
     return value
 
 

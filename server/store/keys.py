@@ -38,6 +38,17 @@ class Keys:
         """Hash node id -> number of that player's sockets on the node."""
         return f"{self.prefix}{{p:{player}}}:presence"
 
+    def addresses(self, player: str) -> str:
+        """Zset network address (an IPv6 /64, as the same-address rule compares) -> the last
+        time (Unix ms) a socket of the player came from it: the newest 50, kept 90 days
+        after the last one (``python -m server.admin suspicious`` reads them)."""
+        return f"{self.prefix}{{p:{player}}}:addresses"
+
+    @property
+    def addresses_pattern(self) -> str:
+        """SCAN pattern of every player's :meth:`addresses` key."""
+        return f"{self.prefix}{{p:*}}:addresses"
+
     def player_games(self, player: str, *, public: bool = False) -> str:
         """Sorted set of the player's finished game ids scored by when each finished (Unix
         s); ``public``: only the games anyone may see (not private)."""

@@ -52,6 +52,7 @@ import redis.asyncio as aioredis
 from redis.exceptions import NoScriptError, RedisError
 
 from server.config import Settings
+from server.matchmaking.policy import DEFAULT_SETTINGS, network_key
 from server.metrics import Metrics
 from server.protocol.messages import TableMode
 from server.store.keys import Keys
@@ -61,6 +62,9 @@ log = logging.getLogger(__name__)
 SnapshotFn = Callable[[], dict[str, Any]]
 StoredFn = Callable[[int], None]
 ADDRESS_FIELD = "address"
+#: An account's addresses over time (keys.addresses): how many, and how long after the last.
+ADDRESSES_KEPT = 50
+ADDRESSES_TTL_MS = 90 * 86400 * 1000
 SNAPSHOT_INTERVAL = 60.0
 """Seconds between two snapshot writes of one table. Its event log is written every flush and
 holds every change; the snapshot is what other nodes read for a table's status, and a new
@@ -1004,10 +1008,27 @@ class Persistence:
     async def presence_join(self, player: str, node: str, address: str) -> None:
         """One more socket of ``player`` on ``node`` (called when its first one opens)."""
         key = self.keys.presence(player)
+        seen = self.keys.addresses(player)
         async with self.redis.pipeline(transaction=False) as pipe:
             pipe.hincrby(key, node, 1)
             pipe.hset(key, ADDRESS_FIELD, address)
             pipe.pexpire(key, int(self._settings.presence_ttl * 1000))
+            # Where the account has been seen from, over time (same key tag {p:<player>}).
+            pipe.zadd(seen, {network_key(address, ipv6_prefix=DEFAULT_SETTINGS.ipv6_prefix):
+                             int(time.time() * 1000)})
+            pipe.zremrangebyrank(seen, 0, -(ADDRESSES_KEPT + 1))
+            pipe.pexpire(seen, ADDRESSES_TTL_MS)
+            await pipe.execute()
+
+    async def seen_from(self, player: str, address: str) -> None:
+        """Another socket of ``player`` (not its first on this node): only where it came from
+        is recorded (:meth:`presence_join` does it for a first socket)."""
+        seen = self.keys.addresses(player)
+        async with self.redis.pipeline(transaction=False) as pipe:
+            pipe.zadd(seen, {network_key(address, ipv6_prefix=DEFAULT_SETTINGS.ipv6_prefix):
+                             int(time.time() * 1000)})
+            pipe.zremrangebyrank(seen, 0, -(ADDRESSES_KEPT + 1))
+            pipe.pexpire(seen, ADDRESSES_TTL_MS)
             await pipe.execute()
 
     async def presence_leave(self, player: str, node: str) -> None:

@@ -87,6 +87,8 @@ GRACE = "grace"
 NEXT_GAME = "next_game"
 STORE_LOST = "store_lost"
 """``table_closed`` reason: the store was emptied or replaced under the table's owner."""
+#: ``table_closed``'s reason when the table's tournament was cancelled by its runner.
+TOURNAMENT_CANCELLED = "tournament_cancelled"
 
 
 class TableStatus(StrEnum):
@@ -515,16 +517,19 @@ class TableMachine:
     def is_full(self) -> bool:
         return all(s is not None for s in self.seats)
 
-    def start(self, now: float) -> Step:
-        """Both seats are filled: decide how the game is rated and start the first game."""
+    def rated_players(self) -> tuple[RatedPlayer, RatedPlayer]:
+        """The two seated players as the rating decision sees them (both seats taken)."""
         s0, s1 = self.seats
         assert s0 is not None and s1 is not None
-        self.plan = plan_rating(
-            self.mode,
-            self.match_length,
-            (RatedPlayer(s0.player, s0.is_guest, s0.address, s0.is_bot),
-             RatedPlayer(s1.player, s1.is_guest, s1.address, s1.is_bot)),
-        )
+        return (RatedPlayer(s0.player, s0.is_guest, s0.address, s0.is_bot),
+                RatedPlayer(s1.player, s1.is_guest, s1.address, s1.is_bot))
+
+    def start(self, now: float, *, pair_limited: bool = False) -> Step:
+        """Both seats are filled: decide how the game is rated and start the first game.
+        ``pair_limited``: the shell's pair-limit count refused this game (or match) a rating
+        (``unrated_reason: "pair_limit"``)."""
+        self.plan = plan_rating(self.mode, self.match_length, self.rated_players(),
+                                pair_limited=pair_limited)
         self._plan_state = None
         self.status = TableStatus.PLAYING
         self._dice = self._dice_factory()
@@ -825,6 +830,22 @@ class TableMachine:
         or (:data:`STORE_LOST`) the store forgot the table, when a game in progress ends with
         no result and no rating change. Trusts its caller."""
         self._close(reason, now)
+        return self._step()
+
+    def cancel_tournament(self, now: float) -> Step:
+        """The table's tournament was cancelled by its runner: close the table whatever is in
+        progress (a game in play ends with no result and nothing to settle; tournament games
+        are never rated). ``table_closed`` with reason ``tournament_cancelled``. A finished
+        or closed table is left as it is (nothing emitted); a table of no tournament raises
+        ValueError."""
+        if self.tournament_id is None:
+            raise ValueError(f"table {self.id} belongs to no tournament")
+        if self.status in (TableStatus.FINISHED, TableStatus.CLOSED):
+            return EMPTY
+        if self.next_game is not None:
+            self._disarm.append(self.next_game)
+            self.next_game = None
+        self._close(TOURNAMENT_CANCELLED, now)
         return self._step()
 
     def _close(self, reason: str, now: float) -> None:

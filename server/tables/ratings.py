@@ -15,6 +15,10 @@ Never rated, in this order of precedence (the ``unrated_reason`` codes):
                        address or IPv6 /64, an IPv4-mapped IPv6 address counting as IPv4
                        (:func:`same_network`, the very rule matchmaking pairs by)
 - ``boosted_mode``     a Boosted game: no Elo, but the winner earns Boosted points
+- ``pair_limit``       the two players already played their limit of rated games within
+                       the pair window (settings ``pair_limit``, ``pair_window``): decided
+                       by the shell when the game starts (``RatingStore.reserve_pair_game``)
+                       and handed in as ``pair_limited``
 
 :func:`rating_event` and :func:`boosted_event` turn the rating store's results into the events
 pushed to each player (see ``PROTOCOL.md``).
@@ -33,6 +37,7 @@ if TYPE_CHECKING:  # the store is I/O; the table machine uses this module and st
 
 TABLE42 = "table42"
 FIBS = "fibs"
+PAIR_LIMIT = "pair_limit"
 
 SAME_NETWORK_IPV6_PREFIX: int = DEFAULT_SETTINGS.ipv6_prefix
 """IPv6 prefix length counted as one network address, here and in matchmaking (64)."""
@@ -83,9 +88,12 @@ class RatingPlan:
 
 
 def plan_rating(
-    mode: TableMode, match_length: int, players: tuple[RatedPlayer, RatedPlayer]
+    mode: TableMode, match_length: int, players: tuple[RatedPlayer, RatedPlayer], *,
+    pair_limited: bool = False,
 ) -> RatingPlan:
-    """Decide how a game between ``players`` at a table of ``mode`` is scored (pure)."""
+    """Decide how a game between ``players`` at a table of ``mode`` is scored (pure).
+    ``pair_limited``: the pair limit refused this game a rating (asked only of a game that
+    would be rated otherwise: see :func:`counts_for_pair_limit`)."""
     if players[0].is_bot or players[1].is_bot:
         return RatingPlan(None, False, "bot")
     if mode is TableMode.PRIVATE:
@@ -98,7 +106,17 @@ def plan_rating(
         return RatingPlan(None, False, "same_address")
     if mode is TableMode.BOOSTED:
         return RatingPlan(None, True, "boosted_mode")
+    if pair_limited:
+        return RatingPlan(None, False, PAIR_LIMIT)
     return RatingPlan(TABLE42 if match_length == 0 else FIBS, False, None)
+
+
+def counts_for_pair_limit(
+    mode: TableMode, match_length: int, players: tuple[RatedPlayer, RatedPlayer]
+) -> bool:
+    """Whether the game would be rated but for the pair limit: the one kind of game the shell
+    counts (and may refuse) against the pair's limit before it starts."""
+    return plan_rating(mode, match_length, players).is_rated
 
 
 def _number(value: float, ladder: str) -> float | int:

@@ -1,9 +1,12 @@
 """HTTP routes of tournaments (runner keys, registration, tables, results, podium, bracket).
 
 Runner routes take ``Authorization: Bearer t42rk_...`` (a runner key; a player's token is
-never one: 401). A key acts only on the tournaments it created (403 ``forbidden``). Reading a
+never one: 401). A tournament belongs to the runner's **name**: any live key of that name acts
+on it (so a rotated key keeps control), another runner's key gets 403 ``forbidden``. Reading a
 public tournament (detail, seeding, results, bracket) needs no key; a private one is visible
-to its runner only (404 to anyone else without a key, 403 to another runner). Errors are the
+to its runner only (404 to anyone else without a key, 403 to another runner).
+``GET /api/tournaments?mine=1`` lists the runner's own (public and private);
+``DELETE /api/tournaments/{id}`` cancels one. Errors are the
 JSON bodies of ``server/net/http_api.py``; docs/tournaments.md lists every route.
 """
 
@@ -26,7 +29,16 @@ from server.tournaments.bracket import Bracket, build
 from server.tournaments.events import bracket_view, public_tournament, tournament_summary
 from server.tournaments.runner_keys import Runner, RunnerKeys
 from server.tournaments.service import Tournaments
-from server.tournaments.store import ALREADY, CLOSED, FULL, NO_SUCH
+from server.tournaments.store import (
+    ALREADY,
+    CANCEL_FINISHED,
+    CANCEL_REMOVED,
+    CANCEL_STOPPED,
+    CLOSED,
+    FULL,
+    NO_SUCH,
+    REMOVED_ALREADY,
+)
 
 TOURNAMENT_ID = re.compile(r"tn[0-9a-f]{12}")
 Handler = Callable[[web.Request], Awaitable[web.Response]]
@@ -64,6 +76,7 @@ class TournamentRoutes:
         r.add_post("/api/tournaments", _handled(self.create))
         r.add_get("/api/tournaments", _handled(self.list))
         r.add_get("/api/tournaments/{id}", _handled(self.detail))
+        r.add_delete("/api/tournaments/{id}", _handled(self.cancel))
         r.add_post("/api/tournaments/{id}/players", _handled(self.register))
         r.add_delete("/api/tournaments/{id}/players/{player}", _handled(self.unregister))
         r.add_get("/api/tournaments/{id}/seeding", _handled(self.seeding))
@@ -92,13 +105,22 @@ class TournamentRoutes:
             raise _no_such(tid)
         return t
 
-    async def _owned(self, request: web.Request) -> dict[str, Any]:
-        """The tournament of the path, created by the request's runner key."""
-        runner = await self._require_runner(request)
-        t = await self._load(request)
-        if t["runner"] != runner.id:
+    async def _owner(self, t: dict[str, Any]) -> str | None:
+        """The name of the runner who owns ``t`` (a record made before owners were named
+        carries the id of the key that made it)."""
+        owner = t.get("owner")
+        return owner if owner else await self.runner_keys.owner_of(t["runner"])
+
+    async def _check_owner(self, t: dict[str, Any], runner: Runner) -> None:
+        if await self._owner(t) != runner.name:
             raise ProtocolError(ErrorCode.FORBIDDEN,
                                 f"tournament {t['id']} belongs to another runner")
+
+    async def _owned(self, request: web.Request) -> dict[str, Any]:
+        """The tournament of the path, owned by the runner of the request's key."""
+        runner = await self._require_runner(request)
+        t = await self._load(request)
+        await self._check_owner(t, runner)
         return t
 
     async def _visible(self, request: web.Request) -> dict[str, Any]:
@@ -109,9 +131,7 @@ class TournamentRoutes:
         runner = await self._runner(request)
         if runner is None:
             raise _no_such(t["id"])
-        if t["runner"] != runner.id:
-            raise ProtocolError(ErrorCode.FORBIDDEN,
-                                f"tournament {t['id']} belongs to another runner")
+        await self._check_owner(t, runner)
         return t
 
     # --- routes ------------------------------------------------------------------------------
@@ -120,12 +140,16 @@ class TournamentRoutes:
         runner = await self._require_runner(request)
         body = await json_body(request)
         created = spec.parse_create(body, self.max_match_length)
-        t = await self.store.create(runner.id, created)
+        t = await self.store.create(runner.name, runner.id, created)
         return web.json_response({"tournament": public_tournament(t)}, status=201)
 
     async def list(self, request: web.Request) -> web.Response:
         offset, limit = spec.parse_page(request.query)
-        found, total = await self.store.list_public(offset, limit)
+        if spec.parse_mine(request.query):
+            runner = await self._require_runner(request)
+            found, total = await self.store.list_of_runner(runner.name, offset, limit)
+        else:
+            found, total = await self.store.list_public(offset, limit)
         return web.json_response({
             "tournaments": [tournament_summary(t) for t in found], "total": total,
             "offset": offset, "limit": limit,
@@ -134,6 +158,30 @@ class TournamentRoutes:
     async def detail(self, request: web.Request) -> web.Response:
         t = await self._visible(request)
         return web.json_response({"tournament": public_tournament(t)})
+
+    async def cancel(self, request: web.Request) -> web.Response:
+        """Cancel: an open tournament is removed, a running bracket stopped (its tables
+        closed, no podium). The same call again answers the same with ``applied`` false."""
+        runner = await self._require_runner(request)
+        tid = request.match_info["id"]
+        if not TOURNAMENT_ID.fullmatch(tid):
+            raise _no_such(tid)
+        t = await self.store.get(tid)
+        if t is not None:
+            await self._check_owner(t, runner)
+        code, tables = await self.store.cancel(tid, runner.name)
+        if code == NO_SUCH:
+            raise _no_such(tid)
+        if code == CANCEL_FINISHED:
+            raise ProtocolError(ErrorCode.CONFLICT,
+                                f"tournament {tid} is finished: nothing to cancel")
+        if t is not None and code in (CANCEL_REMOVED, CANCEL_STOPPED):
+            await self.service.cancelled(t, tables)
+        removed = code in (CANCEL_REMOVED, REMOVED_ALREADY)
+        return web.json_response({
+            "tournament": tid, "status": "removed" if removed else "cancelled",
+            "applied": code in (CANCEL_REMOVED, CANCEL_STOPPED), "tables": tables,
+        })
 
     async def register(self, request: web.Request) -> web.Response:
         t = await self._owned(request)
@@ -209,6 +257,9 @@ class TournamentRoutes:
             raise ProtocolError(ErrorCode.CONFLICT,
                                 f"the server runs tournament {t['id']}'s bracket and awards "
                                 "its podium")
+        if t["status"] == "cancelled":
+            raise ProtocolError(ErrorCode.CONFLICT,
+                                f"tournament {t['id']} was cancelled: no podium")
         registered = set(t["players"])
         for p in players:
             if p not in registered:

@@ -1,11 +1,13 @@
-"""``python -m server runner-key create NAME | list | revoke NAME``: the operator's runner keys.
+"""``python -m server runner-key create NAME | rotate NAME | list | revoke NAME``: the operator's
+runner keys.
 
 Redis is found as the server finds it: ``--redis-url`` / ``REDIS_URL``, else the embedded store
 of the data folder (``--data-dir`` / ``TABLE42_DATA_DIR``, the server's default folder
 otherwise), and ``--key-prefix`` / ``TABLE42_KEY_PREFIX`` (default ``t42:``). ``create`` prints
-the new key once (only its digest is stored); ``list`` prints each key's name, id and creation
-time (never a key); ``revoke`` forgets a key at once (its tournaments stay, and no key can act
-on them any more).
+the new key once (only its digest is stored); ``rotate`` prints a new key for the same runner
+and kills the old one in the same step (the runner keeps its tournaments); ``list`` prints each
+key's name, id and creation time (never a key); ``revoke`` forgets a key at once (its
+tournaments stay the name's: a key created later under the same name controls them).
 """
 
 from __future__ import annotations
@@ -38,6 +40,9 @@ def _parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
     create = sub.add_parser("create", help="make a key and print it once")
     create.add_argument("name")
+    rotate = sub.add_parser("rotate", help="a new key for NAME, the old one dead at once "
+                            "(NAME keeps its tournaments); printed once")
+    rotate.add_argument("name")
     sub.add_parser("list", help="list the keys' names (never the keys)")
     revoke = sub.add_parser("revoke", help="revoke a key by name")
     revoke.add_argument("name")
@@ -53,6 +58,12 @@ async def _run(args: argparse.Namespace, redis_url: str, prefix: str) -> int:
             print(key)
             print(f"runner key {runner.name!r} (id {runner.id}) created; the key is shown "
                   "only now", file=sys.stderr)
+            return 0
+        if args.command == "rotate":
+            key, runner, old = await keys.rotate(args.name)
+            print(key)
+            print(f"runner key {runner.name!r} rotated: new id {runner.id}, old id {old} no "
+                  "longer works; the key is shown only now", file=sys.stderr)
             return 0
         if args.command == "list":
             for runner in await keys.list():

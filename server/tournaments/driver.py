@@ -17,6 +17,10 @@ time) and, holding it, takes one step of the pure state machine (``bracket.py``)
 
 The state is written back through ``bracket_save.lua``, which refuses a node that lost the
 lease, so a restarted or second node carries on from the last saved step and loses nothing.
+
+A bracket its runner cancelled (status ``cancelled``) takes no more steps: the holder closes
+its tables (``table_closed`` with reason ``tournament_cancelled``, on whichever node each
+lives), again at every tick until every one is over, then stops looking at it. No podium.
 """
 
 from __future__ import annotations
@@ -114,6 +118,9 @@ class BracketDriver:
         if t is None or state is None or state.get("awarded"):
             await self.store.done_running(tid)
             return
+        if t["status"] == "cancelled":
+            await self._wind_down(tid)
+            return
         announced = set(state.get("announced") or ())
         reported = set(state.get("reported") or ())
         length = int(t["format"].get("length", 0))
@@ -156,6 +163,8 @@ class BracketDriver:
         podium = b.podium
         if podium is not None:
             t = await self.store.get(tid) or t
+            if t["status"] == "cancelled":  # cancelled during this step: no podium
+                return
             record = await self.service.award(t, list(podium))
             results += over_events(tid, b, record)
             awarded = True
@@ -172,6 +181,17 @@ class BracketDriver:
         await self.service.deliver(results, inbox=False)
         if awarded:
             await self.store.done_running(tid)
+
+    async def _wind_down(self, tid: str) -> None:
+        """A cancelled bracket: close every table it opened that may still be playing; once
+        none is, the bracket is no longer looked at."""
+        pending = [table for table in await self.store.tables(tid)
+                   if not await self.lobby.cancel_tournament_table(table)]
+        if pending:
+            log.info("tournament %s cancelled: waiting for %d table(s) to close", tid,
+                     len(pending))
+            return
+        await self.store.done_running(tid)
 
     async def _adopt_orphans(self, tid: str, b: Bracket) -> Bracket:
         """A table this tournament opened whose step was never saved (the lease lost, Redis

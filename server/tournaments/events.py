@@ -6,6 +6,7 @@ Events (see PROTOCOL.md, "Tournaments"):
 - ``tournament_table``: your match's table is open (sent just before ``seated``);
 - ``tournament_result``: your match is decided (played, forfeited by a no-show, or a bye);
 - ``tournament_over``: the bracket is over (the podium);
+- ``tournament_cancelled``: the runner cancelled the tournament (no podium);
 - ``rating`` with ``reason: "podium"``: a podium prize (public tournaments only).
 
 Each carries an ``event_id`` (:func:`event_id`): it is kept in the player's inbox and
@@ -34,7 +35,7 @@ def public_tournament(t: Mapping[str, Any]) -> dict[str, Any]:
 def tournament_summary(t: Mapping[str, Any]) -> dict[str, Any]:
     """One row of ``GET /api/tournaments``; ``kind`` is the format's kind (game or match)."""
     return {
-        "id": t["id"], "name": t["name"], "status": t["status"],
+        "id": t["id"], "name": t["name"], "visibility": t["visibility"], "status": t["status"],
         "players": len(t["players"]), "created_at": t["created_at"],
         "kind": t["format"]["kind"], "length": t["format"].get("length", 0),
         "bracket": bool(t["bracket"]),
@@ -147,4 +148,13 @@ def over_events(tid: str, bracket: Bracket,
              "awarded": bool(podium and podium.get("awarded")), "player": p,
              "event_id": event_id(tid, "tournament_over", "bracket", p)})
         for p in bracket.seeds
+    ]
+
+
+def cancelled_events(t: Mapping[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    """``tournament_cancelled`` to every registered player of ``t``."""
+    return [
+        (p, {"type": "tournament_cancelled", "tournament": t["id"], "name": t["name"],
+             "player": p})
+        for p in t["players"]
     ]

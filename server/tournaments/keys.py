@@ -16,12 +16,14 @@ class TournamentKeys:
 
     @property
     def runner_keys(self) -> str:
-        """Hash: ``name:<name>`` -> key id, ``id:<key id>`` -> JSON {name, digest, created_at}."""
+        """Hash: ``name:<name>`` -> key id, ``id:<key id>`` -> JSON {name, digest, created_at},
+        ``owner:<key id>`` -> name (every key ever issued)."""
         return f"{self.prefix}runner-keys"
 
     def tournament(self, tid: str) -> str:
-        """Hash: id, name, visibility, prizes (JSON), format (JSON), runner (key id), status,
-        created_at, seq, bracket ("1" when server-run), podium (JSON, once awarded)."""
+        """Hash: id, name, visibility, prizes (JSON), format (JSON), owner (the runner's name),
+        runner (the id of the key that created it), status, created_at, seq, bracket ("1"
+        when server-run), podium (JSON, once awarded)."""
         return f"{self.prefix}{{tn:{tid}}}:tournament"
 
     def players(self, tid: str) -> str:
@@ -36,6 +38,11 @@ class TournamentKeys:
         """String: the bracket state (JSON, ``Bracket.to_dict`` plus notes of the driver)."""
         return f"{self.prefix}{{tn:{tid}}}:bracket"
 
+    def removed(self, tid: str) -> str:
+        """String, expiring: the owner of an open tournament its runner cancelled (the record
+        is gone; a repeated cancel by the same runner is answered the same)."""
+        return f"{self.prefix}{{tn:{tid}}}:removed"
+
     def lease(self, tid: str) -> str:
         """String: the node running the bracket now (expiring)."""
         return f"{self.prefix}{{tn:{tid}}}:lease"
@@ -45,7 +52,13 @@ class TournamentKeys:
         """Zset: public tournament id -> created_at."""
         return f"{self.prefix}tournaments:public"
 
+    def of_runner(self, name: str) -> str:
+        """Zset: id of every tournament the runner ``name`` owns (public and private) ->
+        created_at."""
+        return f"{self.prefix}tournaments:runner:{name}"
+
     @property
     def running(self) -> str:
-        """Set: ids of brackets the server runs (removed when the podium is awarded)."""
+        """Set: ids of brackets the server runs (removed when the podium is awarded, or when
+        a cancelled bracket's tables are all closed)."""
         return f"{self.prefix}tournaments:running"

@@ -6,6 +6,11 @@ time and the SHA-256 digest of the secret; the secret itself is printed once by
 ``python -m server runner-key create NAME`` and never stored. A presented key is looked up by
 its id and its secret's digest compared with ``hmac.compare_digest``.
 
+A runner is its **name**: tournaments belong to the name, so ``rotate NAME`` (a new key, the
+old one dead in the same step) keeps the runner in control of everything it made. The hash
+keeps ``owner:<key id>`` -> name for every key ever issued, so a tournament recorded with
+the key id that made it still finds its runner after that key is gone.
+
 A runner key is never a player token (player tokens are looked up in another key space and
 never start with ``t42rk_``), and a player token never resolves here.
 """
@@ -39,7 +44,8 @@ class RunnerKeyError(ValueError):
 
 @dataclass(frozen=True, slots=True)
 class Runner:
-    """Who a valid runner key belongs to. ``id`` owns the tournaments the key created."""
+    """Who a valid runner key belongs to: ``name`` owns the runner's tournaments; ``id`` is
+    the key's own id."""
 
     id: str
     name: str
@@ -88,6 +94,7 @@ class RunnerKeys:
         self._key = keys.runner_keys
         self._create = redis.register_script(_load("runner_key_create.lua"))
         self._revoke = redis.register_script(_load("runner_key_revoke.lua"))
+        self._rotate = redis.register_script(_load("runner_key_rotate.lua"))
 
     async def create(self, name: str) -> tuple[str, Runner]:
         """A new key for ``name`` (printed once, never stored). Raises RunnerKeyError when
@@ -99,6 +106,29 @@ class RunnerKeys:
         if not await self._create(keys=[self._key], args=[name, key_id, record]):
             raise RunnerKeyError(f"runner key {name!r} exists; revoke it first")
         return key, Runner(key_id, name, created_at)
+
+    async def rotate(self, name: str) -> tuple[str, Runner, str]:
+        """A new key for ``name`` and the old one dead, in one step: ``(key, runner, old key
+        id)``. The runner's tournaments stay its own. Raises RunnerKeyError when ``name``
+        has no key."""
+        name = validate_name(name)
+        key, key_id, digest = new_key()
+        created_at = time.time()
+        record = json.dumps({"name": name, "digest": digest, "created_at": created_at})
+        old = await self._rotate(keys=[self._key], args=[name, key_id, record])
+        if old is None:
+            raise RunnerKeyError(f"no runner key named {name!r}; create one")
+        old_id = old.decode() if isinstance(old, bytes) else str(old)
+        return key, Runner(key_id, name, created_at), old_id
+
+    async def owner_of(self, recorded: str) -> str | None:
+        """The runner name a tournament's recorded ``runner`` field stands for: the key id
+        that created it (records made before owners were named), else None."""
+        raw = await self._redis.hget(self._key, f"owner:{recorded}")  # type: ignore[misc]
+        if raw is not None:
+            return raw.decode() if isinstance(raw, bytes) else str(raw)
+        data = await self._redis.hget(self._key, f"id:{recorded}")  # type: ignore[misc]
+        return None if data is None else str(json.loads(data)["name"])
 
     async def revoke(self, name: str) -> bool:
         return bool(await self._revoke(keys=[self._key], args=[validate_name(name)]))

@@ -14,8 +14,14 @@ from server.lobby.routing import Lobby
 from server.protocol.errors import ErrorCode, ProtocolError
 from server.protocol.messages import TableMode
 from server.store.persistence import Persistence
+from server.tables.ratings import RatingPlan
 from server.tournaments.bracket import Entrant, seeding
-from server.tournaments.events import podium_events, podium_record, private_podium_record
+from server.tournaments.events import (
+    cancelled_events,
+    podium_events,
+    podium_record,
+    private_podium_record,
+)
 from server.tournaments.store import TournamentStore
 
 log = logging.getLogger(__name__)
@@ -54,7 +60,7 @@ class Tournaments:
         the table joins the tournament's tables. Raises ProtocolError (``already_seated``)."""
         length = int(t["format"].get("length", 0))
 
-        async def announced(table: str) -> None:
+        async def announced(table: str, _plan: RatingPlan) -> None:
             await self.store.add_table(t["id"], table)
             if announce is not None:
                 await announce(table)
@@ -93,6 +99,17 @@ class Tournaments:
             await self.deliver(podium_events(t["name"], podium))
             await self.store.set_podium(tid, podium)
         return {**podium, "applied": award.applied}
+
+    async def cancelled(self, t: Mapping[str, Any], tables: Sequence[str]) -> None:
+        """After the runner cancelled ``t``: close its ``tables`` that are here or on a live
+        node now (a running bracket's driver closes the rest at its next ticks) and tell
+        every registered player (``tournament_cancelled``, pushed to connected players)."""
+        for table in tables:
+            try:
+                await self.lobby.cancel_tournament_table(table)
+            except Exception:  # the driver tries again; a hand-opened table plays out
+                log.exception("tournament %s: table %s not closed", t["id"], table)
+        await self.deliver(cancelled_events(t))
 
     async def deliver(self, events: Sequence[tuple[str, dict[str, Any]]], *,
                       inbox: bool = True) -> None:

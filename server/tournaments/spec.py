@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from server.protocol.errors import ErrorCode, ProtocolError
+from server.protocol.ids import PLAYER_ID
 from server.tournaments.bracket import MAX_ENTRANTS
 
 MAX_NAME = 80
@@ -80,8 +81,9 @@ def parse_player(value: Any, field: str = "player") -> str:
     if value is None:
         raise _missing(field)
     if not isinstance(value, str) or not 1 <= len(value) <= MAX_PLAYER_ID \
-            or not value.isprintable() or "{" in value or "}" in value:
-        raise _bad(field, f"must be a player id of 1..{MAX_PLAYER_ID} characters")
+            or not PLAYER_ID.fullmatch(value):
+        raise _bad(field, f"must be a player id: 1..{MAX_PLAYER_ID} letters, digits, '_' "
+                   "or '-'")
     return value
 
 
@@ -126,6 +128,15 @@ def parse_no_show(body: Mapping[str, Any]) -> float:
         raise _bad("no_show_seconds", f"must be a number of seconds {MIN_NO_SHOW:g}.."
                    f"{MAX_NO_SHOW:g}")
     return float(value)
+
+
+def parse_mine(query: Mapping[str, str]) -> bool:
+    """``mine``: ``1`` lists the calling runner's own tournaments, ``0`` (default) the
+    public ones."""
+    raw = query.get("mine", "0")
+    if raw not in ("0", "1"):
+        raise _bad("mine", "must be 0 or 1")
+    return raw == "1"
 
 
 def parse_page(query: Mapping[str, str]) -> tuple[int, int]:

@@ -24,6 +24,10 @@ from server.tournaments.spec import TournamentSpec
 T = TypeVar("T")
 
 REGISTERED, ALREADY, NO_SUCH, CLOSED, FULL = 1, 0, -1, -2, -3
+#: What :meth:`TournamentStore.cancel` did (tournament_cancel.lua's codes).
+CANCEL_REMOVED, CANCEL_STOPPED, CANCELLED_ALREADY, REMOVED_ALREADY, CANCEL_FINISHED = 1, 2, 0, 3, -2
+#: How long a removed tournament's tombstone answers a repeated cancel (seconds).
+REMOVED_TTL = 7 * 86400
 
 
 def _aw(value: Awaitable[T] | T) -> Awaitable[T]:
@@ -53,20 +57,24 @@ class TournamentStore:
         self._save = redis.register_script(_load("bracket_save.lua"))
         self._take = redis.register_script(_load("lease_take.lua"))
         self._release = redis.register_script(_load("lease_release.lua"))
+        self._cancel = redis.register_script(_load("tournament_cancel.lua"))
 
     # --- records ---------------------------------------------------------------------------
 
-    async def create(self, runner: str, spec: TournamentSpec) -> dict[str, Any]:
+    async def create(self, owner: str, key_id: str, spec: TournamentSpec) -> dict[str, Any]:
+        """A new open tournament owned by the runner named ``owner`` (made with its key
+        ``key_id``), listed in the runner's own index (and the public one if public)."""
         tid = new_tournament_id()
         now = time.time()
         record = {
             "id": tid, "name": spec.name, "visibility": spec.visibility,
             "prizes": json.dumps(list(spec.prizes)), "format": json.dumps(spec.format),
-            "runner": runner, "status": "open", "created_at": repr(now), "seq": "0",
-            "bracket": "0",
+            "owner": owner, "runner": key_id, "status": "open", "created_at": repr(now),
+            "seq": "0", "bracket": "0",
         }
         async with self.redis.pipeline(transaction=False) as pipe:
             pipe.hset(self.keys.tournament(tid), mapping=record)
+            pipe.zadd(self.keys.of_runner(owner), {tid: now})
             if spec.visibility == "public":
                 pipe.zadd(self.keys.public, {tid: now})
             await pipe.execute()
@@ -96,9 +104,19 @@ class TournamentStore:
 
     async def list_public(self, offset: int, limit: int) -> tuple[list[dict[str, Any]], int]:
         """Public tournaments, newest first, and how many there are."""
+        return await self._list(self.keys.public, offset, limit)
+
+    async def list_of_runner(self, owner: str, offset: int,
+                             limit: int) -> tuple[list[dict[str, Any]], int]:
+        """The tournaments the runner ``owner`` made (public and private), newest first, and
+        how many there are."""
+        return await self._list(self.keys.of_runner(owner), offset, limit)
+
+    async def _list(self, index: str, offset: int,
+                    limit: int) -> tuple[list[dict[str, Any]], int]:
         async with self.redis.pipeline(transaction=False) as pipe:
-            pipe.zrevrange(self.keys.public, offset, offset + limit - 1)
-            pipe.zcard(self.keys.public)
+            pipe.zrevrange(index, offset, offset + limit - 1)
+            pipe.zcard(index)
             ids, total = await pipe.execute()
         out: list[dict[str, Any]] = []
         for raw in ids:
@@ -109,6 +127,21 @@ class TournamentStore:
 
     async def account_exists(self, player: str) -> bool:
         return bool(await self.redis.exists(self.server_keys.account(player)))
+
+    async def cancel(self, tid: str, owner: str) -> tuple[int, list[str]]:
+        """Cancel ``tid`` for its runner ``owner`` (tournament_cancel.lua): the code (the
+        ``CANCEL_*`` constants, :data:`NO_SUCH`) and the tables it had. A removed one leaves
+        the indexes too (after the script: they are other slots)."""
+        keys = [self.keys.tournament(tid), self.keys.players(tid), self.keys.tables(tid),
+                self.keys.removed(tid)]
+        reply = await self._cancel(keys=keys, args=[owner, REMOVED_TTL * 1000])
+        code, tables = int(reply[0]), [_text(t) for t in reply[1:]]
+        if code in (CANCEL_REMOVED, REMOVED_ALREADY):
+            async with self.redis.pipeline(transaction=False) as pipe:
+                pipe.zrem(self.keys.public, tid)
+                pipe.zrem(self.keys.of_runner(owner), tid)
+                await pipe.execute()
+        return code, tables
 
     # --- registration ----------------------------------------------------------------------
 
@@ -202,7 +235,7 @@ def _record(raw: Any, players: Any) -> dict[str, Any] | None:
     return {
         "id": data["id"], "name": data["name"], "visibility": data["visibility"],
         "prizes": json.loads(data["prizes"]), "format": json.loads(data["format"]),
-        "runner": data["runner"], "status": data["status"],
+        "owner": data.get("owner"), "runner": data["runner"], "status": data["status"],
         "created_at": float(data["created_at"]), "bracket": data.get("bracket") == "1",
         "players": [_text(p) for p in players],
         "podium": json.loads(data["podium"]) if "podium" in data else None,

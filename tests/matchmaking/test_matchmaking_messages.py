@@ -152,3 +152,16 @@ def test_overview() -> None:
     }
     assert view["window"] == {"base": 50, "rate": 10, "cap": 400, "seconds_to_cap": 35}
     json.dumps(view, allow_nan=False)
+
+
+def test_a_game_the_pair_limit_refuses_is_announced_unrated() -> None:
+    pair = Pairing(ticket("a", 1500, "competitive"), ticket("b", 1510, "competitive"))
+    rated = match_found_messages(pair)
+    assert (rated["a"]["rated"], rated["a"]["unrated_reason"]) == (True, None)
+    limited = match_found_messages(pair, unrated_reason="pair_limit")
+    for message in limited.values():
+        assert (message["rated"], message["unrated_reason"], message["ladder"],
+                message["stakes"]) == (False, "pair_limit", None, None)
+    boosted = match_found_messages(Pairing(ticket("a", 1500, "boosted"),
+                                           ticket("b", 1500, "boosted")))
+    assert boosted["a"]["unrated_reason"] == "boosted_mode"

@@ -291,9 +291,9 @@ async def test_a_settlement_redis_refuses_at_the_end_is_made_once_it_is_back(
     lobby = server.app[LOBBY]
     late = EmbeddedRedis()  # its port: nothing listens there yet
     away = aioredis.Redis(host="127.0.0.1", port=late.port, socket_connect_timeout=0.2)
+    table, _ = await seat_two(server, a, b)  # counted against the pair limit while Redis is up
     lobby.ratings = RatingStore(away, prefix=key_prefix)
     try:
-        table, _ = await seat_two(server, a, b)
         over = await play_out({0: a, 1: b}, table, decide=resign_at_cube_four)
         assert over["reason"] == "resign"
         await asyncio.sleep(0.3)

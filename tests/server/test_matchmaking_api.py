@@ -9,6 +9,7 @@ import pytest
 from server_helpers import StartServer, connect, play_out, register, scripted
 
 from server.protocol import ProtocolError
+from server.tables.ratings import RatingPlan
 
 
 async def test_start_rated_game_and_push_across_nodes(start_server: StartServer) -> None:
@@ -68,7 +69,7 @@ async def test_sync_right_after_match_found_finds_the_table(
     b = await connect(one, await register(one, "bob"))
     replies: list[dict[str, object]] = []
 
-    async def slow_announce(table: str) -> None:
+    async def slow_announce(table: str, _plan: RatingPlan) -> None:
         await one.lobby.push_to_player("alice", {"type": "match_found", "table": table})
         found = await a.expect("match_found")
         await a.send({"type": "sync", "table": found["table"], "since": 0, "id": 99})
@@ -101,7 +102,7 @@ async def test_a_socket_opened_while_the_table_starts_keeps_the_seat(
     b = await connect(one, await register(one, "bob"))
     late: list[object] = []
 
-    async def slow_announce(table: str) -> None:
+    async def slow_announce(table: str, _plan: RatingPlan) -> None:
         await one.lobby.push_to_player("alice", {"type": "match_found", "table": table})
         late.append(await connect(other, token))  # its on_connect runs meanwhile
         await asyncio.sleep(0.3)
@@ -130,7 +131,7 @@ async def test_a_failed_announcement_frees_both_seats(start_server: StartServer)
     await connect(server, await register(server, "bob"))
     tables: list[str] = []
 
-    async def failing(table: str) -> None:
+    async def failing(table: str, _plan: RatingPlan) -> None:
         tables.append(table)
         raise RuntimeError("announcement failed")
 

@@ -253,7 +253,8 @@ async def test_stake_preview_of_two_stored_players(
     status, body = await get(server, "/api/stakes?player=bob&opponent=alice")
     assert status == 200
     expected = stakes.table42_stakes(1468, 1532, cube=1, k=32, opponent_k=32).to_dict()
-    assert body == {**expected, "pool": "competitive", "ladder": "table42"}
+    assert body == {**expected, "pool": "competitive", "ladder": "table42", "rated": True,
+                    "unrated_reason": None, "pair_games": 0, "pair_limit": 5}
     assert (body["player"]["win"], body["player"]["loss"]) == (
         table42.change(1468, 1532).winner, table42.change(1532, 1468).loser)
 

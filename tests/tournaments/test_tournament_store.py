@@ -21,7 +21,7 @@ def store(redis: aioredis.Redis, prefix: str) -> TournamentStore:
 async def test_registration_and_bracket_start(redis_client: aioredis.Redis,
                                               key_prefix: str) -> None:
     s = store(redis_client, key_prefix)
-    t = await s.create("k1", TournamentSpec("cup", "public", (50, 25, 15), 0))
+    t = await s.create("acme", "k1", TournamentSpec("cup", "public", (50, 25, 15), 0))
     tid = t["id"]
     assert await s.register(tid, "a", 2) == REGISTERED
     assert await s.register(tid, "a", 2) == ALREADY
@@ -42,7 +42,7 @@ async def test_registration_and_bracket_start(redis_client: aioredis.Redis,
 async def test_lease_has_one_holder_and_fences_saves(redis_client: aioredis.Redis,
                                                      key_prefix: str) -> None:
     s = store(redis_client, key_prefix)
-    tid = (await s.create("k1", TournamentSpec("cup", "private", (50,), 3)))["id"]
+    tid = (await s.create("acme", "k1", TournamentSpec("cup", "private", (50,), 3)))["id"]
     await s.start_bracket(tid, {"v": 0})
     assert await s.take_lease(tid, "n1", 5.0)
     assert await s.take_lease(tid, "n1", 5.0)  # renewed
@@ -81,7 +81,7 @@ async def test_start_and_inbox_on_a_cluster(redis_cluster: aioredis.RedisCluster
 
     client = cast(aioredis.Redis, redis_cluster)
     s = store(client, key_prefix)
-    t = await s.create("k1", TournamentSpec("cup", "private", (0,), 0))
+    t = await s.create("acme", "k1", TournamentSpec("cup", "private", (0,), 0))
     for player in ("a", "b"):
         assert await s.register(t["id"], player, 8) == REGISTERED
     assert await s.start_bracket(t["id"], {"bracket": {}}) == 1

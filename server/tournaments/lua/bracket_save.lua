@@ -8,8 +8,12 @@
 -- ARGV[2]  the bracket state (JSON)
 -- ARGV[3]  the tournament's status now ("running" or "finished")
 --
--- Returns 1 stored, 0 the lease is not this node's (nothing changed).
+-- Returns 1 stored, 0 the lease is not this node's or the runner cancelled the tournament
+-- meanwhile (nothing changed).
 if redis.call('GET', KEYS[1]) ~= ARGV[1] then
+  return 0
+end
+if redis.call('HGET', KEYS[3], 'status') == 'cancelled' then
   return 0
 end
 redis.call('SET', KEYS[2], ARGV[2])
