@@ -194,7 +194,7 @@ async def test_garbage_on_the_node_bus_is_dropped(
 async def test_a_draining_node_takes_no_table_and_its_tables_write_nothing(
     start_nodes: StartNodes, redis_client: aioredis.Redis,
 ) -> None:
-    """A node that drains claims no expired lease (it would take back the tables it just
+    """A node that drains claims no table handed over (it would take back the tables it just
     released, and stop with them), and a table it handed over writes nothing more: a late
     step of it (a timer, a command or a game's end still in flight) is not stored."""
     one, two = await start_nodes(2, dice_factory=scripted(7))
@@ -204,11 +204,12 @@ async def test_a_draining_node_takes_no_table_and_its_tables_write_nothing(
     lobby = one.lobby
     lobby.closing = True
     persistence = two.app[PERSISTENCE]
-    await _aw(redis_client.hset(persistence.keys.table_lease(table), "expires", "0"))
-    await redis_client.zadd(persistence.keys.lease_index, {table: 0})
+    await _aw(redis_client.hset(persistence.keys.table_lease(table), "free", "1"))
+    one.app[OWNERSHIP]._released(two.settings.node_id)  # as if two had handed it over
     assert await one.app[OWNERSHIP].scan_once() == []
     assert await lease_node(one, table) == (two.settings.node_id, False)
     lobby.closing = False
+    await _aw(redis_client.hdel(persistence.keys.table_lease(table), "free"))
 
     live = two.lobby.tables[table]
     version = live.version
