@@ -16,23 +16,25 @@ a hint, the record is the truth). Every write of the table is fenced by the epoc
   (paused past it, cut off from Redis) reads the record of each table it owns once and lets
   go of those another node claimed meanwhile (their writes would be refused anyway), and the
   node claims nothing of others for one ``lease_ttl`` (its peers, cut off like it, beat
-  again first: no node takes the tables of a peer that was only as late as itself);
+  again first: no node takes the tables of a peer that was only as late as itself); nor does
+  a node whose own last heartbeat is older than ``lease_ttl``;
 * every ``takeover_scan`` seconds reads the node set (one command; a dead node is cleaned up
   after once by :meth:`Lobby.node_died`), and for each dead node, and each peer that said on
   the bus that it handed tables over, reads its table set and the records in it, and claims
-  each table still that node's (a dead node's, or one handed over) with a compare-and-set on
-  the record alone (``lease_claim.lua``: the epoch read must still be there; one claimant
-  wins, epoch + 1). Entries claimed by another node, finished or gone leave the set; an empty
-  set is not read again until the node is seen alive. The winner reads the table's snapshot
-  and event log and hands them to :meth:`Lobby.restore_table`, which rebuilds the game
-  (``Table.restore``) or cleans up a table with no game to carry on. A node started again
+  each table still that node's (a dead node's, its death read again just before each claim,
+  or one handed over) with a compare-and-set on the record alone (``lease_claim.lua``: the
+  epoch read must still be there; one claimant wins, epoch + 1). Entries claimed by another
+  node, finished or gone leave the set; an empty set is not read again until the node is
+  seen alive. The winner reads the table's snapshot and event log and hands them to
+  :meth:`Lobby.restore_table`, which rebuilds the game (``Table.restore``) or cleans up a
+  table with no game to carry on. A node started again
   under the same id claims back at once what its table set still names as its own (its
   previous run's tables, unclaimed).
 
 Whether a node is dead is each peer's judgement from the node set, in another hash slot than
-the records, so not atomic with the claim: a node paused just past its time may lose a table
-it is about to beat again for. That costs the table a takeover, never a double owner: the
-epoch fences every write.
+the records, so not atomic with the claim (it is read again just before each claim): a node
+that beats again between that read and the claim loses the table all the same. That costs
+the table a takeover, never a double owner: the epoch fences every write.
 
 Takeover time. The owner beats at ``t0`` and dies just after; it counts as dead from
 ``t0 + lease_ttl``; the next scan of some live node comes within ``takeover_scan`` of that,
@@ -83,6 +85,7 @@ class Ownership:
         self._own_checked = False
         self._started = False
         self._claim_after = 0.0  # monotonic time before which this node claims nothing
+        self._beat_at = -float("inf")  # monotonic time of this node's last heartbeat
         lobby.on_released = self._released
 
     async def start(self) -> None:
@@ -116,7 +119,9 @@ class Ownership:
 
     async def beat_once(self) -> None:
         """Beat once; if this node had been dead for its peers, let go of what they took."""
-        if not await self.persistence.heartbeat(self.node_id, self.settings.lease_ttl):
+        late = await self.persistence.heartbeat(self.node_id, self.settings.lease_ttl)
+        self._beat_at = time.monotonic()
+        if not late:
             return
         self._claim_after = time.monotonic() + self.settings.lease_ttl
         if self._started:
@@ -157,11 +162,15 @@ class Ownership:
         self.lobby.sweep_forwarded()
         claimed: list[str] = []
         if not self._own_checked:
-            # Started again under the same id: what the previous run left unclaimed.
+            # Started again under the same id: what the previous run left unclaimed (or a
+            # rebuild here failed: tried again).
             claimed += await self._claim_from(self.node_id, own=True)
             self._own_checked = True
         handed, self._handed = self._handed, set()
-        if time.monotonic() < self._claim_after:
+        now = time.monotonic()
+        if now < self._claim_after or now - self._beat_at >= self.settings.lease_ttl:
+            # Just found late itself, or no heartbeat of its own came through for as long as
+            # a peer's counts: the others may be as late as this node, not dead.
             self._handed |= handed  # looked at once this node may claim again
             return claimed
         for node in dict.fromkeys([*dead, *handed]):
@@ -222,11 +231,20 @@ class Ownership:
                         stale.append(table_id)
                 elif lease.done or lease.node != node:
                     stale.append(table_id)
-                elif (dead or lease.free) and self._claimable(table_id, own=own) \
-                        and await self.take_over(table_id, lease):
-                    claimed.append(table_id)
+                elif (dead or lease.free) and self._claimable(table_id, own=own):
+                    if not (own or lease.free) and await self._back(node):
+                        await self.persistence.unindex(node, stale)
+                        return claimed  # it beat again since the node set was read
+                    if await self.take_over(table_id, lease):
+                        claimed.append(table_id)
             await self.persistence.unindex(node, stale)
         return claimed
+
+    async def _back(self, node: str) -> bool:
+        """Whether ``node``, seen dead, counts as alive again now (read just before each
+        claim from it: a node only late loses no table it beats again in time for)."""
+        until = await self.persistence.node_until(node)
+        return until is not None and until > time.time()
 
     def _claimable(self, table_id: str, *, own: bool) -> bool:
         if table_id in self.lobby.tables or table_id in self._claiming:
@@ -256,10 +274,11 @@ class Ownership:
                 events = await self.persistence.events_since(table_id, 0)
                 await self.lobby.restore_table(table_id, snapshot, events)
             except BaseException:
-                # Still this node's by its record (and in its table set): claimed again by
-                # this node's next run, or by a peer once this node dies.
+                # Still this node's by its record (and in its table set): the next scan
+                # claims it again (as a node started again under the same id does).
                 if table_id not in self.lobby.tables:
                     self.persistence.disown(table_id)
+                    self._own_checked = False
                 raise
             return True
         finally:

@@ -805,6 +805,12 @@ class Persistence:
         offset = self.clock_offset
         return {_text(node): float(score) / 1000 - offset for node, score in raw}
 
+    async def node_until(self, node: str) -> float | None:
+        """Until when ``node`` counts as alive (as :meth:`nodes`, for one node); None when
+        it is not in the node set."""
+        score = await _aw(self.redis.zscore(self.keys.nodes, node))
+        return None if score is None else float(score) / 1000 - self.clock_offset
+
     async def node_gone(self, node: str) -> None:
         """``node`` stops (shutdown): it counts as dead from now on."""
         now_ms = int((time.time() + self.clock_offset) * 1000)

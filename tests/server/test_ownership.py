@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -152,6 +153,35 @@ async def test_a_stale_owner_writes_nothing_and_lets_go(
     assert len(events) == stored  # the move played at the stale owner is not in the log
     versions = [e["v"] for e in events]
     assert versions == list(range(1, len(versions) + 1))
+
+
+async def test_a_node_taken_for_dead_lets_go_at_its_next_heartbeat(
+    start_nodes: StartNodes, caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Nothing is renewed per table, so an idle table does not tell a paused owner that it
+    went elsewhere: the owner's next heartbeat does (its time had run out). It lets go of
+    the tables claimed meanwhile, and claims nothing of others for a while (they may be
+    as late as it was)."""
+    one, two = await start_nodes(2, dice_factory=scripted(7))
+    a = await connect(one, await register(one, "alice"))
+    b = await connect(two, await register(two, "bob"))
+    table, _ = await seat_two(one, a, b)
+    freeze(one)
+    await eventually(lambda: _claimed(two, table))
+    ownership = one.app[OWNERSHIP]
+    with caplog.at_level(logging.WARNING):
+        await ownership.beat_once()
+    assert any("heartbeat had run out" in r.getMessage() for r in caplog.records)
+    assert table not in one.lobby.tables
+    freeze(two)  # two is dead for one now, but one was late itself: it takes nothing
+    await eventually(lambda: _dead_to(one, "n2"))
+    assert await ownership.scan_once() == []
+    assert await lease_node(one, table) == ("n2", False)
+
+
+async def _dead_to(server: RunningServer, node: str) -> bool:
+    until = (await server.app[PERSISTENCE].nodes()).get(node)
+    return until is not None and until < time.time()
 
 
 async def test_drain_hands_tables_to_a_live_peer(start_nodes: StartNodes) -> None:
