@@ -15,9 +15,9 @@ a hint, the record is the truth). Every write of the table is fenced by the epoc
 * beats the heart each ``lease_renew``. A heartbeat that finds the node's time had run out
   (paused past it, cut off from Redis) reads the record of each table it owns once and lets
   go of those another node claimed meanwhile (their writes would be refused anyway), and the
-  node claims nothing of others for one ``lease_ttl`` (its peers, cut off like it, beat
+  node claims nothing of others for one ``lease_renew`` (its peers, cut off like it, beat
   again first: no node takes the tables of a peer that was only as late as itself); nor does
-  a node whose own last heartbeat is older than ``lease_ttl``;
+  a node whose own last heartbeat is older than ``lease_ttl`` (it is dead for its peers);
 * every ``takeover_scan`` seconds reads the node set (one command; a dead node is cleaned up
   after once by :meth:`Lobby.node_died`), and for each dead node, and each peer that said on
   the bus that it handed tables over, reads its table set and the records in it, and claims
@@ -123,7 +123,7 @@ class Ownership:
         self._beat_at = time.monotonic()
         if not late:
             return
-        self._claim_after = time.monotonic() + self.settings.lease_ttl
+        self._claim_after = time.monotonic() + self.settings.lease_renew
         if self._started:
             log.warning("ownership: this node's heartbeat had run out (paused or cut off); "
                         "checking its tables")

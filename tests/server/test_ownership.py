@@ -160,8 +160,8 @@ async def test_a_node_taken_for_dead_lets_go_at_its_next_heartbeat(
 ) -> None:
     """Nothing is renewed per table, so an idle table does not tell a paused owner that it
     went elsewhere: the owner's next heartbeat does (its time had run out). It lets go of
-    the tables claimed meanwhile, and claims nothing of others for a while (they may be
-    as late as it was)."""
+    the tables claimed meanwhile; and while it is dead for its peers itself it claims
+    nothing of theirs (they may be as late as it is)."""
     one, two = await start_nodes(2, dice_factory=scripted(7))
     a = await connect(one, await register(one, "alice"))
     b = await connect(two, await register(two, "bob"))
@@ -173,8 +173,11 @@ async def test_a_node_taken_for_dead_lets_go_at_its_next_heartbeat(
         await ownership.beat_once()
     assert any("heartbeat had run out" in r.getMessage() for r in caplog.records)
     assert table not in one.lobby.tables
-    freeze(two)  # two is dead for one now, but one was late itself: it takes nothing
+    freeze(two)
     await eventually(lambda: _dead_to(one, "n2"))
+    # One beats no more either: its own last heartbeat is older than a peer's would count.
+    await eventually(
+        lambda: time.monotonic() - ownership._beat_at >= one.settings.lease_ttl)
     assert await ownership.scan_once() == []
     assert await lease_node(one, table) == ("n2", False)
 
