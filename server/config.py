@@ -131,10 +131,11 @@ class Settings:
     matchmaking_max_tickets: int = 100_000
     matchmaking_status_interval: float = 5.0
 
-    # Ownership (server/lobby/ownership.py; docs/operations.md, "Node loss, takeover and
-    # rolling restarts"): each live table's owner lease lasts lease_ttl unless renewed (every
-    # lease_renew); every node looks for expired leases every takeover_scan. A table is taken
-    # over at most lease_ttl + takeover_scan after its owner's last renewal (7 s by default).
+    # Ownership (server/lobby/ownership.py, docs/operations.md "Node loss and takeover"):
+    # a node counts as alive for lease_ttl after its heartbeat (one per node every
+    # lease_renew, whatever its table count); every node looks for dead nodes every
+    # takeover_scan. A table is taken over at most lease_ttl + takeover_scan after its
+    # owner's last heartbeat (7 s by default).
     lease_ttl: float = 6.0
     lease_renew: float = 2.0
     takeover_scan: float = 1.0
@@ -420,10 +421,11 @@ OPTIONS: tuple[Option, ...] = (
     Option("matchmaking_status_interval", float,
            "matchmaking: seconds between queue_status pushes to a waiting player"),
     Option("lease_ttl", float,
-           "ownership: seconds a table's owner lease lasts unless its node renews it"),
-    Option("lease_renew", float, "ownership: seconds between two renewals of a node's leases"),
+           "ownership: seconds a node counts as alive after its heartbeat (its tables are "
+           "taken over after that)"),
+    Option("lease_renew", float, "ownership: seconds between two heartbeats of a node"),
     Option("takeover_scan", float,
-           "ownership: seconds between two looks for tables whose owner's lease expired"),
+           "ownership: seconds between two looks for dead nodes and tables handed over"),
     Option("takeover_allowance", float,
            "ownership: seconds added to the clock of the player to act at a taken-over table"),
     Option("forward_timeout", float,

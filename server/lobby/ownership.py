@@ -1,29 +1,48 @@
-"""Fenced table ownership on one node: lease renewal, the takeover scan, node deaths.
+"""Fenced table ownership on one node: the node's heartbeat, the takeover scan, node deaths.
 
-Every live table has an owner lease in Redis (``{t:T}:lease``: node, epoch, expiry; the
-scripts are ``server/store/lua/lease_*.lua``). The node that makes a table claims its first lease
-(epoch 1); :class:`Ownership` then
+One liveness per node, fencing per table. A node says it is alive with one heartbeat every
+``lease_renew`` seconds, whatever its table count (``node_heartbeat.lua``: the node set
+``{nodes}:alive``, node -> Redis time until which it counts as alive, ``lease_ttl`` ahead); a
+node whose time is past is dead. Each table has an owner record (``{t:T}:lease``: node,
+epoch, ``free`` once handed over, ``done`` once finished) with no expiry: nothing renews it,
+so an idle table costs no Redis command. The node that makes a table claims its record
+(epoch 1) and enters it in its table set (``{leases}:node:N``, written at claim and end only:
+a hint, the record is the truth). Every write of the table is fenced by the epoch
+(``fenced_append.lua``, ``fenced_result.lua``; the lobby listing reads the record first).
 
-* renews every lease this node holds each ``lease_renew`` seconds, in one pipeline, with
-  this node's heartbeat in the node set (``{nodes}:alive``) and the lease index
-  (``{leases}:index``, a sorted set of live tables scored by lease expiry: a hint, each lease
-  is the truth). A renewal refused (another node claimed the table after this one was paused
-  past its lease) makes the table stop here: its writes are refused anyway
-  (``fenced_append.lua``), so it can never write again for that table;
-* every ``takeover_scan`` seconds reads the node set (a node whose heartbeat is older than
-  ``lease_ttl`` is dead: :meth:`Lobby.node_died` cleans up after it once) and the index's
-  expired entries, and claims each such table (``lease_claim.lua``: one claimant wins, epoch
-  + 1). The winner reads the table's snapshot and event log and hands them to
+:class:`Ownership` then
+
+* beats the heart each ``lease_renew``. A heartbeat that finds the node's time had run out
+  (paused past it, cut off from Redis) reads the record of each table it owns once and lets
+  go of those another node claimed meanwhile (their writes would be refused anyway), and the
+  node claims nothing of others for one ``lease_renew`` (its peers, cut off like it, beat
+  again first: no node takes the tables of a peer that was only as late as itself); nor does
+  a node whose own last heartbeat is older than ``lease_ttl`` (it is dead for its peers);
+* every ``takeover_scan`` seconds reads the node set (one command; a dead node is cleaned up
+  after once by :meth:`Lobby.node_died`), and for each dead node, and each peer that said on
+  the bus that it handed tables over, reads its table set and the records in it, and claims
+  each table still that node's (a dead node's, its death read again just before each claim,
+  or one handed over) with a compare-and-set on the record alone (``lease_claim.lua``: the
+  epoch read must still be there; one claimant wins, epoch + 1). Entries claimed by another
+  node, finished or gone leave the set; an empty set is not read again until the node is
+  seen alive. The winner reads the table's snapshot and event log and hands them to
   :meth:`Lobby.restore_table`, which rebuilds the game (``Table.restore``) or cleans up a
-  table with no game to carry on. A peer that hands its tables over on SIGTERM
-  (:meth:`Lobby.hand_over`) tells the others on the bus, and they scan at once.
+  table with no game to carry on. A node started again
+  under the same id claims back at once what its table set still names as its own (its
+  previous run's tables, unclaimed).
 
-Takeover time. The owner renews at ``t0`` and dies just after; its lease runs out at
+Whether a node is dead is each peer's judgement from the node set, in another hash slot than
+the records, so not atomic with the claim (it is read again just before each claim): a node
+that beats again between that read and the claim loses the table all the same. That costs
+the table a takeover, never a double owner: the epoch fences every write.
+
+Takeover time. The owner beats at ``t0`` and dies just after; it counts as dead from
 ``t0 + lease_ttl``; the next scan of some live node comes within ``takeover_scan`` of that,
-and the claim, the two reads and the rebuild take a few round trips. So a table is taken
-over at most ``lease_ttl + takeover_scan`` (+ a few ms) after its owner's last renewal, and at
-least ``lease_ttl - lease_renew`` after its owner's death: 4-7 s with the defaults (6 s, 2 s,
-1 s). A drained table (SIGTERM) is claimed by the first peer that hears of it: milliseconds.
+and the set read, the record reads, the claim and the rebuild take a few round trips. So a
+table is taken over at most ``lease_ttl + takeover_scan`` (+ a few ms) after its owner's last
+heartbeat, and at least ``lease_ttl - lease_renew`` after its owner's death: 4-7 s with the
+defaults (6 s, 2 s, 1 s). A drained table (SIGTERM) is claimed by the first peer that hears
+of it: milliseconds.
 """
 
 from __future__ import annotations
@@ -31,6 +50,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import random
 import time
 
 from redis.exceptions import RedisError
@@ -38,20 +58,19 @@ from redis.exceptions import RedisError
 from server.config import Settings
 from server.lobby.routing import Lobby
 from server.logs import every
-from server.store.persistence import Persistence
+from server.store.persistence import Lease, Persistence
 
 log = logging.getLogger(__name__)
 
-SCAN_LIMIT = 64
-SCAN_PASSES = 16
-"""Passes of one scan at most (SCAN_LIMIT tables each) while expired leases remain."""
-"""Expired leases one scan claims at most (the next scan takes the rest)."""
+READ_CHUNK = 256
+"""Owner records read in one pipeline by the scan (a dead node's set is read in such chunks)."""
 DEAD_NODE_KEEP = 3600.0
-"""Seconds a dead node stays in the node set (so every peer sees it dead once)."""
+"""Seconds a dead node stays in the node set at least (so every peer sees it dead once); it
+stays longer while its table set still names tables."""
 
 
 class Ownership:
-    """The lease loops of one node. Needs the node's settings, persistence and lobby."""
+    """The ownership loops of one node. Needs the node's settings, persistence and lobby."""
 
     def __init__(self, settings: Settings, persistence: Persistence, lobby: Lobby) -> None:
         self.settings = settings
@@ -61,14 +80,22 @@ class Ownership:
         self._tasks: list[asyncio.Task[None]] = []
         self._scan_now = asyncio.Event()
         self._claiming: set[str] = set()
-        lobby.on_released = self._scan_now.set
+        self._handed: set[str] = set()  # peers that said they handed tables over
+        self._emptied: set[str] = set()  # dead nodes whose table set was found empty
+        self._own_checked = False
+        self._started = False
+        self._claim_after = 0.0  # monotonic time before which this node claims nothing
+        self._beat_at = -float("inf")  # monotonic time of this node's last heartbeat
+        lobby.on_released = self._released
 
     async def start(self) -> None:
         """Say this node is alive (once, at once), then run the loops."""
-        await self.renew_once()
+        await self.beat_once()
+        self._claim_after = 0.0  # a restart under the same id is not a pause
+        self._started = True
         self._tasks = [
-            asyncio.create_task(self._renew_loop(), name="lease-renew"),
-            asyncio.create_task(self._scan_loop(), name="lease-scan"),
+            asyncio.create_task(self._heartbeat_loop(), name="heartbeat"),
+            asyncio.create_task(self._scan_loop(), name="takeover-scan"),
         ]
 
     async def stop(self) -> None:
@@ -88,19 +115,31 @@ class Ownership:
         return [n for n, until in (await self.persistence.nodes()).items()
                 if n != self.node_id and until > now]
 
-    # --- renewal ---------------------------------------------------------------------------
+    # --- heartbeat ---------------------------------------------------------------------------
 
-    async def renew_once(self) -> None:
-        lost = await self.persistence.renew_leases(self.node_id, self.settings.lease_ttl,
-                                                   self.lobby.online_players())
-        for table in lost:
+    async def beat_once(self) -> None:
+        """Beat once; if this node had been dead for its peers, let go of what they took."""
+        late = await self.persistence.heartbeat(self.node_id, self.settings.lease_ttl,
+                                                  self.lobby.online_players())
+        self._beat_at = time.monotonic()
+        if not late:
+            return
+        self._claim_after = time.monotonic() + self.settings.lease_renew
+        if self._started:
+            log.warning("ownership: this node's heartbeat had run out (paused or cut off); "
+                        "checking its tables")
+        for table in await self.persistence.lost_tables(self.node_id):
             self.persistence.fenced_out(table)
 
-    async def _renew_loop(self) -> None:
-        await every(self.settings.lease_renew, self.renew_once, "ownership: renewing leases",
-                    log)
+    async def _heartbeat_loop(self) -> None:
+        await every(self.settings.lease_renew, self.beat_once, "ownership: heartbeat", log)
 
     # --- takeover ----------------------------------------------------------------------------
+
+    def _released(self, node: str) -> None:
+        """A peer handed tables over (drain): look at its table set at once."""
+        self._handed.add(node)
+        self._scan_now.set()
 
     async def _scan_loop(self) -> None:
         interval = self.settings.takeover_scan
@@ -116,53 +155,112 @@ class Ownership:
                 log.exception("ownership: takeover scan failed")
 
     async def scan_once(self) -> list[str]:
-        """Look at the node set and the expired leases once; claim what is free. Returns
-        the tables this node claimed."""
+        """Look at the node set once; claim the tables of dead nodes and the ones handed
+        over. Returns the tables this node claimed."""
         if self.lobby.closing:
             return []  # a draining node hands its tables over: it never claims them back
-        await self._check_nodes()
+        dead = await self._check_nodes()
         self.lobby.sweep_forwarded()
         claimed: list[str] = []
-        # A node that held many tables: pass after pass until the expired ones are taken
-        # (each claim another node won costs one round trip), bounded per scan.
-        for _ in range(SCAN_PASSES):
-            expired = await self.persistence.expired_leases(SCAN_LIMIT)
-            tried = 0
-            for table_id in expired:
-                if self.lobby.closing:
-                    return claimed
-                if table_id in self.lobby.tables or table_id in self._claiming:
-                    continue  # this node's own (its renewal is late) or being claimed here
-                tried += 1
-                if await self.take_over(table_id):
-                    claimed.append(table_id)
-            if len(expired) < SCAN_LIMIT or not tried:
+        if not self._own_checked:
+            # Started again under the same id: what the previous run left unclaimed (or a
+            # rebuild here failed: tried again).
+            claimed += await self._claim_from(self.node_id, own=True)
+            self._own_checked = True
+        handed, self._handed = self._handed, set()
+        now = time.monotonic()
+        if now < self._claim_after or now - self._beat_at >= self.settings.lease_ttl:
+            # Just found late itself, or no heartbeat of its own came through for as long as
+            # a peer's counts: the others may be as late as this node, not dead.
+            self._handed |= handed  # looked at once this node may claim again
+            return claimed
+        for node in dict.fromkeys([*dead, *handed]):
+            if self.lobby.closing:
                 break
+            if node in self._emptied and node not in handed:
+                continue
+            claimed += await self._claim_from(node)
         return claimed
 
-    async def _check_nodes(self) -> None:
+    async def _check_nodes(self) -> list[str]:
+        """Read the node set: peers seen alive again or dead for the first time are told to
+        the lobby. Returns the dead peers."""
         nodes = await self.persistence.nodes()
         now = time.time()
         lobby = self.lobby
         lobby.peers = {n: until for n, until in nodes.items() if n != self.node_id}
+        dead: list[str] = []
         for node, until in lobby.peers.items():
             if until > now:
                 lobby.node_back(node)
-            elif node not in lobby.dead_nodes:
-                await lobby.node_died(node)
-        stale = [n for n, until in nodes.items() if until < now - DEAD_NODE_KEEP]
+                self._emptied.discard(node)
+            else:
+                dead.append(node)
+                if node not in lobby.dead_nodes:
+                    await lobby.node_died(node)
+        # Long dead, and nothing of theirs left to claim (a node that stopped last keeps
+        # its games for whichever node starts next, however much later).
+        stale = [n for n, until in nodes.items()
+                 if until < now - DEAD_NODE_KEEP and n in self._emptied]
         await self.persistence.forget_nodes(stale)
+        self._emptied.difference_update(stale)
+        return dead
 
-    async def take_over(self, table_id: str) -> bool:
-        """Claim ``table_id`` if its lease expired, rebuild it here (or clean it up).
-        False when another node won the claim, or there is nothing to claim."""
+    async def _claim_from(self, node: str, *, own: bool = False) -> list[str]:
+        """Claim every table of ``node``'s set still recorded as ``node``'s (``own``: this
+        node's previous run's, not one it holds now; a dead node's; else only those handed
+        over). Entries of tables claimed elsewhere, finished or gone leave the set."""
+        tables = await self.persistence.node_tables(node)
+        if not tables:
+            self._emptied.add(node)
+            return []
+        random.shuffle(tables)  # live peers start at different places of a dead node's set
+        dead = own or node in self.lobby.dead_nodes
+        claimed: list[str] = []
+        for at in range(0, len(tables), READ_CHUNK):
+            if self.lobby.closing:
+                return claimed
+            chunk = tables[at:at + READ_CHUNK]
+            leases = await self.persistence.leases(chunk)
+            stale: list[str] = []
+            for table_id in chunk:
+                lease = leases[table_id]
+                if lease is None:
+                    # Gone, or (a live node's set) a claim in flight: the set is written
+                    # before the record.
+                    if not own:
+                        stale.append(table_id)
+                elif lease.done or lease.node != node:
+                    stale.append(table_id)
+                elif (dead or lease.free) and self._claimable(table_id, own=own):
+                    if not (own or lease.free) and await self._back(node):
+                        await self.persistence.unindex(node, stale)
+                        return claimed  # it beat again since the node set was read
+                    if await self.take_over(table_id, lease):
+                        claimed.append(table_id)
+            await self.persistence.unindex(node, stale)
+        return claimed
+
+    async def _back(self, node: str) -> bool:
+        """Whether ``node``, seen dead, counts as alive again now (read just before each
+        claim from it: a node only late loses no table it beats again in time for)."""
+        until = await self.persistence.node_until(node)
+        return until is not None and until > time.time()
+
+    def _claimable(self, table_id: str, *, own: bool) -> bool:
+        if table_id in self.lobby.tables or table_id in self._claiming:
+            return False
+        return not (own and table_id in self.persistence.epochs)
+
+    async def take_over(self, table_id: str, lease: Lease) -> bool:
+        """Claim ``table_id`` from the owner record ``lease`` (as read just before), rebuild
+        it here (or clean it up). False when another node won the claim, or the record
+        changed since it was read."""
         self._claiming.add(table_id)
         try:
-            epoch, previous = await self.persistence.claim(table_id, self.node_id, new=False)
+            epoch, previous = await self.persistence.claim(table_id, self.node_id, new=False,
+                                                           epoch=lease.epoch)
             if not epoch:
-                lease = await self.persistence.lease(table_id)
-                if lease is None or lease.done:
-                    await self.persistence.unindex([table_id])
                 return False
             self.persistence.adopt(table_id, epoch)
             if self.lobby.closing:  # the drain began during the claim: hand it on at once
@@ -177,9 +275,11 @@ class Ownership:
                 events = await self.persistence.events_since(table_id, 0)
                 await self.lobby.restore_table(table_id, snapshot, events)
             except BaseException:
-                # Not renewed here: its lease runs out again and a node tries once more.
+                # Still this node's by its record (and in its table set): the next scan
+                # claims it again (as a node started again under the same id does).
                 if table_id not in self.lobby.tables:
                     self.persistence.disown(table_id)
+                    self._own_checked = False
                 raise
             return True
         finally:

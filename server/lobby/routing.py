@@ -81,7 +81,7 @@ from server.ratelimit import RateLimiter
 from server.rules import DiceSource
 from server.store.accounts import BOT_PREFIX, GUEST_PREFIX, Identity, is_bot_id
 from server.store.games import GameRecords
-from server.store.persistence import FENCED_OUT, Lease, Persistence
+from server.store.persistence import FENCED_OUT, Persistence
 from server.tables.ratings import RatedPlayer, RatingPlan, counts_for_pair_limit, plan_rating
 
 log = logging.getLogger(__name__)
@@ -206,7 +206,8 @@ class Lobby:
         # (conn id, request id) -> (owner node, table id, loop time sent).
         self._forwarded: dict[tuple[str, Any], tuple[str, str, float]] = {}
         self._answered: OrderedDict[tuple[str, Any], None] = OrderedDict()
-        self.on_released: Callable[[], None] | None = None  # a peer handed tables over
+        # A peer (the node id) handed tables over.
+        self.on_released: Callable[[str], None] | None = None
         # Called with each game table this node rebuilt after a takeover (the computer
         # opponents resume a bot's seat).
         self.on_restored: Callable[[Table], None] | None = None
@@ -756,7 +757,7 @@ class Lobby:
         if lease is None:
             raise ProtocolError(ErrorCode.NO_SUCH_TABLE, f"no table {table_id}", field="table")
         if lease.node != self.node_id and self.is_node_live(lease.node) \
-                and (lease.done or not self._lease_expired(lease)):
+                and (lease.done or not lease.free):
             self._remember_owner(table_id, lease.node)
             return lease.node
         if lease.done:
@@ -770,10 +771,6 @@ class Lobby:
             ErrorCode.UNAVAILABLE,
             f"table {table_id}: its server is gone; another takes it over, retry"),
             self.settings.lease_ttl + self.settings.takeover_scan)
-
-    @staticmethod
-    def _lease_expired(lease: Lease) -> bool:
-        return lease.expires <= time.time() * 1000
 
     def is_node_live(self, node: str) -> bool:
         """Whether ``node`` counts as alive (this node always does; an unknown one does
@@ -1039,7 +1036,7 @@ class Lobby:
             return False
         lease = await self.persistence.lease(table_id)
         return (lease is not None and lease.node == self.node_id and lease.epoch == epoch
-                and not lease.done)
+                and not lease.done and not lease.free)
 
     def table_changed(self, table: Table) -> None:
         """The table's status changed: update the lobby index (in the background); when play
@@ -1375,8 +1372,11 @@ class Lobby:
                 await self._taken_over(payload["table"], node,
                                        [str(p) for p in payload.get("players") or ()])
         elif op == "released":
-            if payload.get("node") != self.node_id and self.on_released is not None:
-                self.on_released()
+            node = payload.get("node")
+            if not isinstance(node, str):
+                raise TypeError("released needs a node")
+            if node != self.node_id and self.on_released is not None:
+                self.on_released(node)
         else:
             raise ValueError(f"unknown op {op!r}")
 

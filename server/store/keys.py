@@ -83,8 +83,8 @@ class Keys:
         return f"{self.prefix}{{reports}}:chat"
 
     def table_lease(self, table: str) -> str:
-        """Hash of the table's owner lease: ``node``, ``epoch``, ``expires`` (Redis ms),
-        ``done`` (see ``server/store/lua/lease_claim.lua``)."""
+        """Hash of the table's owner record: ``node``, ``epoch``, ``free``, ``done``, ``v``
+        (see ``server/store/lua/lease_claim.lua``)."""
         return f"{self.prefix}{{t:{table}}}:lease"
 
     def table_events(self, table: str) -> str:
@@ -128,11 +128,11 @@ class Keys:
         """Set of the digests of the player's live tokens (ended on a password change or revoke)."""
         return f"{self.prefix}{{a:{player}}}:tokens"
 
-    @property
-    def lease_index(self) -> str:
-        """Sorted set of live tables scored by their lease's expiry (ms, the owner's clock):
-        a hint for the takeover scan; each table's lease key is the truth."""
-        return f"{self.prefix}{{leases}}:index"
+    def node_tables(self, node: str) -> str:
+        """Set of the tables ``node`` claimed or made and has not finished: where the takeover
+        scan looks when the node dies (a hint, written at claim and end only; each table's
+        owner record is the truth). Every node's set shares one hash tag."""
+        return f"{self.prefix}{{leases}}:node:{node}"
 
     # Nodes
     @property
@@ -144,8 +144,9 @@ class Keys:
 
     @property
     def nodes(self) -> str:
-        """Sorted set of node ids scored by when each stops counting as alive (ms): how a
-        node learns that a peer died (its tickets, seats and watchers are cleaned up)."""
+        """Sorted set of node ids scored by when each stops counting as alive (ms, Redis
+        clock): each node's one heartbeat (``node_heartbeat.lua``). How a node learns that a
+        peer died: its tables are claimed, its tickets, seats and watchers cleaned up."""
         return f"{self.prefix}{{nodes}}:alive"
 
     @property

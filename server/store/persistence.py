@@ -14,18 +14,20 @@ parse, so a flush is one hand-packed batch (:class:`_Batch`) of one ``EVALSHA`` 
 :data:`SNAPSHOT_INTERVAL` seconds per table, except that a snapshot marked urgent (the table's
 status changed) goes with the next flush.
 
-Fencing: each table this node owns has an owner epoch (:meth:`adopt`, from the
-lease claim in ``ownership.py``); every write of its log, snapshot and result goes through a
-script that refuses it when the epoch in Redis is not the writer's. After a flush each table
-hears, through :attr:`on_stored`, the highest version now stored (store before announce), or,
-through :attr:`on_fenced`, that its lease was lost. A finished game is different:
-:meth:`write_result` writes that table's buffered events and snapshot and the result in one
-fenced script, awaited, before anyone is told the game ended; the rating inbox entries (per
-player: another hash slot) follow in a pipeline of their own.
+Fencing: each table this node owns has an owner epoch (:meth:`adopt`, from the claim of its
+owner record ``{t:T}:lease``, see ``ownership.py``); every write of its log, snapshot and
+result goes through a script that refuses it when the epoch in Redis is not the writer's.
+After a flush each table hears, through :attr:`on_stored`, the highest version now stored
+(store before announce), or, through :attr:`on_fenced`, that another node claimed it. A
+finished game is different: :meth:`write_result` writes that table's buffered events and
+snapshot and the result in one fenced script, awaited, before anyone is told the game
+ended; the rating inbox entries (per player: another hash slot) follow in a pipeline of
+their own.
 
 Keys (see ``keys.py``): ``{t:T}:events`` (capped list of events: msgpack, the same maps
 clients receive), ``{t:T}:snapshot`` (msgpack), ``{t:T}:results`` (JSON), ``{t:T}:lease``,
-``{p:P}:seat``, ``{p:P}:presence``, ``{p:P}:inbox`` (JSON), ``lobby:tables``.
+``{leases}:node:N`` (the tables of node N), ``{nodes}:alive`` (heartbeats), ``{p:P}:seat``,
+``{p:P}:presence``, ``{p:P}:inbox`` (JSON), ``lobby:tables``.
 
 The store's identity (``store:id``): a random id written once (SET NX) by the first node on an
 empty store and remembered by every node (:meth:`Persistence.claim_store`). The health check
@@ -187,12 +189,24 @@ class Fenced(Exception):
 
 @dataclass(frozen=True, slots=True)
 class Lease:
-    """A table's owner lease as stored: ``expires`` is Redis time in ms (0: released)."""
+    """A table's owner record as stored: its owner node and epoch; ``free`` once handed over
+    (any live node may claim it), ``done`` once the table finished (never claimed again)."""
 
     node: str
     epoch: int
-    expires: int
     done: bool
+    free: bool = False
+
+
+LEASE_FIELDS = ["node", "epoch", "done", "free"]
+
+
+def _lease(row: list[Any]) -> Lease | None:
+    node, epoch, done, free = row
+    if epoch is None:
+        return None
+    return Lease(_text(node or b""), int(epoch), _text(done or b"") == "1",
+                 _text(free or b"") == "1")
 
 
 def _text(raw: Any) -> str:
@@ -234,6 +248,8 @@ class Persistence:
         self._task: asyncio.Task[None] | None = None
         # Owner epoch of each table this node owns (FENCED_OUT once a write was refused).
         self.epochs: dict[str, int] = {}
+        # Redis's clock less this node's, seconds (measured by each heartbeat).
+        self.clock_offset = 0.0
         self._cluster = isinstance(redis, aioredis.RedisCluster)
         # Per table, the fixed arguments of its fenced append and their RESP encoding, made
         # once per epoch (dropped whenever the epoch changes or the table is given up).
@@ -248,7 +264,7 @@ class Persistence:
         self._lobby_list = redis.register_script(_load_script("lobby_list.lua"))
         self._lobby_page = redis.register_script(_load_script("lobby_page.lua"))
         self._lease_claim = redis.register_script(_load_script("lease_claim.lua"))
-        self._lease_renew = redis.register_script(_load_script("lease_renew.lua"))
+        self._node_heartbeat = redis.register_script(_load_script("node_heartbeat.lua"))
         self._lease_release = redis.register_script(_load_script("lease_release.lua"))
         self._fenced_append = redis.register_script(_load_script("fenced_append.lua"))
         self._fenced_result = redis.register_script(_load_script("fenced_result.lua"))
@@ -323,8 +339,8 @@ class Persistence:
         return b"" if epoch is None else b"%d" % epoch
 
     def fenced_out(self, table: str) -> None:
-        """A write or renewal of ``table`` was refused (another node claimed it): nothing
-        of it is written any more, and :attr:`on_fenced` is told."""
+        """A write of ``table`` was refused, or its owner record names another owner (another
+        node claimed it): nothing of it is written any more, and :attr:`on_fenced` is told."""
         if self.epochs.get(table) == FENCED_OUT:
             return
         log.warning("table %s: owner lease lost (a newer owner claimed it); letting go", table)
@@ -586,10 +602,9 @@ class Persistence:
             await asyncio.sleep(interval)
 
     async def load_scripts(self) -> None:
-        """Load the scripts sent by hash in pipelines (``EVALSHA``): the fenced append of
-        the flush and the lease renewal (on a cluster, on every master)."""
+        """Load the script sent by hash in hand-packed batches (``EVALSHA``): the fenced
+        append of the flush (on a cluster, on every master)."""
         await self.redis.script_load(self._fenced_append.script)
-        await self.redis.script_load(self._lease_renew.script)
 
     def start(self) -> None:
         self._task = asyncio.create_task(self.run_flusher(), name="write-behind")
@@ -785,60 +800,70 @@ class Persistence:
         raw = await self.redis.get(self.keys.table_snapshot(table))
         return None if raw is None else dict(msgpack.unpackb(raw))
 
-    # --- ownership (leases) and lobby index --------------------------------------------
+    # --- ownership (owner records, heartbeats) and lobby index ----------------------------
 
-    async def claim(self, table: str, node: str, *, new: bool) -> tuple[int, str]:
-        """Claim ``table``'s owner lease for ``node``: ``new`` for a table just made here
-        (no lease may exist yet), else a takeover (only an expired lease). Returns (the new
-        epoch, the previous owner node): epoch 0 when not claimed. The table is entered in
-        the lease index; the caller :meth:`adopt`\\ s the epoch."""
-        ttl_ms = int(self._settings.lease_ttl * 1000)
+    async def claim(self, table: str, node: str, *, new: bool, epoch: int = 0
+                    ) -> tuple[int, str]:
+        """Claim ``table``'s owner record for ``node``: ``new`` for a table just made here
+        (no record may exist yet), else a takeover of the record as read (``epoch``: the
+        epoch read just before; the caller judged its owner dead or the table handed over).
+        Returns (the new epoch, the previous owner node): epoch 0 when not claimed. The table enters
+        ``node``'s table set first (so a node that dies right after the claim leaves it where
+        the scan looks) and, once taken over, leaves the previous owner's; the caller
+        :meth:`adopt`\\ s the epoch."""
+        keys = self.keys
+        await _aw(self.redis.sadd(keys.node_tables(node), table))
         reply = await self._lease_claim(
-            keys=[self.keys.table_lease(table)],
-            args=[node, ttl_ms, self._log_ttl_ms, "new" if new else "takeover"],
+            keys=[keys.table_lease(table)],
+            args=[node, self._log_ttl_ms, "new" if new else "takeover", epoch],
         )
-        epoch, previous = int(reply[0]), _text(reply[1])
-        if epoch:
-            await _aw(self.redis.zadd(self.keys.lease_index,
-                                      {table: int(time.time() * 1000) + ttl_ms}))
-        return epoch, previous
+        claimed, previous = int(reply[0]), _text(reply[1])
+        if not claimed:
+            await _aw(self.redis.srem(keys.node_tables(node), table))
+        elif previous and previous != node:
+            await _aw(self.redis.srem(keys.node_tables(previous), table))
+        return claimed, previous
 
-    async def renew_leases(self, node: str, node_ttl: float, online: int | None = None
-                           ) -> list[str]:
-        """Renew the lease of every table this node owns, say this node is alive (for
-        ``node_ttl`` seconds) with ``online``, the players connected to it (``GET
-        /api/online``), and refresh the lease index, in one pipeline. Returns the
-        tables whose lease another node holds now (their writes are refused already; the
-        caller lets them go)."""
+    async def heartbeat(self, node: str, node_ttl: float, online: int | None = None) -> bool:
+        """Say ``node`` is alive for ``node_ttl`` seconds, with ``online``, the players
+        connected to it (``GET /api/online``), in one script call, whatever the number of
+        tables. True when the node's time had run out before this call: its peers
+        may have taken it for dead and claimed some of its tables (see :meth:`lost_tables`).
+        Keeps the offset of this node's clock from Redis's (:meth:`nodes` is in local time)."""
+        now_ms, previous = (int(x) for x in await self._node_heartbeat(
+            keys=[self.keys.nodes, self.keys.online],
+            args=[node, int(node_ttl * 1000), "" if online is None else online]))
+        self.clock_offset = now_ms / 1000 - time.time()
+        return 0 <= previous < now_ms
+
+    async def lost_tables(self, node: str) -> list[str]:
+        """The tables this node writes as their owner whose record names another owner (or
+        epoch), is done by someone else, or is gone: read once each, in one pipeline (after
+        this node was taken for dead). The caller lets them go (their writes would be
+        refused anyway)."""
         owned = [(t, e) for t, e in self.epochs.items() if e != FENCED_OUT]
-        ttl_ms = int(self._settings.lease_ttl * 1000)
-        now_ms = int(time.time() * 1000)
-        # Hand-packed (see _Batch): a pipeline of one script call per table cost a few ms of
-        # the node's CPU per renewal with a hundred tables.
-        batch = _Batch(cluster=self._cluster)
-        sha, ttl, lease = self._lease_renew.sha.encode(), b"%d" % ttl_ms, self.keys.table_lease
+        if not owned:
+            return []
+        leases = await self.leases([t for t, _ in owned])
+        lost, kept = [], []
         for table, epoch in owned:
-            batch.add(b"EVALSHA", sha, b"1", lease(table).encode(), b"%d" % epoch, ttl)
-        if owned:
-            expires = b"%d" % (now_ms + ttl_ms)
-            batch.add(b"ZADD", self.keys.lease_index.encode(),
-                      *[part for t, _ in owned for part in (expires, t.encode())])
-        batch.add(b"ZADD", self.keys.nodes.encode(), b"%d" % (now_ms + int(node_ttl * 1000)),
-                  node.encode())
-        if online is not None:
-            batch.add(b"HSET", self.keys.online.encode(), node.encode(), b"%d" % online)
-        try:
-            replies = await batch.execute(self.redis)
-        except NoScriptError:
-            await self.redis.script_load(self._lease_renew.script)
-            replies = await batch.execute(self.redis)
-        return [t for (t, e), ok in zip(owned, replies, strict=False)
-                if not int(ok) and self.epochs.get(t) == e]
+            lease = leases.get(table)
+            if lease is None or lease.node != node or lease.epoch != epoch:
+                if self.epochs.get(table) == epoch:
+                    lost.append(table)
+            else:
+                kept.append(table)
+        if kept:
+            # A peer's scan may have dropped them from this node's set while it was dead.
+            await _aw(self.redis.sadd(self.keys.node_tables(node), *kept))
+        return lost
 
     async def release(self, table: str, *, done: bool) -> bool:
-        """Give back the lease of ``table`` (this node stops owning it): ``done`` when the
-        table finished or closed (never claimed again), else for a peer to claim it at once.
-        False when the lease was not this node's any more."""
+        """Give back the owner record of ``table`` (this node stops owning it): ``done`` when
+        the table finished or closed (never claimed again; it leaves this node's table set),
+        else ``free`` for a peer to claim it at once (it stays in the set, where the peers
+        look: the claimant takes it out). False when the record was not this node's any
+        more."""
         epoch = self.epochs.get(table)
         if epoch is None or epoch == FENCED_OUT:
             return False
@@ -851,6 +876,7 @@ class Persistence:
         self._heads.pop(table, None)
         if done:
             self.epochs.pop(table, None)
+            await _aw(self.redis.srem(self.keys.node_tables(self._settings.node_id), table))
         else:
             # Whatever is still buffered for it would be refused: dropped now.
             self.epochs[table] = FENCED_OUT
@@ -858,47 +884,56 @@ class Persistence:
             self._firsts.pop(table, None)
             self._dirty.pop(table, None)
             self._urgent.discard(table)
-        if done:
-            await _aw(self.redis.zrem(self.keys.lease_index, table))
-        else:
-            await _aw(self.redis.zadd(self.keys.lease_index, {table: 0}))
         return bool(int(ok))
 
     async def lease(self, table: str) -> Lease | None:
-        """``table``'s owner lease as stored, or None (no such table, or long gone)."""
-        node, epoch, expires, done = await _aw(self.redis.hmget(
-            self.keys.table_lease(table), ["node", "epoch", "expires", "done"]))
-        if epoch is None:
-            return None
-        return Lease(_text(node), int(epoch), int(expires or 0), _text(done or b"") == "1")
+        """``table``'s owner record as stored, or None (no such table, or long gone)."""
+        return _lease(await _aw(self.redis.hmget(self.keys.table_lease(table), LEASE_FIELDS)))
 
-    async def expired_leases(self, limit: int) -> list[str]:
-        """Tables of the lease index whose lease should have run out by this node's clock
-        (a hint: the claim checks the lease itself); at most ``limit``, oldest first."""
-        now_ms = int(time.time() * 1000)
-        raw = await _aw(self.redis.zrangebyscore(self.keys.lease_index, "-inf", now_ms,
-                                                 start=0, num=limit))
-        return [_text(t) for t in raw]
+    async def leases(self, tables: list[str]) -> dict[str, Lease | None]:
+        """The owner records of ``tables``, in one pipeline (a read per table; on a cluster
+        the client sends each slot's share to its master)."""
+        pipe = self.redis.pipeline(transaction=False)
+        for table in tables:
+            pipe.hmget(self.keys.table_lease(table), LEASE_FIELDS)
+        rows = await pipe.execute() if tables else []
+        return {t: _lease(row) for t, row in zip(tables, rows, strict=True)}
 
-    async def unindex(self, tables: list[str]) -> None:
-        """Take ``tables`` out of the lease index (finished, or gone with their keys)."""
+    async def node_tables(self, node: str) -> list[str]:
+        """The tables in ``node``'s table set (a hint: see :meth:`claim`)."""
+        return [_text(t) for t in await _aw(self.redis.smembers(self.keys.node_tables(node)))]
+
+    async def unindex(self, node: str, tables: list[str]) -> None:
+        """Take ``tables`` out of ``node``'s table set (finished, claimed by another, or gone
+        with their keys)."""
         if tables:
-            await _aw(self.redis.zrem(self.keys.lease_index, *tables))
+            await _aw(self.redis.srem(self.keys.node_tables(node), *tables))
 
     async def nodes(self) -> dict[str, float]:
-        """Every node that said it is alive, with the time (epoch seconds, by its clock)
-        until which it counts as alive."""
+        """Every node that said it is alive, with the time (epoch seconds, by this node's
+        clock: Redis's, less the offset the last heartbeat measured) until which it counts
+        as alive."""
         raw = await _aw(self.redis.zrange(self.keys.nodes, 0, -1, withscores=True))
-        return {_text(node): float(score) / 1000 for node, score in raw}
+        offset = self.clock_offset
+        return {_text(node): float(score) / 1000 - offset for node, score in raw}
+
+    async def node_until(self, node: str) -> float | None:
+        """Until when ``node`` counts as alive (as :meth:`nodes`, for one node); None when
+        it is not in the node set."""
+        score = await _aw(self.redis.zscore(self.keys.nodes, node))
+        return None if score is None else float(score) / 1000 - self.clock_offset
 
     async def node_gone(self, node: str) -> None:
         """``node`` stops (shutdown): it counts as dead from now on."""
-        await _aw(self.redis.zadd(self.keys.nodes, {node: int(time.time() * 1000)}))
+        now_ms = int((time.time() + self.clock_offset) * 1000)
+        await _aw(self.redis.zadd(self.keys.nodes, {node: now_ms}))
 
     async def forget_nodes(self, nodes: list[str]) -> None:
+        """Drop nodes long dead from the node set, with what is left of their table sets."""
         if nodes:
             await _aw(self.redis.zrem(self.keys.nodes, *nodes))
             await _aw(self.redis.hdel(self.keys.online, *nodes))
+            await _aw(self.redis.delete(*[self.keys.node_tables(n) for n in nodes]))
 
     async def owner_of(self, table: str) -> str | None:
         """The node holding (or last holding) ``table``'s lease; None when there is none."""

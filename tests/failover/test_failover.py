@@ -139,6 +139,33 @@ async def test_sigkill_owner_mid_game_another_node_takes_over(
     await assert_settled_once(n2, [a, b], game_id_of(over))
 
 
+async def test_the_only_node_killed_and_started_again_takes_its_games_back(
+    cluster: Cluster, redis_client: aioredis.Redis
+) -> None:
+    """No peer to claim them: a node started again under the same id claims back the tables
+    its table set still names as its own (nothing expires them: a table's record has no
+    time), and the game goes on."""
+    (n1,) = await cluster.start_many(["n1"])
+    a = await cluster.player("alice", n1)
+    b = await cluster.player("bob", n1)
+    table = await seat_two(a, b)
+    await play_moves([a, b], table, 8)
+
+    n1.kill()
+    await n1.wait()
+    n1 = await cluster.start("n1")
+    for p in (a, b):
+        await p.switch(n1)
+    for p in (a, b):
+        await resync(p, table)
+    over = await play_to_end([a, b], table)
+
+    assert over["reason"] == "normal", over
+    assert_saw_every_version_once([a, b], table)
+    await assert_log_contiguous(cluster, redis_client, table)
+    await assert_settled_once(n1, [a, b], game_id_of(over))
+
+
 async def test_owner_killed_as_game_ends_settles_once(
     cluster: Cluster, redis_client: aioredis.Redis
 ) -> None:

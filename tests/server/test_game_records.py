@@ -286,7 +286,7 @@ async def test_online_counts_the_players_connected_over_the_live_nodes(
         await connect(one, await register(one, name))
     await connect(two, await register(two, "carol"))
     for node in (one, two):
-        await node.app[OWNERSHIP].renew_once()  # the alive refresh writes the count
+        await node.app[OWNERSHIP].beat_once()  # the alive refresh writes the count
     status, body, _ = await get(one, "/api/online")
     assert (status, body) == (200, {"players": 3})
     await two.stop()  # a node that stops counts no more

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -154,6 +155,38 @@ async def test_a_stale_owner_writes_nothing_and_lets_go(
     assert versions == list(range(1, len(versions) + 1))
 
 
+async def test_a_node_taken_for_dead_lets_go_at_its_next_heartbeat(
+    start_nodes: StartNodes, caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Nothing is renewed per table, so an idle table does not tell a paused owner that it
+    went elsewhere: the owner's next heartbeat does (its time had run out). It lets go of
+    the tables claimed meanwhile; and while it is dead for its peers itself it claims
+    nothing of theirs (they may be as late as it is)."""
+    one, two = await start_nodes(2, dice_factory=scripted(7))
+    a = await connect(one, await register(one, "alice"))
+    b = await connect(two, await register(two, "bob"))
+    table, _ = await seat_two(one, a, b)
+    freeze(one)
+    await eventually(lambda: _claimed(two, table))
+    ownership = one.app[OWNERSHIP]
+    with caplog.at_level(logging.WARNING):
+        await ownership.beat_once()
+    assert any("heartbeat had run out" in r.getMessage() for r in caplog.records)
+    assert table not in one.lobby.tables
+    freeze(two)
+    await eventually(lambda: _dead_to(one, "n2"))
+    # One beats no more either: its own last heartbeat is older than a peer's would count.
+    await eventually(
+        lambda: time.monotonic() - ownership._beat_at >= one.settings.lease_ttl)
+    assert await ownership.scan_once() == []
+    assert await lease_node(one, table) == ("n2", False)
+
+
+async def _dead_to(server: RunningServer, node: str) -> bool:
+    until = (await server.app[PERSISTENCE].nodes()).get(node)
+    return until is not None and until < time.time()
+
+
 async def test_drain_hands_tables_to_a_live_peer(start_nodes: StartNodes) -> None:
     one, two = await start_nodes(2, dice_factory=scripted(7))
     a = await connect(one, await register(one, "alice"))
@@ -194,7 +227,7 @@ async def test_garbage_on_the_node_bus_is_dropped(
 async def test_a_draining_node_takes_no_table_and_its_tables_write_nothing(
     start_nodes: StartNodes, redis_client: aioredis.Redis,
 ) -> None:
-    """A node that drains claims no expired lease (it would take back the tables it just
+    """A node that drains claims no table handed over (it would take back the tables it just
     released, and stop with them), and a table it handed over writes nothing more: a late
     step of it (a timer, a command or a game's end still in flight) is not stored."""
     one, two = await start_nodes(2, dice_factory=scripted(7))
@@ -204,11 +237,12 @@ async def test_a_draining_node_takes_no_table_and_its_tables_write_nothing(
     lobby = one.lobby
     lobby.closing = True
     persistence = two.app[PERSISTENCE]
-    await _aw(redis_client.hset(persistence.keys.table_lease(table), "expires", "0"))
-    await redis_client.zadd(persistence.keys.lease_index, {table: 0})
+    await _aw(redis_client.hset(persistence.keys.table_lease(table), "free", "1"))
+    one.app[OWNERSHIP]._released(two.settings.node_id)  # as if two had handed it over
     assert await one.app[OWNERSHIP].scan_once() == []
     assert await lease_node(one, table) == (two.settings.node_id, False)
     lobby.closing = False
+    await _aw(redis_client.hdel(persistence.keys.table_lease(table), "free"))
 
     live = two.lobby.tables[table]
     version = live.version

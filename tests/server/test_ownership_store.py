@@ -1,11 +1,13 @@
-"""The owner lease and fenced writes on a real Redis (server/store/lua/lease_*.lua, fenced_*.lua
-through Persistence): one claimant wins, a renewal needs the current epoch, a stale owner
-writes nothing (events, snapshot, result), and the flush tells each table what was stored."""
+"""Owner records, heartbeats and fenced writes on a real Redis (server/store/lua/lease_*.lua,
+node_heartbeat.lua, fenced_*.lua through Persistence): one claimant wins, a claim needs the
+epoch it read, a heartbeat tells a node it was taken for dead, a stale owner writes nothing
+(events, snapshot, result), and the flush tells each table what was stored."""
 
 from __future__ import annotations
 
 import asyncio
 import json
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -25,10 +27,8 @@ def _event(v: int) -> bytes:
     return bytes(msgpack.packb({"type": "move", "v": v}))
 
 
-async def _expire(redis: aioredis.Redis, store: Persistence, table: str) -> None:
-    """As if the owner had stopped renewing the lease long ago."""
-    await _aw(redis.hset(store.keys.table_lease(table), "expires", "0"))
-    await redis.zadd(store.keys.lease_index, {table: 0})
+async def _members(redis: aioredis.Redis, store: Persistence, node: str) -> set[str]:
+    return {m.decode() for m in await _aw(redis.smembers(store.keys.node_tables(node)))}
 
 
 async def test_claim_one_winner_and_epochs(
@@ -36,51 +36,66 @@ async def test_claim_one_winner_and_epochs(
 ) -> None:
     store = _store(redis_client, make_settings())
     assert await store.claim("t1", "a", new=True) == (1, "")
+    assert await _members(redis_client, store, "a") == {"t1"}
     assert (await store.claim("t1", "b", new=True))[0] == 0  # exists already
-    assert (await store.claim("t1", "b", new=False))[0] == 0  # still running
-    await _expire(redis_client, store, "t1")
-    replies = await asyncio.gather(*(store.claim("t1", n, new=False) for n in "bcde"))
+    assert (await store.claim("t1", "b", new=False, epoch=7))[0] == 0  # not the epoch read
+    assert await _members(redis_client, store, "b") == set()
+    replies = await asyncio.gather(*(store.claim("t1", n, new=False, epoch=1) for n in "bcde"))
     winners = [r for r in replies if r[0]]
     assert winners == [(2, "a")]
     lease = await store.lease("t1")
-    assert lease is not None and lease.epoch == 2 and not lease.done
+    assert lease is not None and lease.epoch == 2 and not lease.done and not lease.free
     assert lease.node == "bcde"[replies.index(winners[0])]
     assert await store.owner_of("t1") == lease.node
+    # The table moved from the old owner's set to the winner's, and only there.
+    assert await _members(redis_client, store, "a") == set()
+    for node in "bcde":
+        assert await _members(redis_client, store, node) == ({"t1"} if node == lease.node
+                                                              else set())
     assert await store.lease("nope") is None
-    assert (await store.claim("nope", "b", new=False))[0] == 0
+    assert (await store.claim("nope", "b", new=False, epoch=1))[0] == 0
+    assert (await store.leases(["t1", "nope"]))["nope"] is None
 
 
-async def test_renew_only_with_current_epoch(
+async def test_heartbeat_tells_a_node_it_was_taken_for_dead(
     redis_client: aioredis.Redis, make_settings: Callable[..., Settings]
 ) -> None:
     settings = make_settings()
     a, b = _store(redis_client, settings), _store(redis_client, settings)
-    epoch, _ = await a.claim("t1", "a", new=True)
-    a.adopt("t1", epoch)
-    assert await a.renew_leases("a", 6.0) == []
-    await _expire(redis_client, a, "t1")
-    assert await a.renew_leases("a", 6.0) == []  # expired, unclaimed: still a's
-    await _expire(redis_client, a, "t1")
-    assert "t1" in await b.expired_leases(10)
-    epoch_b, previous = await b.claim("t1", "b", new=False)
-    assert (epoch_b, previous) == (2, "a")
-    assert await a.renew_leases("a", 6.0) == ["t1"]
-    assert (await b.lease("t1")).node == "b"  # type: ignore[union-attr]
-    assert "a" in await a.nodes()
+    assert not await a.heartbeat("a", 6.0)  # first time: nobody took it for anything
+    assert not await a.heartbeat("a", 6.0)  # in time
+    assert "a" in await b.nodes()
+    for table in ("t1", "t2"):
+        a.adopt(table, (await a.claim(table, "a", new=True))[0])
+    # Paused past its time: a peer takes t1 over (t2 not yet).
+    await redis_client.zadd(a.keys.nodes, {"a": 1})
+    b.adopt("t1", (await b.claim("t1", "b", new=False, epoch=1))[0])
+    await a.unindex("a", ["t2"])  # as a peer's scan might, from a set it read earlier
+    assert await a.heartbeat("a", 6.0)
+    assert await a.lost_tables("a") == ["t1"]
+    assert await _members(redis_client, a, "a") == {"t2"}  # put back: still a's
+    assert not await a.heartbeat("a", 6.0)
+    await a.node_gone("a")
+    assert (await b.nodes())["a"] <= time.time() + 1.0
 
 
 async def test_release_free_and_done(
     redis_client: aioredis.Redis, make_settings: Callable[..., Settings]
 ) -> None:
-    store = _store(redis_client, make_settings())
+    store = _store(redis_client, make_settings(node_id="a"))
     store.adopt("t1", (await store.claim("t1", "a", new=True))[0])
     assert await store.release("t1", done=False)
-    assert "t1" in await store.expired_leases(10)
-    assert (await store.claim("t1", "b", new=False))[0] == 2  # a peer claims at once
+    lease = await store.lease("t1")
+    assert lease is not None and lease.free and lease.node == "a"
+    assert "t1" in await store.node_tables("a")  # where the peers look
+    assert (await store.claim("t1", "b", new=False, epoch=1))[0] == 2  # a peer claims at once
+    lease = await store.lease("t1")
+    assert lease is not None and not lease.free and lease.node == "b"
+    assert "t1" not in await store.node_tables("a")
     store.adopt("t2", (await store.claim("t2", "a", new=True))[0])
     assert await store.release("t2", done=True)
-    assert "t2" not in await store.expired_leases(10)
-    assert (await store.claim("t2", "b", new=False))[0] == 0  # finished: never again
+    assert "t2" not in await store.node_tables("a")
+    assert (await store.claim("t2", "b", new=False, epoch=1))[0] == 0  # finished: never again
     assert not await store.release("t2", done=True)  # no epoch any more
 
 
@@ -106,8 +121,7 @@ async def test_flush_is_fenced_and_tells_each_table(
     assert await old.snapshot("t1") == {"v": 7}
     assert await redis_client.pttl(old.keys.table_events("t1")) > 0
     # Another node claims t1: old's next write of t1 lands nowhere, t2's still does.
-    await _expire(redis_client, old, "t1")
-    new.adopt("t1", (await new.claim("t1", "b", new=False))[0])
+    new.adopt("t1", (await new.claim("t1", "b", new=False, epoch=1))[0])
     stored.clear()
     old.append_event("t1", 8, _event(8))
     old.append_event("t2", 2, _event(2))
@@ -135,8 +149,7 @@ async def test_result_is_fenced_and_atomic(
     assert [json.loads(r) for r in raw] == [result]
     assert [e["v"] for e in await old.events_since("t1", 0)] == [1]
     assert [e["event_id"] for e in await old.inbox("p")] == ["e1"]
-    await _expire(redis_client, old, "t1")
-    new.adopt("t1", (await new.claim("t1", "b", new=False))[0])
+    new.adopt("t1", (await new.claim("t1", "b", new=False, epoch=1))[0])
     old.append_event("t1", 2, _event(2))
     try:
         await old.write_result("t1", {"game_id": "g2"}, [("p", {"event_id": "e2"})])
@@ -217,9 +230,8 @@ async def test_a_write_sent_again_stores_each_version_once(
     raw = await _aw(redis_client.lrange(store.keys.table_events("t1"), 0, -1))
     assert [msgpack.unpackb(e)["v"] for e in raw] == [1, 2, 3, 4]
     # A new owner goes on after the highest version stored.
-    await _expire(redis_client, store, "t1")
     other = _store(redis_client, make_settings())
-    other.adopt("t1", (await other.claim("t1", "b", new=False))[0])
+    other.adopt("t1", (await other.claim("t1", "b", new=False, epoch=1))[0])
     other.append_event("t1", 5, _event(5))
     await other.flush()
     raw = await _aw(redis_client.lrange(store.keys.table_events("t1"), 0, -1))

@@ -39,16 +39,21 @@ async def _log(redis: aioredis.Redis, key_prefix: str, table: str) -> list[dict[
 
 
 async def _take_over(node: RunningServer, table_id: str, now: float) -> Table:
-    """What the ownership side does on a claim (claim the lease, adopt its epoch, read the
-    log, restore, register), unless the node's own takeover scan got there first (a node
-    that stops with a live peer hands its tables over at once)."""
+    """What the ownership side does on a claim (claim the owner record with the epoch read,
+    adopt the new epoch, read the log, restore, register), unless the node's own takeover
+    scan got there first (a node that stops with a live peer hands its tables over at
+    once)."""
     lobby = node.lobby
     persistence = lobby.persistence
     for _ in range(200):
         table = lobby.tables.get(table_id)
         if table is not None:
             return table
-        epoch, _previous = await persistence.claim(table_id, lobby.node_id, new=False)
+        lease = await persistence.lease(table_id)
+        epoch = 0
+        if lease is not None and not lease.done and lease.node != lobby.node_id:
+            epoch, _previous = await persistence.claim(table_id, lobby.node_id, new=False,
+                                                       epoch=lease.epoch)
         if epoch:
             persistence.adopt(table_id, epoch)
             events = await persistence.events_since(table_id, 0)

@@ -2,7 +2,7 @@
 -- epoch: a node that lost the table's lease (paused, partitioned, and another node claimed it)
 -- writes nothing.
 --
--- KEYS[1]  the table's lease ({t:<table>}:lease), a hash (see lease_claim.lua)
+-- KEYS[1]  the table's owner record ({t:<table>}:lease), a hash (see lease_claim.lua)
 -- KEYS[2]  the table's event log ({t:<table>}:events), a list of msgpack events
 -- KEYS[3]  the table's snapshot ({t:<table>}:snapshot), a msgpack string
 -- ARGV[1]  the writer's epoch; "" writes without the check (a table no lease was taken for:

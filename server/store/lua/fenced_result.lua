@@ -2,7 +2,7 @@
 -- step and only under the current owner epoch (a stale owner stores nothing). The rating
 -- inbox entries are per player (another hash slot) and are written after, by the caller.
 --
--- KEYS[1]  the table's lease ({t:<table>}:lease), a hash (see lease_claim.lua)
+-- KEYS[1]  the table's owner record ({t:<table>}:lease), a hash (see lease_claim.lua)
 -- KEYS[2]  the table's event log ({t:<table>}:events), a list of msgpack events
 -- KEYS[3]  the table's snapshot ({t:<table>}:snapshot), a msgpack string
 -- KEYS[4]  the table's results ({t:<table>}:results), a list of JSON results
