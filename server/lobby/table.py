@@ -59,7 +59,7 @@ from server.lobby.chat import TableChat
 from server.logs import game_id as log_game_id
 from server.protocol.codec import Outgoing, WireFormat
 from server.protocol.errors import ErrorCode, ProtocolError
-from server.protocol.lean import apply_event, full_form
+from server.protocol.lean import apply_event
 from server.protocol.messages import (
     GAME_ACTIONS,
     Chat,
@@ -96,7 +96,7 @@ from server.tables.ratings import (
     boosted_events,
     rating_events,
 )
-from server.tables.records import game_events, game_record
+from server.tables.records import game_events, game_record, replay_events
 
 if TYPE_CHECKING:
     from server.lobby.routing import Actor, Lobby
@@ -706,14 +706,7 @@ class Table:
                     break
                 state = apply_event(state, msgpack.unpackb(packed))
             self._folded = (first - 1, state)
-        out: list[dict[str, Any]] = []
-        for event in events:
-            try:
-                state = apply_event(state, event)
-            except ValueError:
-                state = None
-            out.append(full_form(event, state))
-        return out
+        return replay_events(events, state)
 
     def _resume_message(self, player: str) -> dict[str, Any]:
         side = self.machine.side_of(player)

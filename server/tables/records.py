@@ -99,10 +99,11 @@ def is_private(record: Mapping[str, Any]) -> bool:
     return record.get("mode") == "private"
 
 
-def replay_events(events: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """The record's lean events in the full form: each carries ``state``, the table after it
-    (the first, ``game_start``, carries its whole state in either form)."""
-    state: dict[str, Any] | None = None
+def replay_events(events: Iterable[Mapping[str, Any]],
+                  state: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+    """Lean events in the full form: each carries ``state``, the table after it, folded on
+    from ``state`` (the table before the first event; None when the first is a
+    ``game_start``, which carries its whole state in either form)."""
     out: list[dict[str, Any]] = []
     for event in events:
         try:
