@@ -114,34 +114,28 @@ async def _suspicious(args: argparse.Namespace, url: str) -> str:
     return format_report(pairs, groups, settings)
 
 
-def _positive(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r:.40}") from None
-    if not 0 < value <= 366:
-        raise argparse.ArgumentTypeError(f"must be more than 0 and at most 366, got {text}")
-    return value
+def _bounded(kind: Callable[[str], float], low: float, high: float, *,
+             above: bool = False) -> Callable[[str], float]:
+    """An argparse type: ``kind`` (int or float) of ``text`` within ``low``..``high``
+    (``above``: more than ``low``), else a one-line error."""
+    noun = "a whole number" if kind is int else "a number"
+
+    def parse(text: str) -> float:
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not {noun}: {text!r:.40}") from None
+        if not (low < value if above else low <= value) or not value <= high:
+            bound = f"more than {low:g}" if above else f"at least {low:g}"
+            raise argparse.ArgumentTypeError(f"must be {bound} and at most {high:g}, got {text}")
+        return value
+
+    return parse
 
 
-def _count(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a whole number: {text!r:.40}") from None
-    if not 1 <= value <= 1_000_000:
-        raise argparse.ArgumentTypeError(f"must be 1..1000000, got {value}")
-    return value
-
-
-def _share(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r:.40}") from None
-    if not 0.5 <= value <= 1:
-        raise argparse.ArgumentTypeError(f"must be between 0.5 and 1, got {text}")
-    return value
+_days = _bounded(float, 0, 366, above=True)
+_count = _bounded(int, 1, 1_000_000)
+_share = _bounded(float, 0.5, 1)
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -155,11 +149,13 @@ def _parser() -> argparse.ArgumentParser:
     revoke.add_argument("player")
     mute = commands.add_parser("mute", help="stop a player's table chat for a while")
     mute.add_argument("player")
-    mute.add_argument("--minutes", type=float, default=60.0)
+    mute.add_argument("--minutes", type=_bounded(float, 0, 366 * 24 * 60, above=True),
+                      default=60.0, help="how long, minutes (default 60, at most a year)")
     unmute = commands.add_parser("unmute", help="allow a muted player's table chat again")
     unmute.add_argument("player")
     reports = commands.add_parser("reports", help="print the reported chat messages")
-    reports.add_argument("--limit", type=int, default=100)
+    reports.add_argument("--limit", type=_bounded(int, 1, 10_000), default=100,
+                         help="reports printed at most, 1..10000 (default 100)")
     unlock = commands.add_parser("unlock", help="forget an account's failed logins")
     unlock.add_argument("player")
     suspicious = commands.add_parser(
@@ -167,13 +163,13 @@ def _parser() -> argparse.ArgumentParser:
         description="List pairs of accounts with many rated games in the last DAYS days where "
         "one side won nearly all, and accounts seen from the same network address (an IPv6 "
         "/64) in the last ADDRESS_DAYS days.")
-    suspicious.add_argument("--days", type=_positive, default=7.0, metavar="DAYS",
+    suspicious.add_argument("--days", type=_days, default=7.0, metavar="DAYS",
                             help="window of settled games, days (default 7)")
     suspicious.add_argument("--min-games", type=_count, default=10, metavar="N",
                             help="rated games a pair played in the window (default 10)")
     suspicious.add_argument("--min-share", type=_share, default=0.9, metavar="F",
                             help="share of them one side won, 0.5..1 (default 0.9)")
-    suspicious.add_argument("--address-days", type=_positive, default=30.0, metavar="DAYS",
+    suspicious.add_argument("--address-days", type=_days, default=30.0, metavar="DAYS",
                             help="window of addresses seen, days (default 30; kept 90)")
     suspicious.add_argument("--json", action="store_true", help="print JSON instead")
     return parser
@@ -202,7 +198,7 @@ def _run(args: argparse.Namespace, url: str, prefix: str) -> int:
         return 0
     if args.command == "reports":
         rows: list[dict[str, Any]] = asyncio.run(
-            _with_records(url, prefix, lambda r: r.reports(max(1, args.limit))))
+            _with_records(url, prefix, lambda r: r.reports(int(args.limit))))
         for row in rows:
             print(json.dumps(row, ensure_ascii=False))
         return 0
