@@ -34,7 +34,7 @@ from server.config import Settings, SettingsError
 from server.lobby.computer import ComputerOpponents
 from server.lobby.matchmaker import Matchmaker
 from server.lobby.ownership import Ownership
-from server.lobby.routing import Lobby
+from server.lobby.routing import Lobby, LobbyListeners
 from server.metrics import Metrics
 from server.net.connection import CLOSE_GOING_AWAY, Connection, Hub
 from server.net.games_api import GameRoutes
@@ -102,6 +102,19 @@ def create_app(settings: Settings, *, dice_factory: DiceFactory | None = None) -
     return app
 
 
+def _lobby_listeners(app: web.Application) -> LobbyListeners:
+    """The parts the lobby tells of its events. They are built after the lobby (each needs
+    it), so each listener finds its part in ``app`` when called: after startup, once every
+    part is there."""
+    return LobbyListeners(
+        seated=(lambda players: app[MATCHMAKER].players_seated(players),),
+        node_dead=(lambda node: app[MATCHMAKER].node_died(node),),
+        restored=(lambda table: app[COMPUTER].resume(table),),
+        table_lost=(lambda table_id: app[COMPUTER].drop(table_id),),
+        released=(lambda node: app[OWNERSHIP].tables_released(node),),
+    )
+
+
 async def _services(app: web.Application) -> AsyncIterator[None]:
     settings = app[SETTINGS]
     assert settings.redis_url is not None
@@ -113,9 +126,10 @@ async def _services(app: web.Application) -> AsyncIterator[None]:
     ratings = RatingStore(redis, settings.key_prefix)
     bus = NodeBus(redis, keys, settings.node_id, alive_ttl=settings.lease_ttl,
                   alive_refresh=settings.lease_renew)
-    hub = Hub(settings.max_send_buffer)
-    hub.on_token_end = lambda reason: metrics.tokens_ended.labels(reason).inc()
-    lobby = Lobby(settings, persistence, bus, hub, ratings, app[DICE_FACTORY], metrics)
+    hub = Hub(settings.max_send_buffer,
+              on_token_end=lambda reason: metrics.tokens_ended.labels(reason).inc())
+    lobby = Lobby(settings, persistence, bus, hub, ratings, app[DICE_FACTORY], metrics,
+                  listeners=_lobby_listeners(app))
     app[REDIS] = redis
     app[PERSISTENCE] = persistence
     app[ACCOUNTS] = accounts
