@@ -121,7 +121,12 @@ async def _services(app: web.Application) -> AsyncIterator[None]:
     redis = redis_client(settings.redis_url)  # a cluster client for redis+cluster://
     keys = Keys(settings.key_prefix)
     metrics = app[METRICS]
-    persistence = Persistence(redis, keys, settings, metrics)
+    # The lobby, built below, hears what each flush did (through ``app``, as its listeners).
+    persistence = Persistence(
+        redis, keys, settings, metrics,
+        on_stored=lambda table, version: app[LOBBY].takeover.table_stored(table, version),
+        on_fenced=lambda table: app[LOBBY].takeover.table_fenced(table),
+        on_store_lost=lambda: app[LOBBY].takeover.store_lost())
     accounts = Accounts(redis, keys, settings)
     ratings = RatingStore(redis, settings.key_prefix)
     bus = NodeBus(redis, keys, settings.node_id, alive_ttl=settings.lease_ttl,

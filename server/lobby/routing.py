@@ -134,9 +134,6 @@ class Lobby:
         self.takeover = Takeover(self)
         self.creation = TableCreation(self)
         self.chat = LobbyChat(self)
-        persistence.on_stored = self.takeover.table_stored
-        persistence.on_fenced = self.takeover.table_fenced
-        persistence.on_store_lost = self.takeover.store_lost
 
     # --- tasks -----------------------------------------------------------------------------
 
