@@ -46,8 +46,8 @@ from server.cluster.liveness import NodeLiveness
 from server.config import Settings
 from server.lobby.chat import LobbyChat
 from server.lobby.creation import TableCreation
-from server.lobby.delivery import INBOX_EVENTS, Delivery, error_message, retry_message
-from server.lobby.forwarding import Forwarding, message_to_dict
+from server.lobby.delivery import Delivery, error_message
+from server.lobby.forwarding import Forwarding
 from server.lobby.table import Table
 from server.lobby.takeover import Takeover
 from server.metrics import Metrics
@@ -78,8 +78,7 @@ from server.store.games import GameRecords
 from server.store.persistence import Persistence
 from server.tables.ratings import RatedPlayer, RatingPlan
 
-__all__ = ["INBOX_EVENTS", "Actor", "Lobby", "LobbyListeners", "error_message",
-           "message_to_dict", "retry_message"]
+__all__ = ["Actor", "Lobby", "LobbyListeners", "error_message"]
 
 log = logging.getLogger(__name__)
 
