@@ -180,6 +180,50 @@ def test_importing_the_package_and_the_calculator_stays_light() -> None:
     assert done.stdout == "[]\n"
 
 
+def test_the_store_does_not_import_the_analysis_tools() -> None:
+    code = (
+        "import sys, rating_plugin.store\n"
+        "heavy = [m for m in sys.modules if m.split('.')[0] in ('numpy', 'tqdm', 'matplotlib')"
+        " or m.startswith('rating_plugin.analysis')]\n"
+        "print(heavy)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          env={"PYTHONPATH": str(ROOT)}, timeout=60, check=True)
+    assert done.stdout == "[]\n"
+
+
+@pytest.mark.parametrize(("missing", "argv"), [
+    ("numpy", ["calibrate", "LOG", "--no-progress"]),
+    ("tqdm", ["synth", "--games", "10"]),
+])
+def test_a_missing_analysis_module_says_how_to_install_it(
+    missing: str, argv: list[str], log: Path,
+) -> None:
+    """Without the ``analysis`` extra a command names the missing module in one line and
+    exits 2 (tqdm draws the progress bar, shown on a terminal only: stderr claims to be one)."""
+    argv = [str(log) if arg == "LOG" else arg for arg in argv]
+    code = (
+        "import io, sys\n"
+        f"sys.modules[{missing!r}] = None\n"
+        "class Terminal(io.StringIO):\n"
+        "    def isatty(self) -> bool:\n"
+        "        return True\n"
+        "sys.stderr = Terminal()\n"
+        "from rating_plugin.cli import main\n"
+        "try:\n"
+        f"    main({argv!r}, prog={PROG!r})\n"
+        "except SystemExit as done:\n"
+        "    print(done.code)\n"
+        "print(sys.stderr.getvalue(), end='')\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          env={"PYTHONPATH": str(ROOT)}, timeout=60, check=True)
+    assert done.stdout == (
+        f"2\n{PROG} {argv[0]}: error: {argv[0]} needs {missing}, which is not installed: "
+        "pip install -e '.[analysis]'\n"
+    )
+
+
 def test_a_log_without_games_of_the_ladder_says_so_and_exits_1(tmp_path: Path) -> None:
     """Only a podium award: no game to fit. One heading and the warning, no table of NaNs,
     no plot, and exit 1 (the answer cannot be given)."""
