@@ -69,7 +69,7 @@ class Forwarding:
 
     async def route(self, actor: Actor, msg: TableMessage) -> None:
         """Hand ``msg`` to its table here, or forward it to the table's owner."""
-        table = await self.lobby.started(msg.table)
+        table = await self.lobby.creation.started(msg.table)
         if table is not None:
             await table.handle(actor, msg)
             return
@@ -184,7 +184,7 @@ class Forwarding:
         """Tell ``table_id`` (here or at its owner) that ``actor``'s player has a socket on
         this node; free the seat when the table is gone."""
         persistence = self.lobby.persistence
-        table = await self.lobby.started(table_id)
+        table = await self.lobby.creation.started(table_id)
         if table is not None:
             if not table.attach(actor):
                 await persistence.release_seat(actor.player, table_id)
@@ -227,7 +227,7 @@ class Forwarding:
         its live owner by a ``cancel_table`` op. True when the table is over for good (closed
         here, finished, or gone); False while it may still be playing elsewhere (the op was
         sent, or its dead owner's table is not taken over yet): ask again later."""
-        table = await self.lobby.started(table_id)
+        table = await self.lobby.creation.started(table_id)
         if table is not None:
             table.cancel_tournament()
             self.lobby.kick_flush()
@@ -250,7 +250,7 @@ class Forwarding:
             msg = parse_message(message.msg)
             if not isinstance(msg, TableMessage):
                 raise ProtocolError(ErrorCode.UNKNOWN_TYPE, "not a table command")
-            table = await self.lobby.started(msg.table)
+            table = await self.lobby.creation.started(msg.table)
             if table is None:
                 # Not here (any more): handed over or taken over, the new owner answers.
                 owner = await self.owner_to_ask(msg.table)
@@ -272,7 +272,7 @@ class Forwarding:
                 msg.table if isinstance(msg, TableMessage) else None))
 
     async def attached(self, message: ops.Attach) -> None:
-        table = await self.lobby.started(message.table)
+        table = await self.lobby.creation.started(message.table)
         if table is not None:
             table.attach(message.actor)
 
@@ -287,7 +287,7 @@ class Forwarding:
             table.unwatch(message.node, message.conn)
 
     async def cancelled(self, message: ops.CancelTable) -> None:
-        table = await self.lobby.started(message.table)
+        table = await self.lobby.creation.started(message.table)
         if table is not None:  # not here (any more): the caller asks again later
             table.cancel_tournament()
 

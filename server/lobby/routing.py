@@ -204,10 +204,6 @@ class Lobby:
     def table_lost(self, table: Table) -> None:
         self.takeover.table_lost(table)
 
-    async def started(self, table_id: str) -> Table | None:
-        """The table ``table_id`` of this node, once seated if it is being started now."""
-        return await self.creation.started(table_id)
-
     # --- for matchmaking, tournaments and the computer players -------------------------------
 
     async def push_to_player(self, player: str, message: Mapping[str, Any]) -> bool:
