@@ -1,6 +1,8 @@
 """What the match server keeps in Redis: table event logs, snapshots, results, seats, presence,
 the lobby index and rating inboxes. The one module (with ``accounts``) that talks to Redis for
-games; its methods return plain values.
+games; its methods return plain values. It stays one module past 500 lines because its parts
+share one state: the write-behind buffer, the owner epochs that fence every write of it, and
+the store's identity that a refused write checks; split, each part would reach into another's.
 
 Write-behind with group commit: the per-move path never waits for Redis.
 :meth:`Persistence.append_event` and :meth:`Persistence.mark_dirty` only buffer; when something
