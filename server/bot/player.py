@@ -166,10 +166,8 @@ class BotPlayer:
         if side is None or game.get("to_act") != side:
             return acted
         try:
-            choice = await asyncio.wait_for(
-                self.think(self.level, game, side, self.rng.getrandbits(32)),
-                self.decision_timeout,
-            )
+            async with asyncio.timeout(self.decision_timeout):
+                choice = await self.think(self.level, game, side, self.rng.getrandbits(32))
         except TimeoutError:
             raise BotStalled(f"no decision in {self.decision_timeout}s") from None
         if choice is None:

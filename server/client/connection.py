@@ -626,7 +626,8 @@ class Client:
                 return  # the next socket's reconnect syncs again (the events stay held)
             wait = min(wait, SYNC_RETRY_WAIT_MAX, max(0.0, deadline - loop.time()))
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(view.poke.wait(), wait)
+                async with asyncio.timeout(wait):
+                    await view.poke.wait()
 
     def _sync_failed(self, view: TableView, exc: Exception) -> None:
         """Give up catching ``view`` up: hand on the held events that follow on without a
@@ -700,7 +701,8 @@ class Client:
         self._pending[ref] = future
         try:
             await self.send({**message, "id": ref})
-            answer = await asyncio.wait_for(future, timeout or self.request_timeout)
+            async with asyncio.timeout(timeout or self.request_timeout):
+                answer = await future
         except TimeoutError:
             raise RequestTimeout(f"no answer to {message.get('type')} (id {ref})") from None
         finally:
@@ -716,7 +718,8 @@ class Client:
     async def next_event(self, timeout: float | None = None) -> Event:
         """The next message (typed), in arrival order. Raises :class:`ConnectionLost` once
         the socket is gone for good, TimeoutError after ``timeout``."""
-        event = await asyncio.wait_for(self._events.get(), timeout)
+        async with asyncio.timeout(timeout):
+            event = await self._events.get()
         if event is None:
             self._events.put_nowait(None)  # every later call fails the same way
             raise ConnectionLost(f"socket closed ({self.close_code})")
@@ -862,5 +865,6 @@ class Client:
 
     async def wait_closed(self, timeout: float = REQUEST_TIMEOUT) -> int | None:
         assert self._reader is not None
-        await asyncio.wait_for(asyncio.shield(self._reader), timeout)
+        async with asyncio.timeout(timeout):
+            await asyncio.shield(self._reader)
         return self.close_code

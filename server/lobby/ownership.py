@@ -145,7 +145,8 @@ class Ownership:
         interval = self.settings.takeover_scan
         while True:
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._scan_now.wait(), interval)
+                async with asyncio.timeout(interval):
+                    await self._scan_now.wait()
             self._scan_now.clear()
             try:
                 await self.scan_once()

@@ -85,7 +85,8 @@ def limited(message: str, wait: float) -> web.Response:
 
 async def json_body(request: web.Request, timeout: float = 10.0) -> dict[str, Any]:
     try:
-        raw = await asyncio.wait_for(request.read(), timeout)
+        async with asyncio.timeout(timeout):
+            raw = await request.read()
     except TimeoutError:
         raise ProtocolError(ErrorCode.BAD_REQUEST,
                             f"the body did not arrive within {timeout:g} s") from None

@@ -185,7 +185,8 @@ async def serve(app: web.Application, settings: Settings, metrics: Metrics) -> N
         watchdog.start()
         await guard.stop()
         try:
-            await asyncio.wait_for(runner.cleanup(), bound)
+            async with asyncio.timeout(bound):
+                await runner.cleanup()
         except TimeoutError:
             log.error("shutdown not done after %.1fs: stopping anyway", bound)
         for signum in (signal.SIGTERM, signal.SIGINT):

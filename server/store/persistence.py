@@ -553,7 +553,8 @@ class Persistence:
         answered with no identity or another one than this node knows (emptied, replaced).
         Not lost when this node never knew one (:meth:`claim_store` not done)."""
         try:
-            found = await asyncio.wait_for(self.redis.get(self.keys.store_id), timeout)
+            async with asyncio.timeout(timeout):
+                found = await self.redis.get(self.keys.store_id)
         except (RedisError, OSError, TimeoutError):
             return False, False
         if self.store_id is None:
@@ -1097,6 +1098,7 @@ class Persistence:
 
     async def ping(self, timeout: float = 2.0) -> bool:
         try:
-            return bool(await asyncio.wait_for(self.redis.ping(), timeout))
+            async with asyncio.timeout(timeout):
+                return bool(await self.redis.ping())
         except (RedisError, OSError, TimeoutError):
             return False
