@@ -82,6 +82,7 @@ from server.rules import DiceSource
 from server.store.accounts import BOT_PREFIX, GUEST_PREFIX, Identity, is_bot_id
 from server.store.games import GameRecords
 from server.store.persistence import FENCED_OUT, Persistence
+from server.tables.machine import already_seated, check_new_table
 from server.tables.ratings import RatedPlayer, RatingPlan, counts_for_pair_limit, plan_rating
 
 log = logging.getLogger(__name__)
@@ -420,23 +421,9 @@ class Lobby:
         Raises ProtocolError: ``same_player``, ``bad_field`` (match_length),
         ``already_seated`` (``field`` names the player's slot: ``first``/``second``).
         """
-        if first == second:
-            raise ProtocolError(ErrorCode.SAME_PLAYER, "a player cannot play themselves",
-                                field="second")
-        if mode not in (TableMode.COMPETITIVE, TableMode.BOOSTED, TableMode.TOURNAMENT):
-            raise ProtocolError(ErrorCode.BAD_FIELD,
-                                "mode must be competitive, boosted or tournament", field="mode")
-        if (mode is TableMode.TOURNAMENT) != (tournament_id is not None):
-            raise ProtocolError(ErrorCode.BAD_FIELD,
-                                "a tournament table (and only one) needs a tournament_id",
-                                field="tournament_id")
-        length = 0 if match_length is None else match_length
-        if not 0 <= length <= self.settings.max_match_length or match_length == 0:
-            raise ProtocolError(
-                ErrorCode.BAD_FIELD,
-                f"match_length must be None or 1..{self.settings.max_match_length}",
-                field="match_length",
-            )
+        length = check_new_table(mode, match_length, tournament_id, (first, second),
+                                 max_match_length=self.settings.max_match_length,
+                                 by_player=False)
         table_id = self._new_table_id()
         taken: list[str] = []
         for slot, player in (("first", first), ("second", second)):
@@ -444,9 +431,7 @@ class Lobby:
             if held is not None:
                 for p in taken:
                     await self.persistence.release_seat(p, table_id)
-                raise ProtocolError(ErrorCode.ALREADY_SEATED,
-                                    f"{player} already holds a seat at table {held}",
-                                    field=slot)
+                raise already_seated(held, player=player, field=slot)
             taken.append(player)
         seats: list[tuple[Actor, set[str]]] = []
         for i, player in enumerate((first, second)):
@@ -919,26 +904,8 @@ class Lobby:
 
     async def _create_table(self, actor: Actor, msg: CreateTable) -> None:
         settings = self.settings
-        if msg.match_length > settings.max_match_length:
-            raise ProtocolError(
-                ErrorCode.BAD_FIELD,
-                f"field 'match_length' must be in 0..{settings.max_match_length}",
-                field="match_length",
-            )
-        if msg.mode is TableMode.TOURNAMENT and is_bot_id(actor.player):
-            raise ProtocolError(ErrorCode.BOT_NOT_ALLOWED,
-                                "computer players do not play in tournaments", field="mode")
-        if msg.mode is TableMode.TOURNAMENT and msg.tournament_id is None:
-            raise ProtocolError(ErrorCode.MISSING_FIELD,
-                                "field 'tournament_id' is required for a tournament table",
-                                field="tournament_id")
-        if msg.mode is TableMode.TOURNAMENT:
-            # A tournament's tables are opened by its bracket (or its runner) for the two
-            # players of a match; a player opening one would play a game the tournament
-            # never scheduled.
-            raise ProtocolError(ErrorCode.BAD_FIELD,
-                                "tournament tables are opened by the tournament, not by "
-                                "players", field="mode")
+        check_new_table(msg.mode, msg.match_length, msg.tournament_id, (actor.player,),
+                        max_match_length=settings.max_match_length, by_player=True)
         open_here = sum(1 for t in self.tables.values() if t.status is TableStatus.OPEN)
         if open_here + self._creating >= settings.max_open_tables:
             raise ProtocolError(ErrorCode.TOO_MANY_TABLES, "too many open tables; join one")
@@ -953,8 +920,7 @@ class Lobby:
             table_id = self._new_table_id()
             held = await self.persistence.take_seat(actor.player, table_id)
             if held is not None:
-                raise ProtocolError(ErrorCode.ALREADY_SEATED,
-                                    f"you already hold a seat at table {held}", field="table")
+                raise already_seated(held)
             try:
                 await self._claim_new(table_id)
             except BaseException:
