@@ -29,6 +29,12 @@ The rules (who may sit, what leaving does, what a game's end settles) are the ma
 driver asks it before awaiting anything (:meth:`TableMachine.check_join`) and carries out its
 answers. A game's end is handed to the table's :class:`~server.lobby.finisher.Finisher`, which
 settles, stores and announces it.
+
+Why this module is over 500 lines: it is the one owner of a table's loop-side state (the
+timers armed from the machine's deadlines, the queue of announcements waiting for the store,
+the watchers, the rebuild after a takeover), which every command touches; the jobs that need
+none of it live beside it (:mod:`server.lobby.finisher`, :mod:`server.lobby.recent`,
+:mod:`server.lobby.chat`).
 """
 
 from __future__ import annotations
