@@ -97,7 +97,7 @@ class Finisher:
         self._ended_at = time.perf_counter()
         self._game_logs[settlement.game_id] = self.events.game_log(machine.game_starts,
                                                                    machine.version)
-        table.hold_from(machine.version - (1 if settlement.match_over
+        table.announcer.hold_from(machine.version - (1 if settlement.match_over
                                            and machine.match is not None else 0))
         metrics = self.lobby.metrics
         metrics.games.dec()
@@ -156,7 +156,7 @@ class Finisher:
         pushes = with_event_ids(pushes)
         # The record too, before game_over goes out: whoever saw the end can replay it.
         await self.retry(game_id, "the game record", self.save_record, settlement, pushes)
-        table.hold_from(None)
+        table.announcer.hold_from(None)
         await self.lobby.flush()
         # The rating events are settled in the rating store; each goes to its player's inbox
         # first, then live: the node that writes it to a socket takes it out of the inbox,

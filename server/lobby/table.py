@@ -9,19 +9,20 @@ is checked and applied by the machine, and its :class:`~server.tables.machine.St
 out, all without awaiting. Only joining (the seat lock is in Redis), ``sync`` (may read the log
 from Redis) and the end of a game (settlement, result write) await.
 
-Timers are data: each :class:`~server.tables.machine.Deadline` of a step arms a timer (one
-decision clock per table, re-armed in place; one grace timer per seat; the next game of a
-match) and a timer that fires hands its deadline back to :meth:`TableMachine.expire`.
+Timers are data: each :class:`~server.tables.machine.Deadline` of a step arms a timer
+(:class:`~server.lobby.timers.TableTimers`: one decision clock per table, re-armed in place;
+one grace timer per seat; the next game of a match) and a timer that fires hands its deadline
+back to :meth:`TableMachine.expire`.
 
 Versions: every event of a table carries ``v`` (1, 2, 3 ...). Every event is appended to the
 table's Redis log and the last ``recent_events`` are kept in memory
 (:class:`~server.lobby.recent.RecentEvents`); ``sync(since)`` returns the events after
 ``since`` and the full state.
 
-Store before announce: an event goes to players and watchers only once Redis holds it
-(:meth:`Table.stored`, called when the table's events were written), and so does every reply
-that carries the table's ``v`` (``ack``, ``sync``, ``resume``, ``watching``), after the events
-it follows. So what any client has seen is a prefix of the stored log: a node that takes the
+Store before announce (:class:`~server.lobby.announce.Announcer`): an event goes to players
+and watchers only once Redis holds it (:meth:`Table.stored`, called when the table's events
+were written), and so does every reply that carries the table's ``v``, after the events it
+follows. So what any client has seen is a prefix of the stored log: a node that takes the
 table over (:meth:`Table.restore`) goes on at the next version, none skipped or repeated. A
 table whose writes are refused (its lease went to another node) is :meth:`Table.fenced`.
 
@@ -30,11 +31,12 @@ driver asks it before awaiting anything (:meth:`TableMachine.check_join`) and ca
 answers. A game's end is handed to the table's :class:`~server.lobby.finisher.Finisher`, which
 settles, stores and announces it.
 
-Why this module is over 500 lines: it is the one owner of a table's loop-side state (the
-timers armed from the machine's deadlines, the queue of announcements waiting for the store,
-the watchers, the rebuild after a takeover), which every command touches; the jobs that need
-none of it live beside it (:mod:`server.lobby.finisher`, :mod:`server.lobby.recent`,
-:mod:`server.lobby.chat`).
+Why this module is over 500 lines: it routes every table command (a line or a few each), and
+holds the rebuild of a table taken over (:meth:`Table.restore`), which wires all the parts
+together; each job with state of its own lives beside it: the end of a game
+(:mod:`server.lobby.finisher`), the recent events and sync pages (:mod:`server.lobby.recent`),
+the timers (:mod:`server.lobby.timers`), store before announce (:mod:`server.lobby.announce`)
+and the chat (:mod:`server.lobby.chat`).
 """
 
 from __future__ import annotations
@@ -48,9 +50,11 @@ from typing import TYPE_CHECKING, Any
 
 from redis.exceptions import RedisError
 
+from server.lobby.announce import Announcer
 from server.lobby.chat import TableChat
 from server.lobby.finisher import Finisher
 from server.lobby.recent import RecentEvents
+from server.lobby.timers import TableTimers
 from server.protocol.codec import Outgoing, WireFormat
 from server.protocol.errors import ErrorCode, ProtocolError
 from server.protocol.messages import (
@@ -68,7 +72,6 @@ from server.protocol.messages import (
 from server.rules import DiceSource, Game, Match, Side
 from server.tables.machine import (
     BOT_PREFIX,
-    CLOCK,
     EMPTY,
     STORE_LOST,
     Deadline,
@@ -91,10 +94,6 @@ _GAME_ACTIONS = frozenset(GAME_ACTIONS)
 _PACK = WireFormat.MSGPACK
 
 __all__ = ["Seat", "Table", "TableStatus"]
-
-
-# A held announcement: (version it waits for, event or None, reply's actor, reply).
-_Held = tuple[int, Outgoing | None, "Actor | None", "dict[str, Any] | None"]
 
 
 class Table:
@@ -126,21 +125,9 @@ class Table:
         )
         self.watchers: dict[tuple[str, str], str] = {}
         self.events = RecentEvents(self.settings.recent_events)
-        self._loop = asyncio.get_running_loop()
-        # Timers, from the machine's deadlines. One decision clock per table, not one per
-        # decision: a timer armed for an earlier decision fires before this one is due and
-        # re-arms itself (see _clock_check).
-        self._clock: asyncio.TimerHandle | None = None
-        self._clock_due: float | None = None  # loop time the current decision's clock runs out
-        self._clock_deadline: Deadline | None = None
-        self._timers: dict[tuple[str, int | None], tuple[Deadline, asyncio.TimerHandle]] = {}
+        self.timers = TableTimers(asyncio.get_running_loop())
         self._snapshot_status: TableStatus | None = None
-        # Store before announce: versions up to _stored_v are in Redis; what waits for a
-        # later one is held, in order. From _hold_from on, the end of a game waits for its
-        # settlement too.
-        self._stored_v = 0
-        self._held: deque[_Held] = deque()
-        self._hold_from: int | None = None
+        self.announcer = Announcer(lobby, self.machine, self.watchers)
         self._fenced = False
         self.creator_address: str | None = None  # counts against its address while open
         self.chat = TableChat(self.settings.chat_history)
@@ -248,9 +235,9 @@ class Table:
             self._record(out)
         # Armed first, then disarmed: a deadline armed and dropped in one step is not left.
         for deadline in step.deadlines:
-            self._arm(deadline, now)
+            self.timers.arm(deadline, now, self._fire)
         for deadline in step.cancelled:
-            self._disarm(deadline)
+            self.timers.disarm(deadline)
         if step.settle is not None:
             self.finisher.game_over(self, step.settle)
 
@@ -273,61 +260,16 @@ class Table:
         urgent = status is not self._snapshot_status
         self._snapshot_status = status
         persistence.mark_dirty(self.id, self.snapshot, urgent=urgent)
-        self._held.append((version, out, None, None))
+        self.announcer.event(version, out)
         if out.obj.get("type") == "game_start":
             self.lobby.metrics.games.inc()
 
     def _reply(self, actor: Actor, message: dict[str, Any]) -> None:
-        """Answer ``actor`` with a message that carries the table's ``v``: at once when
-        everything up to it is stored and announced, else right after the events it follows."""
-        version = int(message.get("v") or 0)
-        if not self._held and version <= self._stored_v:
-            self.lobby.reply(actor, message)
-        else:
-            self._held.append((version, None, actor, message))
+        self.announcer.reply(actor, message)
 
     def stored(self, version: int) -> None:
-        """Every event of this table up to ``version`` is in Redis: announce what waited for
-        it (events, then the replies that follow them), in order."""
-        if version > self._stored_v:
-            self._stored_v = version
-        self._announce_stored()
-
-    def hold_from(self, version: int | None) -> None:
-        """Hold the events from ``version`` on until a game's end is settled (None: that
-        is done; announce what is stored)."""
-        self._hold_from = version
-        if version is None:
-            self._announce_stored()
-
-    def _announce_stored(self) -> None:
-        held = self._held
-        if not held or self._fenced:
-            return
-        stored = self._stored_v
-        stop = self._hold_from
-        lobby = self.lobby
-        sent = False
-        while held:
-            version, out, actor, message = held[0]
-            if version > stored or (stop is not None and version >= stop):
-                break
-            held.popleft()
-            sent = True
-            if out is not None:
-                self._broadcast(out)
-            elif actor is not None and message is not None:
-                lobby.reply(actor, message)
-        if sent:
-            lobby.kick_flush()
-
-    def _broadcast(self, out: Outgoing) -> None:
-        lobby = self.lobby
-        for seat in self.machine.seats:
-            if seat is not None and seat.nodes:
-                lobby.deliver_player(seat.player, seat.nodes, out)
-        if self.watchers:
-            lobby.deliver_conns(self.watchers.keys(), out)
+        """Every event of this table up to ``version`` is in Redis: announce what waited."""
+        self.announcer.stored(version)
 
     def fenced(self) -> None:
         """Redis refused this node's write for the table (another node owns it now): stop
@@ -351,70 +293,12 @@ class Table:
         self.shutdown()
         self._fenced = True
         self.finisher.gone = not finished
-        held, self._held = self._held, deque()
-        for _version, _out, actor, message in held:
-            if actor is not None and message is not None and message.get("ref") is not None:
-                self.lobby.reply(actor, {
-                    "type": "error", "code": str(ErrorCode.UNAVAILABLE),
-                    "message": f"table {self.id} moved to another node; send it again",
-                    "ref": message["ref"], "table": self.id, "retry_after": 1.0,
-                })
+        self.announcer.stop()
 
     # --- timers --------------------------------------------------------------------------
 
-    def _arm(self, deadline: Deadline, now: float) -> None:
-        loop = self._loop
-        if deadline.kind == CLOCK:
-            self._clock_deadline = deadline
-            due = self._clock_due = loop.time() + (deadline.at - now)
-            if self._clock is None:
-                self._clock = loop.call_at(due, self._clock_check)
-            return
-        key = (deadline.kind, deadline.side)
-        old = self._timers.pop(key, None)
-        if old is not None:
-            old[1].cancel()
-        self._timers[key] = (deadline, loop.call_later(max(0.0, deadline.at - now),
-                                                       self._fire, deadline))
-
-    def _disarm(self, deadline: Deadline) -> None:
-        if deadline.kind == CLOCK:
-            if deadline is self._clock_deadline:
-                self._disarm_clock()
-            return
-        key = (deadline.kind, deadline.side)
-        entry = self._timers.get(key)
-        if entry is not None and entry[0] is deadline:
-            del self._timers[key]
-            entry[1].cancel()
-
-    def _disarm_clock(self) -> None:
-        if self._clock is not None:
-            self._clock.cancel()
-            self._clock = None
-        self._clock_due = None
-        self._clock_deadline = None
-
-    def _clock_check(self) -> None:
-        self._clock = None
-        due = self._clock_due
-        if due is None:
-            return
-        if self._loop.time() < due:
-            self._clock = self._loop.call_at(due, self._clock_check)
-            return
-        deadline = self._clock_deadline
-        self._clock_due = None
-        self._clock_deadline = None
-        if deadline is not None:
-            self._fire(deadline)
-
     def _fire(self, deadline: Deadline) -> None:
-        if deadline.kind != CLOCK:
-            key = (deadline.kind, deadline.side)
-            entry = self._timers.get(key)
-            if entry is not None and entry[0] is deadline:
-                del self._timers[key]
+        """A timer is due: hand its deadline back to the machine."""
         try:
             now = time.time()
             was = self.machine.status
@@ -429,10 +313,7 @@ class Table:
 
     def shutdown(self) -> None:
         """The node is stopping: stop every timer (the game stays as its snapshot and log)."""
-        self._disarm_clock()
-        for _deadline, handle in self._timers.values():
-            handle.cancel()
-        self._timers.clear()
+        self.timers.stop()
 
     # --- commands ----------------------------------------------------------------------------
 
@@ -667,7 +548,7 @@ class Table:
         step = self.machine.close(STORE_LOST, now)
         self.shutdown()
         for out in step.events:
-            self._broadcast(out)
+            self.announcer.broadcast(out)
 
     def cancel_tournament(self) -> None:
         """The table's tournament was cancelled: the machine closes the table whatever is in
@@ -726,7 +607,7 @@ class Table:
                     tournament_id=machine.tournament_id, dice_factory=factory,
                     created_at=created, machine=machine)
         table.events.load(events, machine.version)
-        table._stored_v = machine.version
+        table.announcer.stored_v = machine.version
         table._snapshot_status = machine.status
         await table.chat.restore(table)
         # Players whose sockets are on live nodes stay connected there (not the old owner's).
