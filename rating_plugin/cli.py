@@ -662,9 +662,15 @@ def _add_analysis(systems: Any, formatter: type[argparse.HelpFormatter]) -> None
         "  %(prog)s --prefix t42: --ladder fibs --out fibs.csv",
         formatter_class=formatter,
     )
-    export.add_argument("--redis-url", default=_DEFAULT_REDIS, metavar="URL",
-                        help=f"the store's Redis (default {_DEFAULT_REDIS})")
-    export.add_argument("--prefix", default="", help="the store's key prefix (default none)")
+    export.add_argument("--redis-url", metavar="URL",
+                        help="the store's Redis (default: the running embedded store of "
+                        f"--data-dir when there is one, else {_DEFAULT_REDIS})")
+    export.add_argument("--data-dir", metavar="DIR",
+                        help="the data folder of python -m server's embedded store (default "
+                        "$TABLE42_DATA_DIR, else ~/.local/share/table42)")
+    export.add_argument("--prefix", default=None,
+                        help="the store's key prefix (default none; t42:, the server's, "
+                        "for the embedded store)")
     export.add_argument("--ladder", choices=["table42", "fibs", "all"], default="all",
                         help="which ladder (default all)")
     export.add_argument("--out", default="-", metavar="PATH",

@@ -228,10 +228,19 @@ def _export(args: argparse.Namespace) -> int:
     ladders = ("table42", "fibs") if args.ladder == "all" else (args.ladder,)
     fmt = _format(args.out, args.format)
 
+    from rating_plugin.locate import SERVER_PREFIX, StoreNotRunning, locate
+
+    try:
+        found = locate(args.redis_url, args.data_dir)
+    except StoreNotRunning as error:
+        raise CommandError(str(error)) from None
+    prefix = args.prefix if args.prefix is not None else (
+        SERVER_PREFIX if found.is_embedded else "")
+
     async def work() -> int:
-        store = _store(args.redis_url, args.prefix)
+        store = _store(found.url, prefix)
         try:
-            await _check_store(store, args.redis_url)
+            await _check_store(store, found.url)
             with _output(args.out) as out:
                 return int(await store.export_log(out, ladders=ladders, fmt=fmt,
                                                   batch=args.batch))
