@@ -528,14 +528,6 @@ class Table:
         now = time.time()
         self._apply(self.machine.disconnect(player, node, now), now)
 
-    def close(self, reason: str, *, release: bool = True) -> None:
-        """Close a table that has no game in progress (its only player left or vanished)."""
-        if self.machine.status is TableStatus.CLOSED:
-            return
-        now = time.time()
-        self._apply(self.machine.close(reason, now), now)
-        self._closed(release=release)
-
     def end_store_lost(self) -> None:
         """The store forgot this table (emptied or replaced): close it with ``table_closed``
         (reason ``store_lost``), told to its players and watchers at once, since there is no
