@@ -82,6 +82,7 @@ from server.rules import DiceSource
 from server.store.accounts import BOT_PREFIX, GUEST_PREFIX, Identity, is_bot_id
 from server.store.games import GameRecords
 from server.store.persistence import FENCED_OUT, Persistence
+from server.tables.machine import HOLD_RETRY_AFTER
 from server.tables.ratings import RatedPlayer, RatingPlan, counts_for_pair_limit, plan_rating
 
 log = logging.getLogger(__name__)
@@ -216,6 +217,10 @@ class Lobby:
         persistence.on_stored = self._table_stored
         persistence.on_fenced = self._table_fenced
         persistence.on_store_lost = self.store_lost
+        persistence.on_health = self.store_health
+        # Players whose last socket here closed while Redis was away: their presence and
+        # their table are told once it is back (store_health).
+        self._left_away: set[str] = set()
 
     # --- tasks -----------------------------------------------------------------------------
 
@@ -576,23 +581,60 @@ class Lobby:
         if player is None or remaining > 0:
             return
         try:
-            await self.persistence.presence_leave(player, self.node_id)
-            if self.closing:
-                return
-            seat = await self.persistence.seat_of(player)
-            if seat is None:
-                return
-            table = self.tables.get(seat)
-            if table is not None:
-                table.detach(player, self.node_id)
-            else:
-                owner = await self._owner(seat)
-                if owner is not None and owner != self.node_id:
-                    self.bus.send(owner, {"op": "detach", "table": seat, "player": player,
-                                          "node": self.node_id})
+            await self._left(player)
         except (RedisError, OSError) as exc:
-            log.warning("on_disconnect for %s: %s", player, exc)
+            log.warning("on_disconnect for %s: %s (told once Redis is back)", player, exc)
+            self._left_away.add(player)
         await self.flush()
+
+    async def _left(self, player: str, *, detach: bool = True) -> None:
+        """``player``'s last socket here closed: one socket less in its presence, and, with
+        ``detach``, its table is told (the grace period starts there)."""
+        await self.persistence.presence_leave(player, self.node_id)
+        if self.closing or not detach:
+            return
+        seat = await self.persistence.seat_of(player)
+        if seat is None:
+            return
+        table = self.tables.get(seat)
+        if table is not None:
+            table.detach(player, self.node_id)
+        else:
+            owner = await self._owner(seat)
+            if owner is not None and owner != self.node_id:
+                self.bus.send(owner, {"op": "detach", "table": seat, "player": player,
+                                      "node": self.node_id})
+
+    async def _leaves_after_hold(self) -> None:
+        """Redis is back: what :meth:`on_disconnect` could not do while it was away is done
+        now (a player who has a socket here again only counts one socket less)."""
+        for player in list(self._left_away):
+            self._left_away.discard(player)
+            try:
+                await self._left(player, detach=not self.hub.by_player.get(player))
+            except (RedisError, OSError) as exc:
+                log.warning("on_disconnect for %s: %s (told once Redis is back)", player, exc)
+                self._left_away.add(player)
+        await self.flush()
+
+    def store_health(self, up: bool) -> None:
+        """This node's store health changed (:attr:`Persistence.redis_up`, the one place it
+        is decided): every table here is held while Redis is away (timers stopped, ``held``
+        sent) and resumed when it is back; then the sockets that closed meanwhile count as
+        gone."""
+        for table in list(self.tables.values()):
+            try:
+                if up:
+                    table.resume()
+                else:
+                    table.hold()
+            except Exception:
+                log.exception("table %s: %s failed", table.id, "resume" if up else "hold")
+        log.warning("Redis %s: %d tables %s", "back" if up else "away", len(self.tables),
+                    "resumed" if up else "held")
+        if up and self._left_away:
+            self.spawn(self._leaves_after_hold())
+        self.kick_flush()
 
     async def _send_attach(self, actor: Actor, table_id: str) -> None:
         table = await self._started(table_id)
@@ -632,7 +674,9 @@ class Lobby:
                 self.hub.push(conn, Outgoing({"type": "pong", "ref": msg.ref}))
             elif not self.persistence.redis_up:
                 # Nothing a game needs could be stored now: refuse instead of losing it.
-                raise ProtocolError(ErrorCode.UNAVAILABLE, "storage unavailable, retry")
+                raise retry_message(ProtocolError(ErrorCode.UNAVAILABLE,
+                                                  "storage unavailable, retry"),
+                                    HOLD_RETRY_AFTER)
             elif isinstance(msg, Chat):
                 await self._route(self.actor_of(conn), self._chat_checked(conn, msg))
             elif isinstance(msg, Report):
@@ -664,7 +708,8 @@ class Lobby:
         except (RedisError, OSError) as exc:
             log.warning("Redis error handling %s: %s", msg.TYPE, exc)
             self.metrics.error(ErrorCode.UNAVAILABLE)
-            err = ProtocolError(ErrorCode.UNAVAILABLE, "storage unavailable, retry")
+            err = retry_message(ProtocolError(ErrorCode.UNAVAILABLE,
+                                              "storage unavailable, retry"), HOLD_RETRY_AFTER)
             self.hub.push(conn, Outgoing(error_message(err, msg.ref, table_id)))
         except Exception:
             log.exception("internal error handling %s from %s", msg.TYPE, conn.player)
