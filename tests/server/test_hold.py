@@ -17,9 +17,18 @@ from typing import Any
 
 import pytest
 from hardening_helpers import PrivateRedis
+from server_helpers import (
+    Client,
+    RunningServer,
+    StartServer,
+    connect,
+    play_out,
+    register,
+    scripted,
+    seat_two,
+)
+
 from server.client import ClientError
-from server_helpers import Client, RunningServer, StartServer, connect, play_out, register, \
-    scripted, seat_two
 
 DECISION = 4.0
 HOLD = 2.5 * DECISION  # the outage: longer than a decision's clock
@@ -57,7 +66,7 @@ async def _refused_while_held(server: RunningServer, client: Client, token: str)
 
 
 async def _outage(server: RunningServer, private_redis: PrivateRedis,
-                  stop: Callable[[], None], back: Callable[[], None]) -> None:
+                  stop: Callable[[], object], back: Callable[[], object]) -> None:
     tokens = {name: await register(server, name) for name in ("alice", "bob", "carol", "dave")}
     alice, bob = await connect(server, tokens["alice"]), await connect(server, tokens["bob"])
     carol, dave = await connect(server, tokens["carol"]), await connect(server, tokens["dave"])
