@@ -456,7 +456,10 @@ class Table:
         since just before the deadline (not noticed yet by the health check) must not cost
         the player; the failed check holds the table instead (:meth:`hold`), and the clock
         goes on at :meth:`resume`."""
-        if not await self.lobby.persistence.confirm_up():
+        persistence = self.lobby.persistence
+        if not await persistence.confirm_up():
+            if not persistence.redis_up:
+                self.hold()  # held already, unless it started after the others were held
             return
         if not self._fenced:
             self._expire(deadline)

@@ -22,6 +22,7 @@ from server_helpers import (
     RunningServer,
     StartServer,
     connect,
+    latest_state,
     play_out,
     register,
     scripted,
@@ -110,3 +111,32 @@ async def test_redis_killed_and_restarted_from_its_file_costs_nobody_a_strike(
     server = await start_server(dice_factory=scripted(6), redis_url=private_redis.url,
                                 **OPTIONS)
     await _outage(server, private_redis, private_redis.kill, private_redis.start)
+
+
+async def test_a_clock_running_out_before_the_outage_is_noticed_costs_nothing(
+    private_redis: PrivateRedis, start_server: StartServer
+) -> None:
+    """The health check is rare here (every 5 s), the clock short (1.5 s, one strike
+    forfeits): the clock runs out after Redis stopped answering and before a check noticed.
+    The server reads the store before charging the player, finds it away and holds the
+    table instead."""
+    server = await start_server(dice_factory=scripted(7), redis_url=private_redis.url,
+                                decision_time=1.5, max_strikes=1, grace_period=3.0,
+                                hold_allowance=3.0, redis_check_interval=5.0)
+    alice = await connect(server, await register(server, "alice"))
+    bob = await connect(server, await register(server, "bob"))
+    table, _ = await seat_two(server, alice, bob)
+    private_redis.pause()
+    await alice.expect("held", timeout=30.0, table=table)
+    private_redis.cont()
+    await alice.expect("resumed", timeout=30.0, table=table)
+    state = latest_state(alice, table)
+    assert state is not None and state["clock"]["strikes"] == [0, 0], state
+    side = state["game"]["to_act"]
+    players = {0: alice, 1: bob}
+    await players[side].send({"type": "resign", "table": table, "kind": "single"})
+    await players[1 - side].expect("resign_offered", timeout=20.0, table=table)
+    await players[1 - side].send({"type": "accept_resign", "table": table})
+    over = await alice.expect("game_over", timeout=20.0, table=table)
+    assert over["reason"] == "resign", over
+    assert alice.of_type("timeout") == [] and bob.of_type("timeout") == []
