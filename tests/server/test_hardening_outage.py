@@ -11,24 +11,14 @@ is stored, then announced.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Awaitable
+from collections.abc import Awaitable
 from typing import Any, cast
 
 import msgpack
-import pytest
 import redis.asyncio as aioredis
 from hardening_helpers import PrivateRedis, http_json
 from prometheus_client.parser import text_string_to_metric_families
 from server_helpers import StartServer, connect, register, scripted, seat_two
-
-
-@pytest.fixture
-async def private_redis() -> AsyncIterator[PrivateRedis]:
-    redis = PrivateRedis().start()
-    try:
-        yield redis
-    finally:
-        redis.close()
 
 
 async def _poll(url: str, status: int, tries: int = 100) -> None:

@@ -12,7 +12,7 @@ wait but the hold itself waits for a message.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -35,15 +35,6 @@ DECISION = 4.0
 HOLD = 2.5 * DECISION  # the outage: longer than a decision's clock
 OPTIONS: dict[str, Any] = {"decision_time": DECISION, "max_strikes": 3, "grace_period": 3.0,
                            "hold_allowance": 2.0, "redis_check_interval": 0.2}
-
-
-@pytest.fixture
-async def private_redis() -> AsyncIterator[PrivateRedis]:
-    redis = PrivateRedis().start()
-    try:
-        yield redis
-    finally:
-        redis.close()
 
 
 async def _a_few_moves(a: Client, b: Client, table: str) -> None:
