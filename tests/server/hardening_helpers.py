@@ -121,6 +121,10 @@ class ServerProcess:
     def http(self) -> str:
         return f"http://127.0.0.1:{self.port}"
 
+    @property
+    def ws_url(self) -> str:
+        return f"ws://127.0.0.1:{self.port}/ws"
+
     async def start(self) -> ServerProcess:
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "server", *self.args], env=self.env,

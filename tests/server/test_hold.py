@@ -16,10 +16,10 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from hardening_helpers import PrivateRedis
+from hardening_helpers import PrivateRedis, ServerProcess
 from server_helpers import (
     Client,
-    RunningServer,
+    Reachable,
     StartServer,
     connect,
     latest_state,
@@ -42,7 +42,7 @@ async def _a_few_moves(a: Client, b: Client, table: str) -> None:
     await play_out({0: a, 1: b}, table, stop=lambda m: int(m.get("v") or 0) >= 8)
 
 
-async def _refused_while_held(server: RunningServer, client: Client, token: str) -> None:
+async def _refused_while_held(server: Reachable, client: Client, token: str) -> None:
     """A request: ``unavailable`` with ``retry_after``. A new socket: its bearer token is
     refused before the upgrade (503), its ``hello`` gets ``unavailable`` with ``retry_after``
     and a clean close (1013, try again later)."""
@@ -57,8 +57,8 @@ async def _refused_while_held(server: RunningServer, client: Client, token: str)
     assert await late.wait_closed(timeout=10.0) == 1013
 
 
-async def _outage(server: RunningServer, private_redis: PrivateRedis,
-                  stop: Callable[[], object], back: Callable[[], object]) -> None:
+async def _outage(server: Reachable, stop: Callable[[], object],
+                  back: Callable[[], object]) -> None:
     tokens = {name: await register(server, name) for name in ("alice", "bob", "carol", "dave")}
     alice, bob = await connect(server, tokens["alice"]), await connect(server, tokens["bob"])
     carol, dave = await connect(server, tokens["carol"]), await connect(server, tokens["dave"])
@@ -85,7 +85,6 @@ async def _outage(server: RunningServer, private_redis: PrivateRedis,
     assert over["reason"] == "normal", over
     for client in (alice, bob):
         assert client.of_type("timeout") == [], client.of_type("timeout")
-    assert server.lobby.persistence.redis_up
 
 
 async def test_redis_paused_longer_than_the_clock_costs_nobody_a_strike(
@@ -93,7 +92,7 @@ async def test_redis_paused_longer_than_the_clock_costs_nobody_a_strike(
 ) -> None:
     server = await start_server(dice_factory=scripted(5), redis_url=private_redis.url,
                                 **OPTIONS)
-    await _outage(server, private_redis, private_redis.pause, private_redis.cont)
+    await _outage(server, private_redis.pause, private_redis.cont)
 
 
 async def test_redis_killed_and_restarted_from_its_file_costs_nobody_a_strike(
@@ -101,7 +100,7 @@ async def test_redis_killed_and_restarted_from_its_file_costs_nobody_a_strike(
 ) -> None:
     server = await start_server(dice_factory=scripted(6), redis_url=private_redis.url,
                                 **OPTIONS)
-    await _outage(server, private_redis, private_redis.kill, private_redis.start)
+    await _outage(server, private_redis.kill, private_redis.start)
 
 
 async def test_a_clock_running_out_before_the_outage_is_noticed_costs_nothing(
@@ -131,3 +130,17 @@ async def test_a_clock_running_out_before_the_outage_is_noticed_costs_nothing(
     over = await alice.expect("game_over", timeout=20.0, table=table)
     assert over["reason"] == "resign", over
     assert alice.of_type("timeout") == [] and bob.of_type("timeout") == []
+
+
+async def test_a_server_process_holds_through_a_paused_redis(
+    private_redis: PrivateRedis, key_prefix: str
+) -> None:
+    """The same as ``python -m server`` in its own process (random dice)."""
+    node = ServerProcess("--redis-url", private_redis.url, "--key-prefix", key_prefix,
+                         "--scrypt-n", "2", "--trusted-proxies", "127.0.0.1",
+                         *(f"--{key.replace('_', '-')}={value}" for key, value in OPTIONS.items()))
+    try:
+        await node.start()
+        await _outage(node, private_redis.pause, private_redis.cont)
+    finally:
+        node.stop()
