@@ -107,6 +107,13 @@ def retry_message(exc: ProtocolError, retry_after: float) -> ProtocolError:
     return exc
 
 
+def store_away() -> ProtocolError:
+    """The refusal of a request while this node cannot store (Redis away: its tables are
+    held): ``unavailable`` with ``retry_after``."""
+    return retry_message(ProtocolError(ErrorCode.UNAVAILABLE, "storage unavailable, retry"),
+                         HOLD_RETRY_AFTER)
+
+
 @dataclass(frozen=True, slots=True)
 class Actor:
     """Who sent a command, and where to answer: a socket ``conn`` on node ``node``."""
@@ -674,9 +681,7 @@ class Lobby:
                 self.hub.push(conn, Outgoing({"type": "pong", "ref": msg.ref}))
             elif not self.persistence.redis_up:
                 # Nothing a game needs could be stored now: refuse instead of losing it.
-                raise retry_message(ProtocolError(ErrorCode.UNAVAILABLE,
-                                                  "storage unavailable, retry"),
-                                    HOLD_RETRY_AFTER)
+                raise store_away()
             elif isinstance(msg, Chat):
                 await self._route(self.actor_of(conn), self._chat_checked(conn, msg))
             elif isinstance(msg, Report):
@@ -708,8 +713,7 @@ class Lobby:
         except (RedisError, OSError) as exc:
             log.warning("Redis error handling %s: %s", msg.TYPE, exc)
             self.metrics.error(ErrorCode.UNAVAILABLE)
-            err = retry_message(ProtocolError(ErrorCode.UNAVAILABLE,
-                                              "storage unavailable, retry"), HOLD_RETRY_AFTER)
+            err = store_away()
             self.hub.push(conn, Outgoing(error_message(err, msg.ref, table_id)))
         except Exception:
             log.exception("internal error handling %s from %s", msg.TYPE, conn.player)

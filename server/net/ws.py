@@ -24,7 +24,7 @@ from redis.exceptions import RedisError
 
 from server.config import Settings
 from server.lobby.matchmaker import Matchmaker
-from server.lobby.routing import Lobby, error_message
+from server.lobby.routing import Lobby, error_message, store_away
 from server.net.addresses import client_address
 from server.net.connection import Connection, Hub
 from server.protocol.codec import Outgoing, WireFormat
@@ -239,8 +239,7 @@ class SocketHandler:
     async def _store_away(self, conn: Connection, ref: Any) -> None:
         """Refuse a ``hello`` while Redis is away (its token cannot be checked): ``unavailable``
         with ``retry_after``, then a clean close (1013, try again later)."""
-        err = ProtocolError(ErrorCode.UNAVAILABLE, "storage unavailable, retry")
-        err.retry_after = HOLD_RETRY_AFTER
+        err = store_away()
         self.lobby.metrics.error(err.code)
         await self._send(conn, error_message(err, ref))
         await conn.close(CLOSE_TRY_AGAIN_LATER, "storage unavailable")
@@ -292,8 +291,7 @@ class SocketHandler:
                         await self._send(conn, {"type": "pong", "ref": message.ref})
                     elif isinstance(message, MATCHMAKING_MESSAGES) and self.matchmaker is not None:
                         if not lobby.persistence.redis_up:  # as the lobby does (Redis outage)
-                            err = ProtocolError(ErrorCode.UNAVAILABLE,
-                                                "storage unavailable, retry")
+                            err = store_away()
                             lobby.metrics.error(err.code)
                             await self._send(conn, error_message(err, message.ref))
                         else:
