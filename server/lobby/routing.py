@@ -1220,18 +1220,20 @@ class Lobby:
 
     async def node_died(self, node: str) -> None:
         """``node`` stopped saying it is alive: its sockets are gone. Its players leave the
-        seats of this node's tables (their grace period starts), its watchers go, requests
+        seats of this node's tables (their node-loss grace starts, from the end of the node's
+        last heartbeat: the node's fault is not theirs), its watchers go, requests
         waiting for its answer are answered, and :attr:`on_node_dead` is told (matchmaking
         drops the tickets queued through it)."""
         if node == self.node_id or node in self.dead_nodes:
             return
         self.dead_nodes.add(node)
         log.warning("node %s is gone: cleaning up after it", node)
+        lost_at = min(self.peers.get(node, math.inf), time.time())
         for table in list(self.tables.values()):
             for key in [k for k in table.watchers if k[0] == node]:
                 table.unwatch(*key)
             for player in table.seated_players():
-                table.detach(player, node)
+                table.detach(player, node, lost_at=lost_at)
         self.sweep_forwarded(node=node)
         for callback in self.on_node_dead:
             try:
