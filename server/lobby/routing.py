@@ -1136,7 +1136,7 @@ class Lobby:
     def table_lost(self, table: Table) -> None:
         """``table`` is not this node's any more (lease lost, or handed over): forget it
         without releasing anything in Redis; it stops (timers, announcements) and answers
-        the requests it held."""
+        the requests it held; its players' sockets here attach to its new owner."""
         table.let_go()
         handle = self._timers.pop(table.id, None)
         if handle is not None:
@@ -1147,6 +1147,8 @@ class Lobby:
             self._owners.pop(table.id, None)
             self.metrics.tables.set(len(self.tables))
         self.sweep_forwarded(table=table.id, retry_after=1.0)
+        if not self.closing:  # (a draining node's sockets close: they reconnect elsewhere)
+            self.spawn(self._attach_sockets(table.id, table.seated_players()))
         if self.on_table_lost is not None:
             self.on_table_lost(table.id)
 
@@ -1213,6 +1215,13 @@ class Lobby:
             if table is not None:  # this node thought it owned it: it does not
                 self._table_fenced(table_id)
         self.sweep_forwarded(table=table_id, retry_after=1.0)
+        await self._attach_sockets(table_id, players)
+
+    async def _attach_sockets(self, table_id: str, players: Iterable[str]) -> None:
+        """Attach this node's sockets of ``players`` (seated at ``table_id``) to the table
+        wherever it is served now (they get ``resume`` from it): a table this node lost
+        (fenced after a pause, taken over) goes on for its players here without a
+        reconnect, their commands forwarded to its new owner."""
         for player in players:
             conns = self.hub.by_player.get(player)
             if conns:

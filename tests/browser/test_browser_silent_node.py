@@ -8,7 +8,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 
-from test_browser_play import (
+# tests/browser is not on mypy's path (its conftest would clash with tests/server's).
+from test_browser_play import (  # type: ignore[import-not-found]
     GAME_SEED,
     NewPlayer,
     StartServer,
