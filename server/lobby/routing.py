@@ -1225,7 +1225,10 @@ class Lobby:
         for player in players:
             conns = self.hub.by_player.get(player)
             if conns:
-                await self._send_attach(self.actor_of(next(iter(conns))), table_id)
+                try:
+                    await self._send_attach(self.actor_of(next(iter(conns))), table_id)
+                except (RedisError, OSError) as exc:  # the player's next sync attaches them
+                    log.warning("table %s: %s not attached here: %s", table_id, player, exc)
 
     async def node_died(self, node: str) -> None:
         """``node`` stopped saying it is alive: its sockets are gone. Its players leave the
