@@ -45,8 +45,9 @@ async def test_a_paused_owner_with_its_players_on_it_forfeits_nobody(
     through their old sockets (forwarded) and the game ends normally."""
     cluster.flags.update(grace_period=grace, node_loss_grace=NODE_LOSS_GRACE)
     n1, n2 = await cluster.start_many(["n1", "n2"])
-    a = await cluster.player("alice", n1, silence_timeout=None)
-    b = await cluster.player("bob", n1, silence_timeout=None)
+    stay = {"silence_timeout": None, "ping_interval": None}  # the sockets stay open
+    a = await cluster.player("alice", n1, **stay)
+    b = await cluster.player("bob", n1, **stay)
     table = await seat_two(a, b)
     await play_moves([a, b], table, 6)
     assert await owner_of(cluster, redis_client, table) == "n1"
