@@ -15,8 +15,8 @@ For each pause and each client kind a rated game is opened on the owner, a few d
 are played, the owner is paused for the pause, resumed, and the game played to its end:
 
 - ``stay``: clients without the silence watch nor WebSocket pings (``silence_timeout=None,
-  ping_interval=None``): their sockets stay open on the paused owner; figure: seconds from SIGCONT until both got ``resume`` from the new
-  owner (re-attached);
+  ping_interval=None``): their sockets stay open on the paused owner; figure: seconds from
+  SIGCONT until both got ``resume`` from the new owner (re-attached);
 - ``watch``: the client library's default (pings, gives a silent socket up after 10 s,
   reconnects to the other node); figure: seconds from SIGSTOP until both are connected to
   the other node.
