@@ -53,6 +53,8 @@ from nodes import (  # noqa: E402
     wait_until,
 )
 
+from server.client import RequestFailed  # noqa: E402
+
 DEFAULTS: dict[str, Any] = {"lease_ttl": 6.0, "lease_renew": 2.0, "takeover_scan": 1.0,
             "grace_period": 60.0, "node_loss_grace": 180.0, "decision_time": 60.0}
 
@@ -90,10 +92,13 @@ async def one_pause(cluster: Cluster, pause: float, kind: str, n: int) -> dict[s
             figure = loop.time() - resumed
         except AssertionError:
             figure = None  # not re-attached: the game goes on (or ends) without them
-    over = await play_to_end(players, table, retry_for=TAKEOVER_BOUND + 30)
+    try:
+        end = str((await play_to_end(players, table, retry_for=TAKEOVER_BOUND + 30))["reason"])
+    except RequestFailed as exc:  # the game ended without them (a forfeit they never saw)
+        end = f"ended without the players ({exc.code})"
     for p in players:
         await Player.close(p)
-    return {"pause_s": pause, "client": kind, "end": over["reason"],
+    return {"pause_s": pause, "client": kind, "end": end,
             ("reattached_after_sigcont_s" if kind == "stay" else "reconnected_after_sigstop_s"):
             None if figure is None else round(figure, 2)}
 
