@@ -96,8 +96,6 @@ class ComputerOpponents:
         self._by_address: Counter[str] = Counter()  # games (and starts) per human network
         self.fallbacks = 0  # strong decisions made at the basic level (the pool was busy)
         self._closing = False
-        lobby.on_restored = self.resume
-        lobby.on_table_lost = self.drop
 
     def owns_token(self, token: str | None) -> bool:
         """Whether ``token`` is one of this node's own bots (they connect from the node's

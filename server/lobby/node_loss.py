@@ -4,7 +4,8 @@ A player whose sockets were on a node found dead did nothing wrong: the table gi
 node-loss grace (``node_loss_grace``, counted from when that node's heartbeat ran out)
 instead of the disconnect grace (:meth:`server.tables.machine.TableMachine.take_over`,
 :meth:`~server.tables.machine.TableMachine.disconnect`). The facts come from the node set
-(``Lobby.peers``: node -> Unix time until which it counts as alive).
+(:attr:`server.cluster.liveness.NodeLiveness.peers`: node -> Unix time until which it counts
+as alive).
 """
 
 from __future__ import annotations

@@ -1125,7 +1125,8 @@ class Table:
                     nodes, _address = await lobby.persistence.presence(seat.player)
                 except (RedisError, OSError):
                     nodes = []
-            live, died = split_by_liveness(nodes, lobby.peers, lobby.node_id, now)
+            live, died = split_by_liveness(nodes, lobby.liveness.peers, lobby.node_id,
+                                           now)
             present.append({n for n in live if n != old_owner})
             lost_at.append(died)
         table._apply(machine.take_over(now, settings.takeover_allowance, present, lost_at),

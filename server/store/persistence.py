@@ -1,6 +1,8 @@
 """What the match server keeps in Redis: table event logs, snapshots, results, seats, presence,
 the lobby index and rating inboxes. The one module (with ``accounts``) that talks to Redis for
-games; its methods return plain values.
+games; its methods return plain values. It stays one module past 500 lines because its parts
+share one state: the write-behind buffer, the owner epochs that fence every write of it, and
+the store's identity that a refused write checks; split, each part would reach into another's.
 
 Write-behind with group commit: the per-move path never waits for Redis.
 :meth:`Persistence.append_event` and :meth:`Persistence.mark_dirty` only buffer; when something
@@ -215,7 +217,13 @@ def _text(raw: Any) -> str:
 
 class Persistence:
     def __init__(self, redis: aioredis.Redis, keys: Keys, settings: Settings,
-                 metrics: Metrics | None = None) -> None:
+                 metrics: Metrics | None = None, *,
+                 on_stored: Callable[[str, int], None] | None = None,
+                 on_fenced: Callable[[str], None] | None = None,
+                 on_store_lost: Callable[[], None] | None = None) -> None:
+        """``on_stored``, ``on_fenced``, ``on_store_lost``: who is told after a flush that a
+        table's events up to a version are stored, that a table's write was refused (its
+        lease is lost), and that the store was emptied or replaced (the lobby's takeover)."""
         self.redis = redis
         self.metrics = metrics if metrics is not None else Metrics(enabled=False)
         # False from a failed Redis check or write until a check answers again: new actions
@@ -223,7 +231,7 @@ class Persistence:
         self.redis_up = True
         # The store identity this node knows (claim_store), and who is told when it is gone.
         self.store_id: str | None = None
-        self.on_store_lost: Callable[[], None] | None = None
+        self.on_store_lost = on_store_lost
         self._monitor: asyncio.Task[None] | None = None
         self._pages: dict[tuple[str | None, int, int],
                           tuple[float, asyncio.Future[tuple[int, list[bytes]]]]] = {}
@@ -254,10 +262,8 @@ class Persistence:
         # Per table, the fixed arguments of its fenced append and their RESP encoding, made
         # once per epoch (dropped whenever the epoch changes or the table is given up).
         self._heads: dict[str, tuple[tuple[bytes, ...], bytes]] = {}
-        # Told after each flush: a table's events up to this version are stored; a table's
-        # lease was lost. Set by the lobby.
-        self.on_stored: Callable[[str, int], None] | None = None
-        self.on_fenced: Callable[[str], None] | None = None
+        self.on_stored = on_stored
+        self.on_fenced = on_fenced
         self._release_seat = redis.register_script(_load_script("release_seat.lua"))
         self._inbox_remove = redis.register_script(_load_script("inbox_remove.lua"))
         self._inbox_add = redis.register_script(_load_script("inbox_add.lua"))
