@@ -31,12 +31,12 @@ driver asks it before awaiting anything (:meth:`TableMachine.check_join`) and ca
 answers. A game's end is handed to the table's :class:`~server.lobby.finisher.Finisher`, which
 settles, stores and announces it.
 
-Why this module is over 500 lines: it routes every table command (a line or a few each), and
-holds the rebuild of a table taken over (:meth:`Table.restore`), which wires all the parts
-together; each job with state of its own lives beside it: the end of a game
-(:mod:`server.lobby.finisher`), the recent events and sync pages (:mod:`server.lobby.recent`),
-the timers (:mod:`server.lobby.timers`), store before announce (:mod:`server.lobby.announce`)
-and the chat (:mod:`server.lobby.chat`).
+Why this module is over 500 lines: it routes every table command (a line or a few each),
+holds the table while its node cannot store (:meth:`Table.hold`), and rebuilds a table taken
+over (:meth:`Table.restore`), which wires all the parts together; each job with state of its
+own lives beside it: the end of a game (:mod:`server.lobby.finisher`), the recent events and
+sync pages (:mod:`server.lobby.recent`), the timers (:mod:`server.lobby.timers`), store before
+announce (:mod:`server.lobby.announce`) and the chat (:mod:`server.lobby.chat`).
 """
 
 from __future__ import annotations
