@@ -16,6 +16,7 @@ import pytest
 import redis.asyncio as aioredis
 import server_helpers
 from aiohttp import web
+from hardening_helpers import PrivateRedis
 from server_helpers import RunningServer, StartServer
 
 from server.app import create_app
@@ -50,6 +51,17 @@ def event_form(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) 
     form = int(getattr(request, "param", server_helpers.TEST_PROTOCOL))
     monkeypatch.setattr(server_helpers, "TEST_PROTOCOL", form)
     return form
+
+
+@pytest.fixture
+async def private_redis() -> AsyncIterator[PrivateRedis]:
+    """A redis-server of the test's own (never the shared one), that it may stop, pause,
+    kill and start again (``hardening_helpers.PrivateRedis``)."""
+    redis = PrivateRedis().start()
+    try:
+        yield redis
+    finally:
+        redis.close()
 
 
 @pytest.fixture
