@@ -2,7 +2,7 @@
 grace and versioned events. No asyncio, aiohttp or redis here; the time is an argument.
 
 Commands go in (:meth:`TableMachine.act`, :meth:`~TableMachine.seat`,
-:meth:`~TableMachine.connect`, :meth:`~TableMachine.disconnect`,
+:meth:`~TableMachine.leave`, :meth:`~TableMachine.connect`, :meth:`~TableMachine.disconnect`,
 :meth:`~TableMachine.forfeit`, :meth:`~TableMachine.close`, :meth:`~TableMachine.settled`) and
 timers come back as data: every call returns a :class:`Step` with
 
@@ -14,12 +14,35 @@ timers come back as data: every call returns a :class:`Step` with
 
 When a deadline passes the shell calls :meth:`TableMachine.expire` with it.
 
+The machine makes every check of the table's rules; the shell asks before it awaits and
+carries out the answer:
+
+- a new table's specification (mode, match length, tournament, who opens it):
+  :func:`check_new_table`, for a table a player creates and for a pair seated by matchmaking,
+  a tournament or a game against the computer;
+- who may sit: :meth:`TableMachine.check_join` (before the shell takes the seat lock in
+  Redis) and :meth:`TableMachine.seat` (which checks again, after the awaits): an open table,
+  a free seat, no computer player at a tournament table; one seat per player
+  (:func:`already_seated`, from the seat lock's answer);
+- what leaving does: :meth:`TableMachine.leave` (:class:`LeaveKind`: close an open table,
+  forfeit a game in play, or give back only the seat);
+- what to settle: :attr:`Settlement.settles` and :attr:`Settlement.rated_id`.
+
 Clocks: each decision (roll or double, move, take or drop, answer a resignation) must come
 within ``decision_time``; its deadline is in every state. When it passes, the player gets a
 strike and the rules' default action is taken (roll, first legal play, take, reject); the
 ``max_strikes``-th strike of a game forfeits it (a match: the match) at the current cube.
 A player whose last socket closes has ``grace_period`` to come back; past it, the game (the
-match) is forfeited. Leaving a table during a game is the same kind of loss.
+match) is forfeited. Leaving a table during a game is the same kind of loss. A player whose
+socket was on a node found dead (the server's fault, not the player's: the shell says when
+the node was found dead, ``lost_at``) has ``node_loss_grace`` from then instead, when that
+ends later (:meth:`~TableMachine.disconnect`, :meth:`~TableMachine.take_over`).
+
+Held: while the table's node cannot store (Redis is away), :meth:`TableMachine.hold` stops
+every timer where it is (nobody gets a strike, an automatic move or a forfeit), commands are
+refused with ``unavailable`` and presence changes wait; :meth:`TableMachine.resume` starts the
+timers again with the time they had left plus an allowance, emits ``resumed``, then applies the
+presence changes made meanwhile. The state's ``held`` says whether play is held.
 
 Presence events are bounded: a seat's ``player_disconnected`` is announced only while the seat
 has used fewer than ``presence_events`` of its presence events in the current game (each
@@ -89,6 +112,100 @@ STORE_LOST = "store_lost"
 """``table_closed`` reason: the store was emptied or replaced under the table's owner."""
 #: ``table_closed``'s reason when the table's tournament was cancelled by its runner.
 TOURNAMENT_CANCELLED = "tournament_cancelled"
+HOLD_RETRY_AFTER = 1
+"""Seconds a client is told to wait (``retry_after``) before it sends again while play is held."""
+
+
+#: :attr:`Settlement.settles` of a game that earns Boosted points.
+BOOSTED = "boosted"
+
+
+class LeaveKind(StrEnum):
+    """What :meth:`TableMachine.leave` did."""
+
+    CLOSE = "close"  # an open table closed (``table_closed``, reason ``left``): free every seat
+    FORFEIT = "forfeit"  # the leaver lost the game in play (a match: the match); seats go at
+    # the table's end
+    RELEASE = "release"  # nothing to lose (finished, or being settled): free the leaver's seat
+
+
+def already_seated(held: str, *, player: str | None = None,
+                   field: str = "table") -> ProtocolError:
+    """The refusal of a seat to a player whose seat lock is held at table ``held`` (a player
+    holds one seat at a time). ``player``: name the player (a pair seated by a server
+    component), else the message speaks to the player who asked."""
+    who = "you already hold" if player is None else f"{player} already holds"
+    return ProtocolError(ErrorCode.ALREADY_SEATED, f"{who} a seat at table {held}",
+                         field=field)
+
+
+def bot_not_allowed(field: str) -> ProtocolError:
+    """The refusal of a computer player at a tournament table (``field``: what names it)."""
+    return ProtocolError(ErrorCode.BOT_NOT_ALLOWED,
+                         "computer players do not play in tournaments", field=field)
+
+
+def check_new_table(
+    mode: TableMode,
+    match_length: int | None,
+    tournament_id: str | None,
+    players: Sequence[str],
+    *,
+    max_match_length: int,
+    by_player: bool,
+) -> int:
+    """Check a new table's specification before anything is stored; returns its match
+    length (0: a single game). Raises ProtocolError; validates everything it is given.
+
+    ``by_player``: a player opens it (``create_table``; ``players`` is the creator): any mode
+    but ``tournament`` (only a tournament opens its tables; a computer player asking is
+    ``bot_not_allowed``, no ``tournament_id`` is ``missing_field``), ``match_length``
+    0..``max_match_length``. Else a server component seats a pair (matchmaking, a
+    tournament, a game against the computer; ``players`` are the two, sides 0 and 1): two
+    different players (``same_player``), mode ``competitive``, ``boosted`` or ``tournament``,
+    a ``tournament_id`` exactly for a tournament table, ``match_length`` None (a single game)
+    or 1..``max_match_length``, no computer player at a tournament table."""
+    tournament = mode is TableMode.TOURNAMENT
+    if by_player:
+        if match_length is None or not 0 <= match_length <= max_match_length:
+            raise ProtocolError(ErrorCode.BAD_FIELD,
+                                f"field 'match_length' must be in 0..{max_match_length}",
+                                field="match_length")
+        if tournament:
+            if any(p.startswith(BOT_PREFIX) for p in players):
+                raise bot_not_allowed("mode")
+            if tournament_id is None:
+                raise ProtocolError(ErrorCode.MISSING_FIELD,
+                                    "field 'tournament_id' is required for a tournament table",
+                                    field="tournament_id")
+            # A tournament's tables are opened by its bracket (or its runner) for the two
+            # players of a match; a player opening one would play a game the tournament
+            # never scheduled.
+            raise ProtocolError(ErrorCode.BAD_FIELD,
+                                "tournament tables are opened by the tournament, not by "
+                                "players", field="mode")
+        return match_length
+    first, second = players
+    if first == second:
+        raise ProtocolError(ErrorCode.SAME_PLAYER, "a player cannot play themselves",
+                            field="second")
+    if mode not in (TableMode.COMPETITIVE, TableMode.BOOSTED, TableMode.TOURNAMENT):
+        raise ProtocolError(ErrorCode.BAD_FIELD,
+                            "mode must be competitive, boosted or tournament", field="mode")
+    if tournament != (tournament_id is not None):
+        raise ProtocolError(ErrorCode.BAD_FIELD,
+                            "a tournament table (and only one) needs a tournament_id",
+                            field="tournament_id")
+    length = 0 if match_length is None else match_length
+    if not 0 <= length <= max_match_length or match_length == 0:
+        raise ProtocolError(ErrorCode.BAD_FIELD,
+                            f"match_length must be None or 1..{max_match_length}",
+                            field="match_length")
+    if tournament:
+        for slot, player in (("first", first), ("second", second)):
+            if player.startswith(BOT_PREFIX):
+                raise bot_not_allowed(slot)
+    return length
 
 
 class TableStatus(StrEnum):
@@ -116,13 +233,15 @@ class MachineSettings:
     grace_period: float = 60.0
     next_game_delay: float = 0.0
     presence_events: int = 4  # presence events per seat per game (see the module docstring)
+    node_loss_grace: float = 180.0  # the grace of a player whose node was found dead
 
     @classmethod
     def of(cls, settings: Any) -> MachineSettings:
         """The table settings of a :class:`server.config.Settings` (or anything like it)."""
         return cls(float(settings.decision_time), int(settings.max_strikes),
                    float(settings.grace_period), float(settings.next_game_delay),
-                   int(getattr(settings, "presence_events", 4)))
+                   int(getattr(settings, "presence_events", 4)),
+                   float(getattr(settings, "node_loss_grace", 180.0)))
 
 
 @dataclass(slots=True)
@@ -183,6 +302,44 @@ class Settlement:
     match_winner: str | None = None
     match_loser: str | None = None
 
+    @property
+    def settles(self) -> str | None:
+        """What this end settles: :data:`TABLE42` (a rated single game), :data:`FIBS` (a
+        rated match, once it is over), :data:`BOOSTED` (a counted Boosted game's points), or
+        None (nothing: unrated, a match not over yet, a Boosted match lost between games).
+        Only an end that settles something has rating events for the players' inboxes."""
+        if self.ladder == TABLE42:
+            return TABLE42
+        if self.ladder == FIBS:
+            return FIBS if self.match_over else None
+        if self.boosted and self.game_counted:
+            return BOOSTED
+        return None
+
+    @property
+    def rated_id(self) -> str | None:
+        """The id the rating store settles under (the game's for Table42, the match's for
+        FIBS); None when no rating is settled (:attr:`settles` is Boosted or None)."""
+        settles = self.settles
+        if settles == TABLE42:
+            return self.game_id
+        if settles == FIBS:
+            return self.match_id
+        return None
+
+
+@dataclass(slots=True)
+class Hold:
+    """A held table (:meth:`TableMachine.hold`): since when (``now`` of the hold), the
+    seconds each timer in force had left then (the decision clock, each seat's grace period
+    by side, the next game of a match), and the seats that lost a socket during the hold."""
+
+    since: float
+    clock_left: float | None = None
+    grace_left: dict[int, float] = field(default_factory=dict)
+    next_game_left: float | None = None
+    away: set[int] = field(default_factory=set)  # sides whose sockets closed meanwhile
+
 
 @dataclass(frozen=True, slots=True)
 class Step:
@@ -195,6 +352,17 @@ class Step:
 
 
 EMPTY = Step()
+
+
+def merged(*steps: Step) -> Step:
+    """One step doing what ``steps`` do, in order."""
+    done = [step for step in steps if step is not EMPTY]
+    if len(done) <= 1:
+        return done[0] if done else EMPTY
+    return Step(tuple(e for s in done for e in s.events),
+                tuple(d for s in done for d in s.deadlines),
+                tuple(d for s in done for d in s.cancelled),
+                next((s.settle for s in done if s.settle is not None), None))
 
 
 def _rules_error(exc: RulesError) -> ProtocolError:
@@ -252,6 +420,9 @@ class TableMachine:
         self.clock: Deadline | None = None  # the decision clock in force
         self.next_game: Deadline | None = None
         self.finishing = False  # a game ended and is being settled
+        # The player the shell is seating (awaiting the seat lock or the pair limit): the
+        # seat is theirs until the shell seats them or sets this back to None.
+        self.joining: str | None = None
         self.settlement: Settlement | None = None  # the one being made
         self._dice_factory = dice_factory
         self._dice: DiceSource | None = None
@@ -271,6 +442,7 @@ class TableMachine:
         self._settle: Settlement | None = None
         self._muted = False  # replaying: events only count versions
         self.logged_at: float | None = None  # replay: time of the latest event, when known
+        self.held: Hold | None = None  # while the node cannot store (see hold)
 
     # --- reading ---------------------------------------------------------------------------
 
@@ -323,6 +495,7 @@ class TableMachine:
             },
             "match": self.match_state(),
             "rating": rating,
+            "held": self._held_state(),
         }
 
     def handout(self) -> dict[str, Any]:
@@ -418,6 +591,8 @@ class TableMachine:
             raise ProtocolError(ErrorCode.NOT_PLAYING, f"no game in progress at table {self.id}")
         if self.finishing or game.is_over:
             raise ProtocolError(ErrorCode.GAME_OVER, "the game is over")
+        if self.held is not None:
+            raise self._held_error()
         outcome: Outcome | None = None
         kind: str | None = None
         fields: dict[str, Any] = {"side": int(side)}
@@ -502,16 +677,69 @@ class TableMachine:
 
     # --- seats -----------------------------------------------------------------------------
 
+    def free_side(self) -> int | None:
+        """The first free seat's side (None: both taken)."""
+        return next((side for side, seat in enumerate(self.seats) if seat is None), None)
+
+    def check_join(self, player: str, *, is_bot: bool) -> int | None:
+        """May ``player`` sit here? The side they would take, or None when they are seated
+        here already (the answer is a ``resume``). Changes nothing: the shell takes the
+        player's seat lock (refused: :func:`already_seated`), then calls :meth:`seat`, which
+        checks again. Raises ProtocolError: ``bot_not_allowed`` (a computer player at a
+        tournament table), ``table_full`` (not open, no free seat, or another player being
+        seated)."""
+        if self.side_of(player) is not None:
+            return None
+        if self.mode is TableMode.TOURNAMENT and is_bot:
+            raise bot_not_allowed("table")
+        side = self.free_side()
+        if self.status is not TableStatus.OPEN or side is None or self.joining is not None:
+            raise self._not_open()
+        return side
+
+    def _not_open(self) -> ProtocolError:
+        return ProtocolError(ErrorCode.TABLE_FULL, f"table {self.id} is not open",
+                             field="table")
+
     def seat(self, side: int, player: str, name: str, *, is_guest: bool, address: str,
              nodes: Iterable[str], now: float, is_bot: bool | None = None) -> Step:
-        """Seat ``player`` at ``side`` (the shell holds the seat lock); play starts when both
-        seats are taken and ``start`` is called."""
+        """Seat ``player`` at ``side`` (the shell holds the player's seat lock); play starts
+        when both seats are taken and :meth:`start` is called. Checks the seat: raises
+        ProtocolError (nothing changed) ``table_full`` (the table is not open, the seat is
+        taken, or another player is being seated), ``already_seated`` (the player sits here
+        already), ``bot_not_allowed`` (a computer player at a tournament table)."""
         bot = player.startswith(BOT_PREFIX) if is_bot is None else is_bot
+        if self.side_of(player) is not None:
+            raise already_seated(self.id)
+        if self.mode is TableMode.TOURNAMENT and bot:
+            raise bot_not_allowed("table")
+        if (self.status is not TableStatus.OPEN or side not in (0, 1)
+                or self.seats[side] is not None or self.joining not in (None, player)):
+            raise self._not_open()
         self.seats[side] = Seat(player, name, is_guest, address, bot, set(nodes))
         self.seats_changed()
         self._emit("seated", {"side": side, "player": player, "name": name}, now,
                    with_state=False)
         return self._step()
+
+    def leave(self, player: str, now: float) -> tuple[LeaveKind, Step]:
+        """``player`` leaves the table (:class:`LeaveKind`): an open table closes
+        (``table_closed``, reason ``left``); a game in play (or a match between its games) is
+        forfeited at the current cube, and the seats are freed when the table ends; else
+        (finished, or a game being settled) only the leaver's seat is given back. Raises
+        ProtocolError ``not_seated`` (nothing changed)."""
+        side = self.side_of(player)
+        if side is None:
+            raise ProtocolError(ErrorCode.NOT_SEATED, f"you are not at table {self.id}",
+                                field="table")
+        if self.status is TableStatus.OPEN:
+            self._close("left", now)
+            return LeaveKind.CLOSE, self._step()
+        if self.status is TableStatus.PLAYING and not self.finishing:
+            self._forfeit(side, EndReason.LEAVE, now)
+            if self.finishing:
+                return LeaveKind.FORFEIT, self._step()
+        return LeaveKind.RELEASE, self._step()
 
     @property
     def is_full(self) -> bool:
@@ -580,6 +808,8 @@ class TableMachine:
         seat.nodes.add(node)
         seat.logged_connected = None
         self.seats_changed()
+        if self.held is not None:
+            return EMPTY  # applied at resume
         if seat.grace is not None:
             self._disarm.append(seat.grace)
             seat.grace = None
@@ -591,9 +821,10 @@ class TableMachine:
                            now)
         return self._step()
 
-    def disconnect(self, player: str, node: str, now: float) -> Step:
+    def disconnect(self, player: str, node: str, now: float, *,
+                   lost_at: float | None = None) -> Step:
         """``player`` has no socket on ``node`` any more; the grace period starts if that was
-        the last node."""
+        the last node (``lost_at``: ``node`` was found dead then, see :meth:`_grace`)."""
         side = self.side_of(player)
         if side is None:
             return EMPTY
@@ -602,11 +833,14 @@ class TableMachine:
         seat.nodes.discard(node)
         seat.logged_connected = None
         self.seats_changed()
+        if self.held is not None:
+            self.held.away.add(int(side))  # applied at resume
+            return EMPTY
         if seat.nodes or seat.grace is not None:
             return EMPTY
         if self.status not in (TableStatus.OPEN, TableStatus.PLAYING) or self.finishing:
             return EMPTY
-        grace = self.settings.grace_period
+        grace = self._grace(now, lost_at)
         seat.grace_deadline = now + grace
         seat.grace = Deadline(GRACE, int(side), seat.grace_deadline)
         self._arm.append(seat.grace)
@@ -622,6 +856,16 @@ class TableMachine:
         )
         return self._step()
 
+    def _grace(self, now: float, lost_at: float | None) -> float:
+        """Seconds from ``now`` a player who has just lost their last socket has to come
+        back: ``grace_period``; when that socket's node was found dead at ``lost_at`` (nobody's
+        fault but the server's), up to ``node_loss_grace`` after ``lost_at`` if that is
+        later."""
+        grace = self.settings.grace_period
+        if lost_at is None:
+            return grace
+        return max(grace, lost_at + self.settings.node_loss_grace - now)
+
     def _cancel_graces(self) -> None:
         for seat in self.seats:
             if seat is not None and seat.grace is not None:
@@ -633,7 +877,9 @@ class TableMachine:
 
     def expire(self, deadline: Deadline, now: float) -> Step:
         """``deadline`` has passed (the shell's timer fired). A deadline no longer in force
-        does nothing."""
+        does nothing, and so does every deadline while the table is held."""
+        if self.held is not None:
+            return EMPTY
         kind = deadline.kind
         if kind == CLOCK:
             if deadline is not self.clock:
@@ -856,16 +1102,108 @@ class TableMachine:
         self._emit("table_closed", {"reason": reason}, now, with_state=False)
         self.status = TableStatus.CLOSED
 
+    # --- a hold: the node cannot store ---------------------------------------------------
+
+    def hold(self, now: float) -> Step:
+        """The table's node cannot store (Redis is away): every timer stops where it is, so
+        nobody gets a strike, an automatic move or a forfeit meanwhile; game actions are
+        refused (``unavailable``) and presence changes (:meth:`connect`, :meth:`disconnect`)
+        only update the seats' nodes until :meth:`resume`. Emits nothing (nothing could be
+        stored): the timers stopped come back in ``cancelled``. Does nothing to a table held
+        already, finished or closed. Trusts its caller."""
+        if self.held is not None or self.status not in (TableStatus.OPEN, TableStatus.PLAYING):
+            return EMPTY
+        held = self.held = Hold(now)
+        clock = self.clock
+        if clock is not None:
+            held.clock_left = max(0.0, clock.at - now)
+            self._disarm.append(clock)
+            self.clock = None
+        for side, seat in enumerate(self.seats):
+            if seat is not None and seat.grace is not None:
+                held.grace_left[side] = max(0.0, seat.grace.at - now)
+                self._disarm.append(seat.grace)
+                seat.grace = None
+        if self.next_game is not None:
+            held.next_game_left = max(0.0, self.next_game.at - now)
+            self._disarm.append(self.next_game)
+            self.next_game = None
+        return self._step()
+
+    def resume(self, now: float, allowance: float) -> Step:
+        """The node can store again: ``resumed`` (with the state), the decision clock and each
+        grace period going on with the time they had left plus ``allowance``, a match's next
+        game with the time it had left; then the presence changes of the hold take effect: a
+        player back gets ``player_reconnected`` (when the leave was announced), a player whose
+        last socket closed during the hold starts the grace period now
+        (``player_disconnected``). Does nothing to a table not held."""
+        held = self.held
+        if held is None:
+            return EMPTY
+        self.held = None
+        if self.status not in (TableStatus.OPEN, TableStatus.PLAYING):
+            return self._step()
+        if held.clock_left is not None and self.clock is None and self._clock_side is not None:
+            at = self.deadline = now + held.clock_left + allowance
+            self.clock = Deadline(CLOCK, int(self._clock_side), at)
+            self._arm.append(self.clock)
+        if held.next_game_left is not None and self.next_game is None:
+            self.next_game = Deadline(NEXT_GAME, None, now + held.next_game_left)
+            self._arm.append(self.next_game)
+        elif self.next_game is not None:
+            self._arm.append(self.next_game)  # due during the hold (a game settled meanwhile)
+        back: list[tuple[int, Seat]] = []
+        for side, left in held.grace_left.items():
+            seat = self.seats[side]
+            if seat is None or seat.grace is not None:
+                continue
+            if seat.nodes:
+                back.append((side, seat))
+                continue
+            seat.grace_deadline = now + left + allowance
+            seat.grace = Deadline(GRACE, side, seat.grace_deadline)
+            self._arm.append(seat.grace)
+        self.seats_changed()
+        self._emit("resumed", {"since": held.since, "until": now}, now)
+        for side, seat in back:
+            seat.grace_deadline = None
+            announced, seat.announced_away = seat.announced_away, False
+            self.seats_changed()
+            if announced and not self.finishing:
+                self._emit("player_reconnected", {"side": side, "player": seat.player}, now)
+        steps = [self._step()]
+        for side in sorted(held.away):
+            seat = self.seats[side]
+            if seat is not None and not seat.nodes and seat.grace is None:
+                steps.append(self.disconnect(seat.player, "", now))
+        return merged(*steps)
+
+    def _held_state(self) -> dict[str, Any] | None:
+        """The state's ``held``: None, or since when play is held and the decision clock's
+        seconds left."""
+        held = self.held
+        if held is None:
+            return None
+        return {"since": held.since, "clock_left": held.clock_left}
+
+    def _held_error(self) -> ProtocolError:
+        exc = ProtocolError(ErrorCode.UNAVAILABLE,
+                            f"play at table {self.id} is held: the server cannot store; retry")
+        exc.retry_after = HOLD_RETRY_AFTER
+        return exc
+
     # --- after a takeover ------------------------------------------------------------------
 
     def take_over(self, now: float, allowance: float,
-                  present: Sequence[Iterable[str]] = ()) -> Step:
+                  present: Sequence[Iterable[str]] = (),
+                  lost_at: Sequence[float | None] = ()) -> Step:
         """This machine was rebuilt on a new owner: a player with sockets on live nodes
-        (``present[side]``) is connected there, every other player is away (in grace, from
-        ``now``), and the player to act gets the time that was left on the clock at the last
-        stored event (:attr:`logged_at`) plus ``allowance``. Emits nothing."""
+        (``present[side]``) is connected there, every other player is away: in grace from
+        ``now``, or, when their sockets were on a node found dead at ``lost_at[side]``, in
+        the node-loss grace from then (:meth:`_grace`); the player to act gets the time
+        that was left on the clock at the last stored event (:attr:`logged_at`) plus
+        ``allowance``. Emits nothing."""
         if self.status in (TableStatus.OPEN, TableStatus.PLAYING) and not self.finishing:
-            grace = self.settings.grace_period
             for side, seat in enumerate(self.seats):
                 if seat is None:
                     continue
@@ -880,7 +1218,8 @@ class TableMachine:
                     continue
                 if seat.grace is not None:
                     self._disarm.append(seat.grace)
-                seat.grace_deadline = now + grace
+                seat.grace_deadline = now + self._grace(
+                    now, lost_at[side] if side < len(lost_at) else None)
                 seat.grace = Deadline(GRACE, side, seat.grace_deadline)
                 self._arm.append(seat.grace)
                 # Away because a node was lost, not by the player's doing: the return is
@@ -982,7 +1321,10 @@ class TableMachine:
     def _replay_times(self, kind: str, event: Mapping[str, Any],
                       state: Mapping[str, Any] | None) -> None:
         """When the event happened, where the log says it: a fresh decision clock started then
-        (deadline - limit), a grace period too (deadline - grace)."""
+        (deadline - limit), a grace period too (deadline - grace); a hold ended then."""
+        if kind == "resumed":
+            self.logged_at = float(event["until"])
+            return
         if kind == "player_disconnected":
             self.logged_at = float(event["deadline"]) - float(event["grace"])
             return
@@ -1082,8 +1424,10 @@ class TableMachine:
                 self._forfeit(Side(loser), EndReason(reason), now)
         elif kind == "table_closed":
             self._close(str(event.get("reason")), now)
-        elif kind == "match_over":
-            pass  # always right after its game_over, which replayed it
+        elif kind in ("match_over", "resumed"):
+            # match_over: always right after its game_over, which replayed it; resumed: its
+            # new deadlines are in its state.
+            pass
         else:
             raise KeyError(f"unknown event type {kind!r}")
 
@@ -1150,19 +1494,27 @@ class TableMachine:
 
 
 __all__ = [
+    "BOOSTED",
     "BOT_PREFIX",
     "CLOCK",
     "EMPTY",
     "FIBS",
     "GRACE",
     "GUEST_PREFIX",
+    "HOLD_RETRY_AFTER",
     "NEXT_GAME",
     "TABLE42",
     "Deadline",
+    "Hold",
+    "LeaveKind",
     "MachineSettings",
     "Seat",
     "Settlement",
     "Step",
     "TableMachine",
     "TableStatus",
+    "already_seated",
+    "bot_not_allowed",
+    "check_new_table",
+    "merged",
 ]

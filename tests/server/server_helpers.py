@@ -15,7 +15,7 @@ import os
 import random
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from aiohttp import web
 
@@ -140,16 +140,24 @@ class Client(LibraryClient):
         return [m for m in self.messages if m.get("type") == kind]
 
 
-async def register(server: RunningServer, name: str, password: str = "correct horse") -> str:
+class Reachable(Protocol):
+    """A server the helpers below can reach: an in-process :class:`RunningServer` or a
+    ``python -m server`` process (``hardening_helpers.ServerProcess``)."""
+
+    @property
+    def ws_url(self) -> str: ...
+
+
+async def register(server: Reachable, name: str, password: str = "correct horse") -> str:
     return await library_register(server.ws_url, name, password)
 
 
-async def guest(server: RunningServer) -> str:
+async def guest(server: Reachable) -> str:
     return await guest_token(server.ws_url)
 
 
 async def connect(
-    server: RunningServer,
+    server: Reachable,
     token: str | None,
     *,
     binary: bool = False,
@@ -170,7 +178,7 @@ async def connect(
 
 
 async def seat_two(
-    server: RunningServer,
+    server: Reachable,
     a: Client,
     b: Client,
     *,
@@ -187,6 +195,22 @@ async def seat_two(
     start = await a.expect("game_start", table=table)
     await b.expect("game_start", table=table)
     return table, start
+
+
+async def eventually(check: Callable[[], Awaitable[bool] | bool], timeout: float = TIMEOUT
+                     ) -> None:
+    """Wait until ``check()`` holds (for state that no message announces, such as the lobby
+    index a node updates in the background); fails after ``timeout`` seconds."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while True:
+        result = check()
+        if isinstance(result, Awaitable):
+            result = await result
+        if result:
+            return
+        assert loop.time() < deadline, "condition never held"
+        await asyncio.sleep(0.02)
 
 
 def latest_state(client: Client, table: str) -> dict[str, Any] | None:
