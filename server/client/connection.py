@@ -455,12 +455,13 @@ class Client:
             if now - heard >= quiet and pinged_at < heard:
                 pinged_at = now
                 with contextlib.suppress(websockets.ConnectionClosed, OSError):
-                    await asyncio.wait_for(ws.send(encode({"type": "ping"}, self.format)),
-                                           quiet)
+                    async with asyncio.timeout(quiet):
+                        await ws.send(encode({"type": "ping"}, self.format))
                 continue
             wake = heard + (quiet if pinged_at < heard else timeout)
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(asyncio.shield(reader), max(0.05, wake - now))
+                async with asyncio.timeout(max(0.05, wake - now)):
+                    await asyncio.shield(reader)
 
     def _give_up(self) -> None:
         self._gone = True
