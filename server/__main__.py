@@ -14,16 +14,14 @@ import asyncio
 import contextlib
 import gc
 import logging
-import os
 import sys
 from collections.abc import Sequence
-from pathlib import Path
 
 from aiohttp import web
 
 from server.app import METRICS, create_app
 from server.config import SettingsError, settings_from
-from server.embedded_redis import EmbeddedRedis, EmbeddedRedisError, default_data_dir
+from server.embedded_redis import EmbeddedRedis, EmbeddedRedisError
 from server.logs import setup_logging
 from server.net.http_server import raise_fd_limit, serve
 from server.tournaments.cli import main as runner_key_main
@@ -52,19 +50,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     if args[:1] == ["runner-key"]:
         # python -m server runner-key create NAME | list | revoke NAME
-        return runner_key_main(args[1:], os.environ)
+        return runner_key_main(args[1:])
     try:
-        settings = settings_from(argv, os.environ)
+        settings = settings_from(argv)
     except SettingsError as exc:
         print(f"python -m server: {exc}", file=sys.stderr)
         return 2
-    setup_logging(os.environ.get("TABLE42_LOG_LEVEL", "INFO"), json_lines=settings.json_logs)
+    setup_logging(settings.log_level, json_lines=settings.json_logs)
     raise_fd_limit()
     embedded: EmbeddedRedis | None = None
     if not settings.redis_url:
-        data_dir = Path(settings.data_dir) if settings.data_dir else default_data_dir(os.environ)
         try:
-            embedded = EmbeddedRedis(data_dir=data_dir).start()
+            embedded = EmbeddedRedis(data_dir=settings.data_folder()).start()
         except EmbeddedRedisError as exc:
             print(f"python -m server: {exc}", file=sys.stderr)
             return 1

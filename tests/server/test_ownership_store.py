@@ -167,7 +167,7 @@ async def test_group_commit_starts_at_once(
 ) -> None:
     """No fixed wait: the flusher writes on the next turn of the loop, and what is buffered
     while a flush is in flight goes with the one right after it."""
-    store = _store(redis_client, make_settings(flush_interval=60.0))
+    store = _store(redis_client, make_settings())
     await store.load_scripts()
     done = asyncio.Event()
     seen: list[int] = []

@@ -1,0 +1,78 @@
+"""Every setting is declared once (server/config.py): its flag, variable, bounds and --help
+line come from that declaration."""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+from dataclasses import fields
+
+import pytest
+
+from server.config import (
+    OPTIONS,
+    STORE_SETTINGS,
+    Settings,
+    SettingsError,
+    add_arguments,
+    settings_from,
+    settings_from_args,
+)
+
+
+def test_every_field_is_declared_with_a_help_line() -> None:
+    assert [o.name for o in OPTIONS] == [f.name for f in fields(Settings)]
+    assert all(o.declaration.help and o.declaration.group for o in OPTIONS)
+    assert len({o.env for o in OPTIONS}) == len(OPTIONS)
+
+
+def test_names_of_flags_and_variables() -> None:
+    by_name = {o.name: o for o in OPTIONS}
+    assert (by_name["decision_time"].flag, by_name["decision_time"].env) == (
+        "--decision-time", "TABLE42_DECISION_TIME")
+    assert by_name["redis_url"].env == "REDIS_URL"
+    assert by_name["log_level"].env == "TABLE42_LOG_LEVEL"
+
+
+@pytest.mark.parametrize(
+    ("changes", "message"),
+    [
+        ({"decision_time": 0}, "decision_time must be > 0, got 0"),
+        ({"finished_linger": -1}, "finished_linger must be >= 0, got -1"),
+        ({"port": 70000}, "port must be 0..65535, got 70000"),
+        ({"matchmaking_hold": 6.0}, "matchmaking_hold must be 0..5, got 6.0"),
+        ({"heartbeat": float("nan")}, "heartbeat must be > 0"),
+        ({"log_level": "LOUD"}, "log_level must be one of"),
+        ({"lease_ttl": 3.0}, "lease_ttl must be at least twice lease_renew"),
+    ],
+)
+def test_declared_bounds_are_checked(changes: dict[str, object], message: str) -> None:
+    with pytest.raises(SettingsError, match=message):
+        Settings(**changes)  # type: ignore[arg-type]
+
+
+def test_flags_win_over_the_environment_which_wins_over_defaults() -> None:
+    env = {"TABLE42_LOG_LEVEL": "debug", "TABLE42_LIMITS": "0", "TABLE42_PORT": "9000"}
+    s = settings_from(["--port", "9100", "--json-logs", "yes"], env)
+    assert (s.port, s.log_level, s.limits, s.json_logs, s.decision_time) == (
+        9100, "debug", False, True, 60.0)
+
+
+def test_commands_beside_the_server_take_the_store_settings() -> None:
+    parser = argparse.ArgumentParser()
+    add_arguments(parser, STORE_SETTINGS)
+    args = parser.parse_args(["--key-prefix", "x:"])
+    s = settings_from_args(args, {"REDIS_URL": "redis://r/0", "TABLE42_KEY_PREFIX": "y:"})
+    assert (s.redis_url, s.key_prefix) == ("redis://r/0", "x:")
+    with pytest.raises(SystemExit):
+        parser.parse_args(["--port", "1"])
+
+
+def test_help_is_grouped_and_shows_defaults_and_variables() -> None:
+    out = subprocess.run([sys.executable, "-m", "server", "--help"], capture_output=True,
+                         text=True, check=True).stdout
+    assert "\ntables and games:\n" in out and "\nlogs and metrics:\n" in out
+    flat = " ".join(out.split())
+    assert "[> 0; default 60; env TABLE42_DECISION_TIME]" in flat
+    assert "--flush-interval" not in out
