@@ -39,12 +39,13 @@ from server.bot.player import BotPlayer, BotStalled, Choice, Think, think_here, 
 from server.bot.strategy import Level
 from server.client import Client, ClientError, Format
 from server.config import Settings
-from server.lobby.routing import Actor, Lobby, error_message
+from server.lobby.refusals import error_reply
+from server.lobby.routing import Actor, Lobby
 from server.lobby.table import Table
 from server.matchmaking.policy import network_key
 from server.net.connection import Connection, Hub
 from server.protocol.codec import Outgoing
-from server.protocol.errors import ErrorCode, ProtocolError
+from server.protocol.errors import UNAVAILABLE_MESSAGE, ErrorCode, ProtocolError
 from server.protocol.messages import MAX_VERSION, PlayComputer
 from server.store.accounts import BOT_ID, Accounts, Identity
 from server.tables.ratings import RatingPlan
@@ -109,17 +110,10 @@ class ComputerOpponents:
     async def on_message(self, conn: Connection, msg: PlayComputer) -> None:
         try:
             reply = await self._start(conn, msg)
-        except ProtocolError as exc:
-            reply = error_message(exc, msg.ref)
-        except RedisError:
-            reply = error_message(ProtocolError(ErrorCode.UNAVAILABLE,
-                                                "storage unavailable, retry"), msg.ref)
-        except Exception:
-            log.exception("play_computer failed for %s", conn.player)
-            reply = error_message(ProtocolError(ErrorCode.INTERNAL, "internal error"), msg.ref)
+        except Exception as exc:
+            reply = error_reply(exc, msg.ref, None, doing=f"starting a game against the "
+                                f"computer for {conn.player}", metrics=self.lobby.metrics)
         if reply is not None:
-            if reply.get("type") == "error":
-                self.lobby.metrics.error(str(reply.get("code")))
             self.hub.push(conn, Outgoing(reply))
         await self.hub.flush()
 
@@ -155,7 +149,7 @@ class ComputerOpponents:
         if self._closing or self.lobby.closing:
             raise ProtocolError(ErrorCode.UNAVAILABLE, "the server is shutting down")
         if not self.lobby.persistence.redis_up:  # as the lobby does while Redis is away
-            raise ProtocolError(ErrorCode.UNAVAILABLE, "storage unavailable, retry")
+            raise ProtocolError(ErrorCode.UNAVAILABLE, UNAVAILABLE_MESSAGE)
         now = time.monotonic()
         address = network_key(conn.address)
         self._check_limits(identity, now, address)

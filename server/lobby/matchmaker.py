@@ -46,12 +46,12 @@ from redis.exceptions import RedisError
 from rating_plugin import table42
 from rating_plugin.store import RatingStore
 from server.config import Settings
-from server.lobby.routing import Lobby, error_message
+from server.lobby.refusals import error_reply
+from server.lobby.routing import Lobby
 from server.lobby.table import TableStatus
 from server.logs import every
 from server.matchmaking import (
     GameMode,
-    MatchmakingError,
     Pairing,
     Pool,
     Ticket,
@@ -66,7 +66,7 @@ from server.matchmaking import (
 from server.matchmaking.messages import QUEUED
 from server.net.connection import Connection, Hub
 from server.protocol.codec import Outgoing
-from server.protocol.errors import ErrorCode, ProtocolError
+from server.protocol.errors import UNAVAILABLE_MESSAGE, ErrorCode, ProtocolError, http_error_body
 from server.protocol.messages import CancelQueue, JoinQueue, Message, QueueStatus
 from server.store.accounts import Identity
 from server.store.persistence import Persistence
@@ -86,13 +86,6 @@ def queue_settings(settings: Settings) -> QueueSettings:
         pass_interval=settings.matchmaking_pass_interval,
         max_tickets=settings.matchmaking_max_tickets,
     )
-
-
-def _as_protocol_error(error: MatchmakingError) -> ProtocolError:
-    """The wire error; ``field`` only when it is one the client sent (``pool``): a ticket's
-    other fields come from the server, and the message names them."""
-    field = error.field if error.field == "pool" else None
-    return ProtocolError(error.code, str(error), field=field)
 
 
 class Matchmaker:
@@ -207,17 +200,9 @@ class Matchmaker:
                 raise ProtocolError(ErrorCode.UNKNOWN_TYPE, f"not a matchmaking message: "
                                     f"{msg.TYPE}", field="type")
             reply["ref"] = msg.ref
-        except MatchmakingError as exc:
-            reply = error_message(_as_protocol_error(exc), msg.ref)
-        except ProtocolError as exc:
-            reply = error_message(exc, msg.ref)
-        except (RedisError, OSError) as exc:
-            log.warning("Redis error handling %s: %s", msg.TYPE, exc)
-            err = ProtocolError(ErrorCode.UNAVAILABLE, "storage unavailable, retry")
-            reply = error_message(err, msg.ref)
-        except Exception:
-            log.exception("internal error handling %s from %s", msg.TYPE, conn.player)
-            reply = error_message(ProtocolError(ErrorCode.INTERNAL, "internal error"), msg.ref)
+        except Exception as exc:
+            reply = error_reply(exc, msg.ref, None, doing=f"handling {msg.TYPE} from "
+                                f"{conn.player}", metrics=self.lobby.metrics)
         self.hub.push(conn, Outgoing(reply))
         await self.hub.flush()
 
@@ -469,10 +454,8 @@ class Matchmaker:
         try:
             sizes = await self.queue.sizes()
         except (RedisError, OSError):
-            return web.json_response(
-                {"error": {"code": str(ErrorCode.UNAVAILABLE), "message": "Redis unavailable"}},
-                status=503,
-            )
+            return web.json_response(http_error_body(ProtocolError(
+                ErrorCode.UNAVAILABLE, UNAVAILABLE_MESSAGE)), status=503)
         body = overview(sizes, self.policy)
         limit = self.settings.max_match_length
         for entry in body["pools"]:

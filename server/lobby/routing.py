@@ -39,7 +39,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import math
 import secrets
 import time
 from collections import OrderedDict
@@ -52,13 +51,20 @@ from redis.exceptions import RedisError
 from rating_plugin.store import RatingStore
 from server.cluster.bus import NodeBus
 from server.config import Settings
+from server.lobby.refusals import error_reply
 from server.lobby.table import Table, TableStatus
 from server.matchmaking.policy import network_key
 from server.metrics import Metrics
 from server.net.connection import Connection, Hub
 from server.protocol.chat import ChatRate, clean_text
 from server.protocol.codec import Outgoing
-from server.protocol.errors import ErrorCode, ProtocolError
+from server.protocol.errors import (
+    UNAVAILABLE_MESSAGE,
+    ErrorCode,
+    ProtocolError,
+    error_message,
+    retry_later,
+)
 from server.protocol.messages import (
     AckEvents,
     Chat,
@@ -69,7 +75,6 @@ from server.protocol.messages import (
     Mute,
     Ping,
     Report,
-    RequestId,
     TableMessage,
     TableMode,
     Unmute,
@@ -98,12 +103,6 @@ INBOX_EVENTS = frozenset({"rating", "boosted", "tournament_pairing", "tournament
                            "tournament_result", "tournament_over"})
 """Events kept in a player's inbox until delivered once (they carry an ``event_id``): the
 rating events and the tournament events."""
-
-
-def retry_message(exc: ProtocolError, retry_after: float) -> ProtocolError:
-    """``exc`` with the seconds to wait (``rate_limited``: the reply's ``retry_after``)."""
-    exc.retry_after = max(1, math.ceil(retry_after))
-    return exc
 
 
 @dataclass(frozen=True, slots=True)
@@ -140,23 +139,6 @@ def message_to_dict(msg: Message) -> dict[str, Any]:
             continue
         out["id" if name == "ref" else name] = str(value) if isinstance(value, str) else value
     return out
-
-
-def error_message(
-    exc: ProtocolError, ref: RequestId | None = None, table: str | None = None
-) -> dict[str, Any]:
-    message: dict[str, Any] = {"type": "error", "code": exc.code, "message": exc.message}
-    if exc.field is not None:
-        message["field"] = exc.field
-    if ref is not None:
-        message["ref"] = ref
-    if table is not None:
-        message["table"] = table
-    if exc.retry_after is not None:
-        message["retry_after"] = exc.retry_after
-    if exc.until is not None:
-        message["until"] = exc.until
-    return message
 
 
 class Lobby:
@@ -632,7 +614,7 @@ class Lobby:
                 self.hub.push(conn, Outgoing({"type": "pong", "ref": msg.ref}))
             elif not self.persistence.redis_up:
                 # Nothing a game needs could be stored now: refuse instead of losing it.
-                raise ProtocolError(ErrorCode.UNAVAILABLE, "storage unavailable, retry")
+                raise ProtocolError(ErrorCode.UNAVAILABLE, UNAVAILABLE_MESSAGE)
             elif isinstance(msg, Chat):
                 await self._route(self.actor_of(conn), self._chat_checked(conn, msg))
             elif isinstance(msg, Report):
@@ -658,19 +640,10 @@ class Lobby:
                 self.hub.push(conn, Outgoing({"type": "ack", "ref": msg.ref}))
             elif isinstance(msg, Hello):  # pragma: no cover - the socket handler takes it
                 pass
-        except ProtocolError as exc:
-            self.metrics.error(exc.code)
-            self.hub.push(conn, Outgoing(error_message(exc, msg.ref, table_id)))
-        except (RedisError, OSError) as exc:
-            log.warning("Redis error handling %s: %s", msg.TYPE, exc)
-            self.metrics.error(ErrorCode.UNAVAILABLE)
-            err = ProtocolError(ErrorCode.UNAVAILABLE, "storage unavailable, retry")
-            self.hub.push(conn, Outgoing(error_message(err, msg.ref, table_id)))
-        except Exception:
-            log.exception("internal error handling %s from %s", msg.TYPE, conn.player)
-            self.metrics.error(ErrorCode.INTERNAL)
-            err = ProtocolError(ErrorCode.INTERNAL, "internal error; the game is unchanged")
-            self.hub.push(conn, Outgoing(error_message(err, msg.ref, table_id)))
+        except Exception as exc:
+            self.hub.push(conn, Outgoing(error_reply(
+                exc, msg.ref, table_id, doing=f"handling {msg.TYPE} from {conn.player}",
+                metrics=self.metrics)))
         await self.hub.flush()
 
     # --- chat (the table's part is server/lobby/chat.py) ------------------------------------
@@ -683,7 +656,7 @@ class Lobby:
             exc = ProtocolError(ErrorCode.CHAT_RATE_LIMITED,
                                 f"at most {settings.chat_rate} chat messages per "
                                 f"{settings.chat_window:g} seconds")
-            raise retry_message(exc, wait)
+            raise retry_later(exc, wait)
 
     def _chat_checked(self, conn: Connection, msg: Chat) -> Chat:
         """``msg`` with its text cleaned, once the text, the operator mute and the rate
@@ -767,7 +740,7 @@ class Lobby:
     def takeover_pending(self, table_id: str) -> ProtocolError:
         """The error for a request to a table whose owner is gone and that another node
         will take over: retry after about the documented takeover time."""
-        return retry_message(ProtocolError(
+        return retry_later(ProtocolError(
             ErrorCode.UNAVAILABLE,
             f"table {table_id}: its server is gone; another takes it over, retry"),
             self.settings.lease_ttl + self.settings.takeover_scan)
@@ -830,7 +803,7 @@ class Lobby:
             if len(self._answered) > ANSWERED_MAX:
                 self._answered.popitem(last=False)
             conn_id, ref = key
-            err = retry_message(ProtocolError(
+            err = retry_later(ProtocolError(
                 ErrorCode.UNAVAILABLE, f"table {table_id}: no answer from its server, retry"),
                 wait)
             self.hub.push_conn_id(conn_id, Outgoing(error_message(err, ref, table_id)))
@@ -985,7 +958,7 @@ class Lobby:
         if self._open_by_address.get(address, 0) >= \
                 self.settings.max_open_tables_per_address:
             self.metrics.refused("open_tables_per_address")
-            raise retry_message(ProtocolError(
+            raise retry_later(ProtocolError(
                 ErrorCode.RATE_LIMITED,
                 f"at most {self.settings.max_open_tables_per_address} open tables per address"),
                 self.settings.decision_time)
@@ -995,7 +968,7 @@ class Lobby:
             wait = self._create_limit.take(key, now)
             if wait > 0:
                 self.metrics.refused(limit)
-                raise retry_message(ProtocolError(
+                raise retry_later(ProtocolError(
                     ErrorCode.RATE_LIMITED, "creating tables too fast; retry later"), wait)
 
     def table_opened_elsewhere(self, table: Table) -> None:
@@ -1398,13 +1371,9 @@ class Lobby:
                                       "msg": message_to_dict(msg), "hops": hops + 1})
                 return
             await table.handle(actor, msg)
-        except ProtocolError as exc:
-            ref = None if msg is None else msg.ref
-            table_id = msg.table if isinstance(msg, TableMessage) else None
-            self.reply(actor, error_message(exc, ref, table_id))
-        except Exception:
-            log.exception("internal error handling a command from node %s", actor.node)
-            self.reply(actor, error_message(ProtocolError(ErrorCode.INTERNAL, "internal error"),
-                                            None if msg is None else msg.ref,
-                                            msg.table if isinstance(msg, TableMessage) else None))
+        except Exception as exc:
+            self.reply(actor, error_reply(
+                exc, None if msg is None else msg.ref,
+                msg.table if isinstance(msg, TableMessage) else None,
+                doing=f"handling a command from node {actor.node}", metrics=self.metrics))
 

@@ -58,7 +58,7 @@ from redis.exceptions import RedisError
 from server.lobby.chat import TableChat
 from server.logs import game_id as log_game_id
 from server.protocol.codec import Outgoing, WireFormat
-from server.protocol.errors import ErrorCode, ProtocolError
+from server.protocol.errors import ErrorCode, ProtocolError, error_message, retry_later
 from server.protocol.lean import apply_event
 from server.protocol.messages import (
     GAME_ACTIONS,
@@ -381,11 +381,10 @@ class Table:
         held, self._held = self._held, deque()
         for _version, _out, actor, message in held:
             if actor is not None and message is not None and message.get("ref") is not None:
-                self.lobby.reply(actor, {
-                    "type": "error", "code": str(ErrorCode.UNAVAILABLE),
-                    "message": f"table {self.id} moved to another node; send it again",
-                    "ref": message["ref"], "table": self.id, "retry_after": 1.0,
-                })
+                self.lobby.reply(actor, error_message(retry_later(ProtocolError(
+                    ErrorCode.UNAVAILABLE,
+                    f"table {self.id} moved to another node; send it again"), 1.0),
+                    message["ref"], self.id))
 
     # --- timers --------------------------------------------------------------------------
 

@@ -24,11 +24,17 @@ from redis.exceptions import RedisError
 
 from server.config import Settings
 from server.lobby.matchmaker import Matchmaker
-from server.lobby.routing import Lobby, error_message
+from server.lobby.routing import Lobby
 from server.net.addresses import client_address
 from server.net.connection import Connection, Hub
 from server.protocol.codec import Outgoing, WireFormat
-from server.protocol.errors import ErrorCode, ProtocolError
+from server.protocol.errors import (
+    UNAVAILABLE_MESSAGE,
+    ErrorCode,
+    ProtocolError,
+    error_message,
+    http_error_body,
+)
 from server.protocol.lean import PROTOCOL_LEAN, PROTOCOLS
 from server.protocol.messages import MATCHMAKING_MESSAGES, MESSAGE_TYPES, Hello, PlayComputer
 from server.protocol.session import Accepted, CloseConnection, Refused, Session, SessionLimits
@@ -126,10 +132,9 @@ class SocketHandler:
                 not (self.computer is not None and self.computer.owns_token(
                     bearer_token(request.headers.get("Authorization")))):
             self.lobby.metrics.refused("sockets_per_address")
-            return web.json_response(
-                {"error": {"code": str(ErrorCode.RATE_LIMITED),
-                           "message": f"at most {settings.max_sockets_per_address} sockets "
-                                      "per address"}},
+            return web.json_response(http_error_body(ProtocolError(
+                ErrorCode.RATE_LIMITED,
+                f"at most {settings.max_sockets_per_address} sockets per address")),
                 status=429, headers={"Retry-After": "10"},
             )
         # The place is taken before the first await (the token look-up, the upgrade), so
@@ -141,11 +146,8 @@ class SocketHandler:
                 live = await self.accounts.resolve_live(token)
                 if live is None:
                     self.hub.release_address(address)
-                    return web.json_response(
-                        {"error": {"code": str(ErrorCode.AUTH_FAILED),
-                                   "message": "unknown or expired token"}},
-                        status=401,
-                    )
+                    return web.json_response(http_error_body(ProtocolError(
+                        ErrorCode.AUTH_FAILED, "unknown or expired token")), status=401)
             fmt = WireFormat.MSGPACK if request.query.get("format") == "msgpack" \
                 else WireFormat.JSON
             ws = web.WebSocketResponse(
@@ -261,7 +263,7 @@ class SocketHandler:
                     elif isinstance(message, MATCHMAKING_MESSAGES) and self.matchmaker is not None:
                         if not lobby.persistence.redis_up:  # as the lobby does (Redis outage)
                             err = ProtocolError(ErrorCode.UNAVAILABLE,
-                                                "storage unavailable, retry")
+                                                UNAVAILABLE_MESSAGE)
                             lobby.metrics.error(err.code)
                             await self._send(conn, error_message(err, message.ref))
                         else:
