@@ -87,6 +87,7 @@ from server.rules import DiceSource
 from server.store.accounts import BOT_PREFIX, GUEST_PREFIX, Identity, is_bot_id
 from server.store.games import GameRecords
 from server.store.persistence import FENCED_OUT, Persistence
+from server.store.retry import REDIS_AWAY, Backoff, retry_redis
 from server.tables.ratings import RatedPlayer, RatingPlan, counts_for_pair_limit, plan_rating
 
 log = logging.getLogger(__name__)
@@ -343,14 +344,10 @@ class Lobby:
         return written
 
     async def _remove_from_inbox(self, player: str, ids: list[str]) -> None:
-        delay = 0.05
-        for _ in range(60):  # Redis away: tried again for about a minute, then left there
-            try:
-                await self.persistence.inbox_remove(player, ids)
-                return
-            except (RedisError, OSError):
-                await asyncio.sleep(delay)
-                delay = min(delay * 2, 1.0)
+        # Redis away: tried again for about a minute, then left there.
+        with contextlib.suppress(*REDIS_AWAY):
+            await retry_redis(lambda: self.persistence.inbox_remove(player, ids),
+                              Backoff(attempts=60))
 
     # --- matchmaking API ---------------------------------------------------------------------
 
@@ -1048,15 +1045,13 @@ class Lobby:
             self.spawn(self._release_done(table.id))
 
     async def _release_done(self, table_id: str) -> None:
-        delay = 0.05
-        for _ in range(30):  # Redis away: tried for a while; else the lease just expires
-            try:
-                await self.persistence.flush()
-                await self.persistence.release(table_id, done=True)
-                return
-            except (RedisError, OSError):
-                await asyncio.sleep(delay)
-                delay = min(delay * 2, 1.0)
+        async def release() -> None:
+            await self.persistence.flush()
+            await self.persistence.release(table_id, done=True)
+
+        # Redis away: tried for a while; else the lease just expires.
+        with contextlib.suppress(*REDIS_AWAY):
+            await retry_redis(release, Backoff(attempts=30))
 
     # --- ownership (server/lobby/ownership.py runs the loops) -----------------------------
 

@@ -75,6 +75,7 @@ from server.protocol.messages import (
 from server.rules import DiceSource, EndReason, Game, Match, Side
 from server.rules.mat import export_mat
 from server.store.persistence import Fenced
+from server.store.retry import Backoff, retry_redis
 from server.tables.machine import (
     BOT_PREFIX,
     CLOCK,
@@ -877,27 +878,23 @@ class Table:
         """``await write(*args, **kwargs)``, tried again on Redis errors with back-off (up to
         ``STORE_MAX_DELAY`` between tries) until it is stored; only a node shutdown (the task
         is cancelled) stops it, and that is logged with the game id."""
-        delay = 0.05
-        attempt = 0
-        while True:
+        def still_mine() -> None:
             if self._gone:  # another node owns the table now: it makes this write
                 raise Fenced(self.id)
-            try:
-                await write(*args, **kwargs)
-                return
-            except (RedisError, OSError) as exc:
-                attempt += 1
-                self.lobby.metrics.settlement_retries.inc()
-                if attempt == SETTLE_ATTEMPTS:
-                    log.warning("table %s: %s of %s not stored yet (%s); retrying until it is",
-                                self.id, what, game_id, exc)
-                try:
-                    await asyncio.sleep(delay)
-                except asyncio.CancelledError:
-                    log.error("table %s: node stopping with %s of %s NOT stored", self.id,
-                              what, game_id)
-                    raise
-                delay = min(delay * 2, STORE_MAX_DELAY)
+
+        def failed(tries: int, exc: Exception) -> None:
+            self.lobby.metrics.settlement_retries.inc()
+            if tries == SETTLE_ATTEMPTS:
+                log.warning("table %s: %s of %s not stored yet (%s); retrying until it is",
+                            self.id, what, game_id, exc)
+
+        try:
+            await retry_redis(lambda: write(*args, **kwargs), Backoff(most=STORE_MAX_DELAY),
+                              before=still_mine, failed=failed)
+        except asyncio.CancelledError:
+            log.error("table %s: node stopping with %s of %s NOT stored", self.id, what,
+                      game_id)
+            raise
 
     def _settlement_call(
         self, s: Settlement
@@ -944,14 +941,7 @@ class Table:
         self, settle_once: Callable[[], Awaitable[list[tuple[str, dict[str, Any]]]]]
     ) -> list[tuple[str, dict[str, Any]]]:
         """``settle_once()``, tried up to ``SETTLE_ATTEMPTS`` times on Redis errors."""
-        for attempt in range(SETTLE_ATTEMPTS):
-            try:
-                return await settle_once()
-            except (RedisError, OSError):
-                if attempt == SETTLE_ATTEMPTS - 1:
-                    raise
-                await asyncio.sleep(0.05 * (attempt + 1))
-        return []
+        return await retry_redis(settle_once, Backoff(attempts=SETTLE_ATTEMPTS))
 
     async def _settle_late(
         self, game_id: str, settle_once: Callable[[], Awaitable[list[tuple[str, dict[str, Any]]]]]
@@ -960,27 +950,30 @@ class Table:
         ``LATE_SETTLE_MAX_DELAY``; then push the rating events and store them in the inboxes.
         A node stopped before Redis came back logs the game id, so it can be settled by hand
         (the store applies a game id once, whenever it comes)."""
-        delay = 0.5
         persistence = self.lobby.persistence
+
+        async def pause(delay: float) -> None:
+            # Back off, but try at once when the health check sees Redis come back.
+            was_down = not persistence.redis_up
+            waited = 0.0
+            while waited < delay and not (was_down and persistence.redis_up):
+                await asyncio.sleep(0.1)
+                waited += 0.1
+
+        def still_mine() -> None:
+            if self._gone:
+                raise Fenced(self.id)
+
+        def failed(_tries: int, exc: Exception) -> None:
+            log.warning("table %s: settlement of %s still failing: %s", self.id, game_id, exc)
+
         try:
-            while True:
-                # Back off, but try at once when the health check sees Redis come back.
-                was_down = not persistence.redis_up
-                waited = 0.0
-                while waited < delay and not (was_down and persistence.redis_up):
-                    await asyncio.sleep(0.1)
-                    waited += 0.1
-                if self._gone:
-                    log.warning("table %s: %s is settled by the table's new owner", self.id,
-                                game_id)
-                    return
-                try:
-                    pushes = await settle_once()
-                    break
-                except (RedisError, OSError) as exc:
-                    log.warning("table %s: settlement of %s still failing: %s", self.id,
-                                game_id, exc)
-                    delay = min(delay * 2, LATE_SETTLE_MAX_DELAY)
+            await pause(0.5)
+            pushes = await retry_redis(settle_once, Backoff(1.0, LATE_SETTLE_MAX_DELAY),
+                                       before=still_mine, failed=failed, pause=pause)
+        except Fenced:
+            log.warning("table %s: %s is settled by the table's new owner", self.id, game_id)
+            return
         except asyncio.CancelledError:
             log.error("table %s: node stopping with %s NOT settled: settle it again", self.id,
                       game_id)
