@@ -82,9 +82,9 @@ from server.tables.machine import (
     EMPTY,
     STORE_LOST,
     Deadline,
+    FinishedGame,
     MachineSettings,
     Seat,
-    Settlement,
     Step,
     TableMachine,
     TableStatus,
@@ -739,7 +739,7 @@ class Table:
 
     # --- the end of a game ----------------------------------------------------------------
 
-    def _game_over(self, settlement: Settlement, *, write_result: bool = True) -> None:
+    def _game_over(self, settlement: FinishedGame, *, write_result: bool = True) -> None:
         self._ended_at = time.perf_counter()
         self._game_logs[settlement.game_id] = self._game_log()
         # game_over and what follows wait for the settlement as well as for Redis.
@@ -754,7 +754,7 @@ class Table:
         log_game_id.set("")
         del task
 
-    async def _finish(self, settlement: Settlement, write_result: bool = True) -> None:
+    async def _finish(self, settlement: FinishedGame, write_result: bool = True) -> None:
         try:
             await self._settle_and_announce(settlement, write_result=write_result)
         except Fenced:
@@ -766,7 +766,7 @@ class Table:
             self.lobby.metrics.settlements_pending.dec()
             await self.lobby.flush()
 
-    async def _settle_and_announce(self, settlement: Settlement, *,
+    async def _settle_and_announce(self, settlement: FinishedGame, *,
                                    write_result: bool = True) -> None:
         game_id = settlement.game_id
         # The result first (a fenced write, with the game's last events), then the rating:
@@ -844,7 +844,7 @@ class Table:
             return None
         return [packed for v, packed in recent if v >= start]
 
-    async def _save_record(self, settlement: Settlement,
+    async def _save_record(self, settlement: FinishedGame,
                            pushes: list[tuple[str, dict[str, Any]]]) -> None:
         """Store the finished game's record (its logged events, result, rating changes and
         .mat text) and index it in both players' histories: once per game id. Called before
@@ -897,7 +897,7 @@ class Table:
             raise
 
     def _settlement_call(
-        self, s: Settlement
+        self, s: FinishedGame
     ) -> Callable[[], Awaitable[list[tuple[str, dict[str, Any]]]]]:
         """One attempt at settling this game (or match), with every input fixed now: the rating
         store call for the game's ladder, returning the ``(player, event)`` pushes."""
@@ -1141,7 +1141,7 @@ class Table:
             lobby.forget_later(table, delay=0.0)
         return table
 
-    async def _rating_missing(self, s: Settlement) -> bool:
+    async def _rating_missing(self, s: FinishedGame) -> bool:
         """Whether the rating store has no settlement of this rated game (match) yet."""
         rated_id = s.game_id if s.ladder == TABLE42 else (
             s.match_id if s.ladder == FIBS and s.match_over else None)
@@ -1152,7 +1152,7 @@ class Table:
         except (RedisError, OSError):
             return True  # settle again: the store gives back the same settlement
 
-    async def _inbox_missing(self, s: Settlement) -> bool:
+    async def _inbox_missing(self, s: FinishedGame) -> bool:
         """Whether the game's rating events may not be in the players' inboxes yet (only
         games that push rating events write them)."""
         rated = s.ladder == TABLE42 or (s.ladder == FIBS and s.match_over) or s.boosted

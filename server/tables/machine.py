@@ -10,7 +10,7 @@ timers come back as data: every call returns a :class:`Step` with
   its full and lean forms), to be stored before they are announced;
 - ``deadlines``: timers to arm (:class:`Deadline`: "``side`` must act by ``at``", a grace
   period's end, the next game of a match); ``cancelled``: timers no longer in force;
-- ``settle``: a game just ended: the :class:`Settlement` the shell must make, once.
+- ``settle``: a game just ended: the :class:`FinishedGame` the shell must settle, once.
 
 When a deadline passes the shell calls :meth:`TableMachine.expire` with it.
 
@@ -163,8 +163,9 @@ class Seat:
 
 
 @dataclass(frozen=True, slots=True)
-class Settlement:
-    """A finished game (or match) the shell must settle exactly once: with the rating store
+class FinishedGame:
+    """A finished game (or match) the shell must settle exactly once (the rating store's
+    answer to that is a ``rating_plugin.store.Settlement``): with the rating store
     for ``ladder`` (FIBS only when ``match_over``), or Boosted points when ``boosted`` and
     ``game_counted``; ``result`` is the record appended to the table's results."""
 
@@ -191,7 +192,7 @@ class Step:
     events: tuple[Outgoing, ...] = ()
     deadlines: tuple[Deadline, ...] = ()
     cancelled: tuple[Deadline, ...] = ()
-    settle: Settlement | None = None
+    settle: FinishedGame | None = None
 
 
 EMPTY = Step()
@@ -252,7 +253,7 @@ class TableMachine:
         self.clock: Deadline | None = None  # the decision clock in force
         self.next_game: Deadline | None = None
         self.finishing = False  # a game ended and is being settled
-        self.settlement: Settlement | None = None  # the one being made
+        self.settlement: FinishedGame | None = None  # the one being made
         self._dice_factory = dice_factory
         self._dice: DiceSource | None = None
         self._clock_side: Side | None = None
@@ -268,7 +269,7 @@ class TableMachine:
         self._out: list[Outgoing] = []
         self._arm: list[Deadline] = []
         self._disarm: list[Deadline] = []
-        self._settle: Settlement | None = None
+        self._settle: FinishedGame | None = None
         self._muted = False  # replaying: events only count versions
         self.logged_at: float | None = None  # replay: time of the latest event, when known
 
@@ -759,7 +760,7 @@ class TableMachine:
 
     def _game_over(self, outcome: Outcome, now: float, *, game_counted: bool = True) -> None:
         """The game ended: ``game_over`` (and ``match_over``) get their versions now; the
-        shell settles (:class:`Settlement`), stores them, announces them, then calls
+        shell settles (:class:`FinishedGame`), stores them, announces them, then calls
         :meth:`settled`."""
         self._disarm_clock()
         self.finishing = True
@@ -803,7 +804,7 @@ class TableMachine:
                 "match_id": self.match_id(), "winner": match_winner, "loser": match_loser,
                 "score": list(match.score), "reason": str(outcome.reason),
             }, now)
-        self.settlement = self._settle = Settlement(
+        self.settlement = self._settle = FinishedGame(
             game_id=game_id, ladder=plan.ladder, boosted=plan.boosted,
             winner=winner.player, loser=loser.player, outcome=outcome, match_over=match_over,
             game_counted=game_counted, finished_at=now, result=result,
@@ -1159,9 +1160,9 @@ __all__ = [
     "NEXT_GAME",
     "TABLE42",
     "Deadline",
+    "FinishedGame",
     "MachineSettings",
     "Seat",
-    "Settlement",
     "Step",
     "TableMachine",
     "TableStatus",
