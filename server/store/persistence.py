@@ -40,7 +40,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import importlib.resources
 import json
 import logging
 import secrets
@@ -58,6 +57,7 @@ from server.matchmaking.policy import DEFAULT_SETTINGS, network_key
 from server.metrics import Metrics
 from server.protocol.messages import TableMode
 from server.store.keys import Keys
+from server.store.scripts import load_script
 
 log = logging.getLogger(__name__)
 
@@ -174,8 +174,6 @@ def _first_arg(firsts: dict[str, int], table: str) -> bytes:
     return b"" if first is None else b"%d" % first
 
 
-def _load_script(name: str) -> str:
-    return importlib.resources.files("server.store").joinpath("lua", name).read_text("utf-8")
 
 
 class Fenced(Exception):
@@ -258,16 +256,16 @@ class Persistence:
         # lease was lost. Set by the lobby.
         self.on_stored: Callable[[str, int], None] | None = None
         self.on_fenced: Callable[[str], None] | None = None
-        self._release_seat = redis.register_script(_load_script("release_seat.lua"))
-        self._inbox_remove = redis.register_script(_load_script("inbox_remove.lua"))
-        self._inbox_add = redis.register_script(_load_script("inbox_add.lua"))
-        self._lobby_list = redis.register_script(_load_script("lobby_list.lua"))
-        self._lobby_page = redis.register_script(_load_script("lobby_page.lua"))
-        self._lease_claim = redis.register_script(_load_script("lease_claim.lua"))
-        self._node_heartbeat = redis.register_script(_load_script("node_heartbeat.lua"))
-        self._lease_release = redis.register_script(_load_script("lease_release.lua"))
-        self._fenced_append = redis.register_script(_load_script("fenced_append.lua"))
-        self._fenced_result = redis.register_script(_load_script("fenced_result.lua"))
+        self._release_seat = redis.register_script(load_script("release_seat.lua"))
+        self._inbox_remove = redis.register_script(load_script("inbox_remove.lua"))
+        self._inbox_add = redis.register_script(load_script("inbox_add.lua"))
+        self._lobby_list = redis.register_script(load_script("lobby_list.lua"))
+        self._lobby_page = redis.register_script(load_script("lobby_page.lua"))
+        self._lease_claim = redis.register_script(load_script("lease_claim.lua"))
+        self._node_heartbeat = redis.register_script(load_script("node_heartbeat.lua"))
+        self._lease_release = redis.register_script(load_script("lease_release.lua"))
+        self._fenced_append = redis.register_script(load_script("fenced_append.lua"))
+        self._fenced_result = redis.register_script(load_script("fenced_result.lua"))
         self._append_sha = self._fenced_append.sha.encode()
         self._log_ttl_ms = int(settings.event_log_ttl * 1000)
         self._seat_ttl_ms = int(max(settings.event_log_ttl, 3600.0) * 1000)

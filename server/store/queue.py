@@ -37,8 +37,6 @@ import secrets
 import time
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
-from functools import cache
-from importlib import resources
 from typing import Any, cast
 
 import redis.asyncio as aioredis
@@ -59,6 +57,7 @@ from server.matchmaking.policy import (
     pool_by_id,
     ticket_status,
 )
+from server.store.scripts import load_script
 
 __all__ = [
     "DEFAULT_QUEUE_SETTINGS",
@@ -76,13 +75,6 @@ log = logging.getLogger(__name__)
 
 TAG = "{mm}"
 """The hash tag every matchmaking key carries (see the module docstring)."""
-
-
-@cache
-def _lua(name: str) -> str:
-    return (
-        resources.files("server.store").joinpath("lua", name).read_text(encoding="utf-8")
-    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -283,11 +275,11 @@ class MatchmakingQueue:
         self._pool_keys = self.keys.pools
         # RedisCluster has the same script API; redis-py only types it for Redis.
         client = cast("aioredis.Redis", redis)
-        self._enqueue = client.register_script(_lua("enqueue.lua"))
-        self._remove = client.register_script(_lua("remove.lua"))
-        self._take = client.register_script(_lua("take.lua"))
-        self._read = client.register_script(_lua("read_pool.lua"))
-        self._release = client.register_script(_lua("release_lease.lua"))
+        self._enqueue = client.register_script(load_script("enqueue.lua"))
+        self._remove = client.register_script(load_script("remove.lua"))
+        self._take = client.register_script(load_script("take.lua"))
+        self._read = client.register_script(load_script("read_pool.lua"))
+        self._release = client.register_script(load_script("release_lease.lua"))
         self._scripts = (self._enqueue, self._remove, self._take, self._read, self._release)
 
     async def load_scripts(self) -> None:
