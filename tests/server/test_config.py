@@ -45,6 +45,11 @@ def test_names_of_flags_and_variables() -> None:
         ({"heartbeat": float("nan")}, "heartbeat must be > 0"),
         ({"log_level": "LOUD"}, "log_level must be one of"),
         ({"lease_ttl": 3.0}, "lease_ttl must be at least twice lease_renew"),
+        ({"max_msg_size": -1}, "max_msg_size"),
+        ({"scrypt_n": 1000}, "scrypt_n must be a power of two"),
+        ({"key_prefix": "a{b}"}, "key_prefix"),
+        ({"trusted_proxies": ("not-an-ip",)}, "trusted_proxies"),
+        ({"node_id": "a b"}, "node_id"),
     ],
 )
 def test_declared_bounds_are_checked(changes: dict[str, object], message: str) -> None:
@@ -53,10 +58,20 @@ def test_declared_bounds_are_checked(changes: dict[str, object], message: str) -
 
 
 def test_flags_win_over_the_environment_which_wins_over_defaults() -> None:
-    env = {"TABLE42_LOG_LEVEL": "debug", "TABLE42_LIMITS": "0", "TABLE42_PORT": "9000"}
-    s = settings_from(["--port", "9100", "--json-logs", "yes"], env)
-    assert (s.port, s.log_level, s.limits, s.json_logs, s.decision_time) == (
-        9100, "debug", False, True, 60.0)
+    env = {"REDIS_URL": "redis://r:1/0", "TABLE42_DECISION_TIME": "12.5",
+           "TABLE42_TRUSTED_PROXIES": "10.0.0.1, 192.168.0.0/16", "TABLE42_PORT": "9000",
+           "TABLE42_LOG_LEVEL": "debug", "TABLE42_LIMITS": "0"}
+    s = settings_from(["--port", "9100", "--grace-period", "7", "--key-prefix", "x:",
+                       "--json-logs", "yes"], env)
+    assert (s.redis_url, s.decision_time, s.port, s.grace_period, s.key_prefix) == (
+        "redis://r:1/0", 12.5, 9100, 7.0, "x:")
+    assert s.trusted_proxies == ("10.0.0.1", "192.168.0.0/16")
+    assert (s.log_level, s.limits, s.json_logs, s.max_strikes) == ("debug", False, True, 3)
+
+
+def test_a_value_that_does_not_parse_names_its_variable() -> None:
+    with pytest.raises(SettingsError, match="TABLE42_PORT"):
+        Settings.from_env({"TABLE42_PORT": "eighty"})
 
 
 def test_commands_beside_the_server_take_the_store_settings() -> None:
