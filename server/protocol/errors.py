@@ -121,10 +121,15 @@ class FrameError(ProtocolError):
         super().__init__(ErrorCode.BAD_FRAME, message)
 
 
+def wait_seconds(seconds: float) -> int:
+    """A wait as every reply states it (``retry_after``, HTTP ``Retry-After``): whole
+    seconds, rounded up, at least 1."""
+    return max(1, math.ceil(seconds))
+
+
 def retry_later(exc: ProtocolError, seconds: float) -> ProtocolError:
-    """``exc`` carrying the wait before a retry (its ``retry_after``), rounded up to whole
-    seconds and at least 1, as every reply states it."""
-    exc.retry_after = max(1, math.ceil(seconds))
+    """``exc`` carrying the wait before a retry (its ``retry_after``, :func:`wait_seconds`)."""
+    exc.retry_after = wait_seconds(seconds)
     return exc
 
 
