@@ -12,7 +12,8 @@ commands beside the server take a few of its flags, see :data:`STORE_SETTINGS`).
 
 To add a setting: add one field in its group's block with the group's declarer
 (``_network``, ``_games``, ...), giving the default, a help line and its bounds (``ge``,
-``gt``, ``le``); a rule tying two settings together goes in :func:`_check`.
+``gt``, ``le``); ``parse``/``metavar`` when its text is not read as its annotation says; a
+rule tying two settings together goes in :func:`_check`.
 """
 
 from __future__ import annotations
@@ -52,6 +53,8 @@ class Declaration:
     le: float | None = None
     env: str | None = None
     shown_default: str | None = None  # the default as --help shows it, when not the value
+    parse: Callable[[str], Any] | None = None  # when the annotation's parser will not do
+    metavar: str | None = None  # the placeholder in --help, when not the annotation's
 
     def bounds(self) -> str:
         """The allowed range in words (``> 0``, ``0..65535``), empty when any value goes."""
@@ -70,8 +73,10 @@ def _declarer(group: str) -> Callable[..., Any]:
     def declare(default: Any = MISSING, help: str = "", *,
                 ge: float | None = None, gt: float | None = None, le: float | None = None,
                 env: str | None = None, factory: Callable[[], Any] | None = None,
-                shown_default: str | None = None) -> Any:
-        metadata = {"setting": Declaration(group, help, ge, gt, le, env, shown_default)}
+                shown_default: str | None = None, parse: Callable[[str], Any] | None = None,
+                metavar: str | None = None) -> Any:
+        metadata = {"setting": Declaration(group, help, ge, gt, le, env, shown_default, parse,
+                                           metavar)}
         if factory is not None:
             return field(default_factory=factory, metadata=metadata)
         return field(default=default, metadata=metadata)
@@ -478,7 +483,8 @@ def _options() -> tuple[Option, ...]:
         declaration = f.metadata["setting"]
         assert isinstance(declaration, Declaration), f.name
         parse, metavar = PARSERS[str(f.type)]
-        options.append(Option(f.name, declaration, parse, metavar,
+        options.append(Option(f.name, declaration, declaration.parse or parse,
+                              declaration.metavar or metavar,
                               None if f.default is MISSING else f.default))
     return tuple(options)
 
