@@ -76,10 +76,6 @@ class Connection:
     def format(self) -> WireFormat:
         return self.session.format
 
-    def buffered(self) -> int:
-        transport = self.transport
-        return 0 if transport is None else transport.get_write_buffer_size()
-
     def is_writable(self) -> bool:
         transport = self.transport
         return not (self.closed or self.ws.closed or transport is None
