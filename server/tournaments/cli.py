@@ -75,8 +75,8 @@ async def _run(args: argparse.Namespace, redis_url: str, prefix: str) -> int:
 
 
 def main(argv: Sequence[str], environ: Mapping[str, str] | None = None) -> int:
-    """Run one command; ``environ`` (``os.environ`` when None) gives the settings no flag
-    gives."""
+    """Run one command; ``environ`` (the process environment when None) gives the settings
+    no flag gives."""
     args = _parser().parse_args(argv)
     try:
         settings = settings_from_args(args, environ)

@@ -4,9 +4,11 @@ line come from that declaration."""
 from __future__ import annotations
 
 import argparse
+import re
 import subprocess
 import sys
 from dataclasses import fields
+from pathlib import Path
 
 import pytest
 
@@ -91,3 +93,10 @@ def test_help_is_grouped_and_shows_defaults_and_variables() -> None:
     flat = " ".join(out.split())
     assert "[> 0; default 60; env TABLE42_DECISION_TIME]" in flat
     assert "--flush-interval" not in out
+
+
+def test_nothing_else_in_the_server_reads_the_environment() -> None:
+    root = Path(__file__).resolve().parents[2] / "server"
+    readers = [str(p.relative_to(root)) for p in sorted(root.rglob("*.py"))
+               if p.name != "config.py" and re.search(r"os\.environ|getenv", p.read_text())]
+    assert readers == []
