@@ -24,6 +24,7 @@ from redis.exceptions import RedisError
 
 from server.config import Settings
 from server.lobby.matchmaker import Matchmaker
+from server.lobby.refusals import error_reply
 from server.lobby.routing import Lobby
 from server.net.addresses import client_address
 from server.net.connection import Connection, Hub
@@ -262,10 +263,9 @@ class SocketHandler:
                         await self._send(conn, {"type": "pong", "ref": message.ref})
                     elif isinstance(message, MATCHMAKING_MESSAGES) and self.matchmaker is not None:
                         if not lobby.persistence.redis_up:  # as the lobby does (Redis outage)
-                            err = ProtocolError(ErrorCode.UNAVAILABLE,
-                                                UNAVAILABLE_MESSAGE)
-                            lobby.metrics.error(err.code)
-                            await self._send(conn, error_message(err, message.ref))
+                            await self._send(conn, error_reply(
+                                ProtocolError(ErrorCode.UNAVAILABLE, UNAVAILABLE_MESSAGE),
+                                message.ref, None, doing="queueing", metrics=lobby.metrics))
                         else:
                             await self.matchmaker.on_message(conn, message)
                     elif isinstance(message, PlayComputer) and self.computer is not None:
@@ -273,10 +273,11 @@ class SocketHandler:
                     else:
                         await on_message(conn, message)
                 elif isinstance(outcome, Refused):
-                    lobby.metrics.error(outcome.error.code)
                     if outcome.error.code == ErrorCode.RATE_LIMITED:
                         lobby.metrics.refused("socket_messages")
-                    hub.push(conn, Outgoing(error_message(outcome.error, outcome.ref)))
+                    hub.push(conn, Outgoing(error_reply(outcome.error, outcome.ref, None,
+                                                        doing="reading a message",
+                                                        metrics=lobby.metrics)))
                     await hub.flush()
                 elif isinstance(outcome, CloseConnection):
                     await conn.close(outcome.code, outcome.reason)
