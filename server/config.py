@@ -254,6 +254,10 @@ class Settings:
     # when its last event was stored, plus this.
     takeover_allowance: float = _ownership(10.0, "seconds added to the clock of the player to "
                                            "act at a taken-over table", ge=0)
+    # A table held while its node could not store (Redis away): each clock and grace period
+    # goes on with the time it had left when the hold began, plus this.
+    hold_allowance: float = _ownership(5.0, "seconds added to each clock and grace period of a "
+                                       "table held while Redis was away", ge=0)
     forward_timeout: float = _ownership(
         30.0, "seconds a request forwarded to a live owner may go unanswered before the "
         "sender answers it with unavailable", gt=0)

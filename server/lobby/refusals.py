@@ -5,7 +5,8 @@ matchmaking's, playing the computer's).
 - a :class:`ProtocolError` is the refusal itself;
 - a :class:`MatchmakingError` becomes one with the same code (``field`` only when it is one
   the client sent: ``pool``);
-- Redis or the network away (``RedisError``, ``OSError``) is ``unavailable`` ("retry");
+- Redis or the network away (``RedisError``, ``OSError``) is :func:`store_away`:
+  ``unavailable`` with ``retry_after`` (this node's tables are held meanwhile);
 - anything else is a bug: logged with its traceback, answered ``internal_error``.
 
 Every refusal is counted under its code (``table42_errors_total``) by the node that answers.
@@ -26,9 +27,18 @@ from server.protocol.errors import (
     ErrorCode,
     ProtocolError,
     error_message,
+    retry_later,
 )
+from server.tables.machine import HOLD_RETRY_AFTER
 
 log = logging.getLogger("server.lobby")
+
+
+def store_away() -> ProtocolError:
+    """The refusal of a request while this node cannot store (Redis away: its tables are
+    held): ``unavailable`` with ``retry_after``."""
+    return retry_later(ProtocolError(ErrorCode.UNAVAILABLE, UNAVAILABLE_MESSAGE),
+                       HOLD_RETRY_AFTER)
 
 
 def refusal(exc: Exception, doing: str) -> ProtocolError:
@@ -39,7 +49,7 @@ def refusal(exc: Exception, doing: str) -> ProtocolError:
         return ProtocolError(exc.code, str(exc), field=exc.field if exc.field == "pool" else None)
     if isinstance(exc, RedisError | OSError):
         log.warning("Redis error %s: %s", doing, exc)
-        return ProtocolError(ErrorCode.UNAVAILABLE, UNAVAILABLE_MESSAGE)
+        return store_away()
     log.error("internal error %s", doing, exc_info=exc)
     return ProtocolError(ErrorCode.INTERNAL, INTERNAL_MESSAGE)
 

@@ -24,13 +24,12 @@ from redis.exceptions import RedisError
 
 from server.config import Settings
 from server.lobby.matchmaker import Matchmaker
-from server.lobby.refusals import error_reply
+from server.lobby.refusals import error_reply, store_away
 from server.lobby.routing import Lobby
 from server.net.addresses import client_address
 from server.net.connection import Connection, Hub
 from server.protocol.codec import Outgoing, WireFormat
 from server.protocol.errors import (
-    UNAVAILABLE_MESSAGE,
     ErrorCode,
     ProtocolError,
     error_message,
@@ -40,6 +39,7 @@ from server.protocol.lean import PROTOCOL_LEAN, PROTOCOLS
 from server.protocol.messages import MATCHMAKING_MESSAGES, MESSAGE_TYPES, Hello, PlayComputer
 from server.protocol.session import Accepted, CloseConnection, Refused, Session, SessionLimits
 from server.store.accounts import Accounts, Identity
+from server.tables.machine import HOLD_RETRY_AFTER
 
 if TYPE_CHECKING:
     from server.lobby.computer import ComputerOpponents
@@ -47,6 +47,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 CLOSE_POLICY_VIOLATION = 1008
+CLOSE_TRY_AGAIN_LATER = 1013
 DEFAULT_PROTOCOL = PROTOCOL_LEAN
 """The table-event form of a socket that does not say (PROTOCOL.md §5.1)."""
 TO_LOBBY = frozenset(MESSAGE_TYPES) - {Hello, PlayComputer, *MATCHMAKING_MESSAGES}
@@ -144,7 +145,17 @@ class SocketHandler:
         try:
             token = bearer_token(request.headers.get("Authorization"))
             if token is not None:
-                live = await self.accounts.resolve_live(token)
+                try:
+                    live = await self.accounts.resolve_live(token) \
+                        if self.lobby.persistence.redis_up else None
+                except (RedisError, OSError) as exc:
+                    log.warning("bearer token not checked: %s", exc)
+                    self.lobby.persistence.redis_up = False
+                if not self.lobby.persistence.redis_up:
+                    self.hub.release_address(address)
+                    return web.json_response(
+                        http_error_body(store_away()), status=503,
+                        headers={"Retry-After": str(HOLD_RETRY_AFTER)})
                 if live is None:
                     self.hub.release_address(address)
                     return web.json_response(http_error_body(ProtocolError(
@@ -225,6 +236,14 @@ class SocketHandler:
         await self.lobby.on_connect(conn, identity, first_here=sockets_here == 1)
         return True
 
+    async def _store_away(self, conn: Connection, ref: Any) -> None:
+        """Refuse a ``hello`` while Redis is away (its token cannot be checked): ``unavailable``
+        with ``retry_after``, then a clean close (1013, try again later)."""
+        err = store_away()
+        self.lobby.metrics.error(err.code)
+        await self._send(conn, error_message(err, ref))
+        await conn.close(CLOSE_TRY_AGAIN_LATER, "storage unavailable")
+
     async def _send(self, conn: Connection, message: dict[str, Any]) -> None:
         # Through the hub, so it is ordered with everything else queued for the socket.
         self.hub.push(conn, Outgoing(message))
@@ -252,7 +271,16 @@ class SocketHandler:
                     elif isinstance(message, Hello):
                         if message.protocol is not None:
                             session.use_protocol(message.protocol)
-                        live = await self.accounts.resolve_live(message.token)
+                        live = None
+                        if lobby.persistence.redis_up:
+                            try:
+                                live = await self.accounts.resolve_live(message.token)
+                            except (RedisError, OSError) as exc:
+                                log.warning("hello not checked: %s", exc)
+                                lobby.persistence.redis_up = False
+                        if not lobby.persistence.redis_up:
+                            await self._store_away(conn, message.ref)
+                            return
                         if live is None:
                             err = ProtocolError(ErrorCode.AUTH_FAILED,
                                                 "unknown or expired token", field="token")
@@ -264,8 +292,8 @@ class SocketHandler:
                     elif isinstance(message, MATCHMAKING_MESSAGES) and self.matchmaker is not None:
                         if not lobby.persistence.redis_up:  # as the lobby does (Redis outage)
                             await self._send(conn, error_reply(
-                                ProtocolError(ErrorCode.UNAVAILABLE, UNAVAILABLE_MESSAGE),
-                                message.ref, None, doing="queueing", metrics=lobby.metrics))
+                                store_away(), message.ref, None, doing="queueing",
+                                metrics=lobby.metrics))
                         else:
                             await self.matchmaker.on_message(conn, message)
                     elif isinstance(message, PlayComputer) and self.computer is not None:
