@@ -6,6 +6,10 @@ Settings come from flags and environment variables (``python -m server --help`` 
 for the life of the process; it keeps its data in the data folder (``--data-dir``) and finds it
 again at the next start. SIGTERM and SIGINT shut down cleanly: sockets are closed with 1001,
 in-flight settlements and the write-behind buffer are flushed, then Redis (if embedded) stops.
+
+``--workers N`` (``auto``: one per core) runs N such nodes on the port instead, one process
+each, sharing the embedded redis-server (``server/workers.py``). The event loop is uvloop's
+when uvloop is installed, unless ``--uvloop 0``.
 """
 
 from __future__ import annotations
@@ -16,7 +20,7 @@ import gc
 import logging
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from aiohttp import web
@@ -27,6 +31,7 @@ from server.embedded_redis import EmbeddedRedis, EmbeddedRedisError, default_dat
 from server.logs import setup_logging
 from server.net.http_server import raise_fd_limit, serve
 from server.tournaments.cli import main as runner_key_main
+from server.workers import main_with_workers
 
 log = logging.getLogger("server")
 
@@ -46,6 +51,17 @@ async def _settle_heap(app: web.Application) -> None:
     gc.collect()
     gc.freeze()
     gc.set_threshold(*GC_THRESHOLDS)
+
+
+def loop_factory(use_uvloop: bool) -> Callable[[], asyncio.AbstractEventLoop] | None:
+    """uvloop's event loop when asked for and installed; None: asyncio's own."""
+    if not use_uvloop:
+        return None
+    try:
+        import uvloop
+    except ImportError:
+        return None
+    return uvloop.new_event_loop
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -71,13 +87,21 @@ def main(argv: Sequence[str] | None = None) -> int:
         settings = settings.with_changes(redis_url=embedded.url)
         log.info("REDIS_URL not set: the embedded redis-server keeps its data in %s (%s)",
                  embedded.data_dir, embedded.url)
+    if settings.workers > 1:
+        try:
+            return main_with_workers(args, settings, embedded.url if embedded else None)
+        finally:
+            if embedded is not None:
+                embedded.stop()
     try:
         app = create_app(settings)
         app.on_startup.append(_settle_heap)
         # Like web.run_app, with the connection guard (server/net/http_server.py) installed;
         # SIGTERM and SIGINT end serve() normally, so everything closes in order.
-        with contextlib.suppress(KeyboardInterrupt):
-            asyncio.run(serve(app, settings, app[METRICS]))
+        factory = loop_factory(settings.uvloop)
+        log.info("event loop: %s", "uvloop" if factory is not None else "asyncio")
+        with contextlib.suppress(KeyboardInterrupt), asyncio.Runner(loop_factory=factory) as run:
+            run.run(serve(app, settings, app[METRICS]))
     finally:
         if embedded is not None:
             embedded.stop()
