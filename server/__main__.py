@@ -14,13 +14,12 @@ when uvloop is installed, unless ``--uvloop 0``.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import gc
 import logging
 import os
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
 from aiohttp import web
@@ -29,6 +28,7 @@ from server.app import METRICS, create_app
 from server.config import SettingsError, settings_from
 from server.embedded_redis import EmbeddedRedis, EmbeddedRedisError, default_data_dir
 from server.logs import setup_logging
+from server.net.event_loop import loop_factory, run
 from server.net.http_server import raise_fd_limit, serve
 from server.tournaments.cli import main as runner_key_main
 from server.workers import main_with_workers
@@ -51,17 +51,6 @@ async def _settle_heap(app: web.Application) -> None:
     gc.collect()
     gc.freeze()
     gc.set_threshold(*GC_THRESHOLDS)
-
-
-def loop_factory(use_uvloop: bool) -> Callable[[], asyncio.AbstractEventLoop] | None:
-    """uvloop's event loop when asked for and installed; None: asyncio's own."""
-    if not use_uvloop:
-        return None
-    try:
-        import uvloop
-    except ImportError:
-        return None
-    return uvloop.new_event_loop
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -98,10 +87,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         app.on_startup.append(_settle_heap)
         # Like web.run_app, with the connection guard (server/net/http_server.py) installed;
         # SIGTERM and SIGINT end serve() normally, so everything closes in order.
-        factory = loop_factory(settings.uvloop)
-        log.info("event loop: %s", "uvloop" if factory is not None else "asyncio")
-        with contextlib.suppress(KeyboardInterrupt), asyncio.Runner(loop_factory=factory) as run:
-            run.run(serve(app, settings, app[METRICS]))
+        uvloop = loop_factory(settings.uvloop) is not None
+        log.info("event loop: %s", "uvloop" if uvloop else "asyncio")
+        with contextlib.suppress(KeyboardInterrupt):
+            run(serve(app, settings, app[METRICS]), use_uvloop=uvloop)
     finally:
         if embedded is not None:
             embedded.stop()

@@ -8,9 +8,9 @@ import os
 
 import pytest
 
-from server.__main__ import loop_factory
 from server.config import SettingsError, settings_from
 from server.net.connection import writable
+from server.net.event_loop import loop_factory
 from server.workers import worker_args
 
 
