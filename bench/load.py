@@ -806,7 +806,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         echo_cost = result["echo"]["server_cpu_per_rt_us"]
         result["ratio"] = result["load"]["server_cpu_per_move_us"] / echo_cost
         result["ratio_per_play"] = result["load"]["server_cpu_per_play_us"] / echo_cost
-        result["capacity"] = capacity(args.games, result["load"])
+        result["capacity"] = capacity(args.games, result["load"], args.workers)
         result["server_log_tail"] = tail(work / "server.log")
         return result
     finally:
@@ -826,9 +826,10 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             delete_keys(args.redis_url, prefix)
 
 
-def capacity(games: int, load: dict[str, Any]) -> dict[str, Any]:
+def capacity(games: int, load: dict[str, Any], workers: int = 1) -> dict[str, Any]:
     """The capacity of one node at the measured pace: the concurrent games at which the
-    server process would be :data:`CAPACITY_BUSY` busy (of one core), from this run.
+    server process would be :data:`CAPACITY_BUSY` busy (of one core), from this run; with
+    ``--workers N``, its N processes :data:`CAPACITY_BUSY` busy each (N cores).
 
     Method: the run measured ``games`` games making ``moves_per_second`` moves at
     ``server_cpu_per_move_us`` each, so one game costs the server
@@ -843,7 +844,7 @@ def capacity(games: int, load: dict[str, Any]) -> dict[str, Any]:
     share = load["server_utilisation"] / max(1, games)
     p99 = load["move_rt_p99_ms"]
     return {
-        "games_at_75pct_busy": int(CAPACITY_BUSY / share) if share > 0 else None,
+        "games_at_75pct_busy": int(workers * CAPACITY_BUSY / share) if share > 0 else None,
         "core_share_per_game": share,
         "moves_per_game_per_second": load["moves_per_second"] / max(1, games),
         "measured_games": games,
