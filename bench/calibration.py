@@ -59,7 +59,7 @@ async def settle_log(url: str, prefix: str, path: Path, start: int, stop: int) -
     ``path`` into a store; returns the seconds it took."""
     import redis.asyncio as aioredis
 
-    from rating_plugin import gamelog
+    from rating_plugin.analysis import gamelog
     from rating_plugin.store import RatingStore
 
     client = aioredis.Redis.from_url(url)

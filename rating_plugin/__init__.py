@@ -9,10 +9,10 @@ The formulas are pure (no I/O) and live in submodules:
 * :mod:`rating_plugin.stakes` — what each player of a pairing stands to win or lose;
 * :mod:`rating_plugin.errors` — the exception tree (everything is a ``ValueError``).
 
-Analysis of the settled games (docs/calibration.md), imported only when used:
-:mod:`rating_plugin.gamelog` (the log format), :mod:`rating_plugin.calibration` (fitting the
-curve's divisor; needs numpy), :mod:`rating_plugin.replay` (recomputing ratings under other
-rules) and :mod:`rating_plugin.synth` (synthetic logs with a known truth).
+The settled-games log the store exports is written by :mod:`rating_plugin.logformat`. The
+tools that analyse it (calibration, replay, synthetic logs: docs/calibration.md) are the
+separate package :mod:`rating_plugin.analysis`, which the plugin never imports; they need
+the ``analysis`` extra (``pip install -e '.[analysis]'``).
 
 The Redis-backed store (``RatingStore`` and its result values) is imported lazily on first
 use, so ``import rating_plugin`` never imports redis.

@@ -7,8 +7,10 @@ prints one line on stderr and exits with status 2.
 
 The analysis commands work on the log of settled games: ``export`` writes it from the store,
 ``synth`` draws a synthetic one, ``calibrate`` fits the curve's divisor to it and ``replay``
-recomputes every rating under other rules. Their work lives in :mod:`rating_plugin.analysis`,
-imported only when one of them runs (it needs numpy, and redis for the store).
+recomputes every rating under other rules. Their work lives in
+:mod:`rating_plugin.analysis.commands`, imported only when one of them runs; a module of the
+``analysis`` extra that is not installed (numpy, tqdm, matplotlib) is named in a one-line
+error that says how to install it.
 """
 
 from __future__ import annotations
@@ -660,9 +662,15 @@ def _add_analysis(systems: Any, formatter: type[argparse.HelpFormatter]) -> None
         "  %(prog)s --prefix t42: --ladder fibs --out fibs.csv",
         formatter_class=formatter,
     )
-    export.add_argument("--redis-url", default=_DEFAULT_REDIS, metavar="URL",
-                        help=f"the store's Redis (default {_DEFAULT_REDIS})")
-    export.add_argument("--prefix", default="", help="the store's key prefix (default none)")
+    export.add_argument("--redis-url", metavar="URL",
+                        help="the store's Redis (default: the running embedded store of "
+                        f"--data-dir when there is one, else {_DEFAULT_REDIS})")
+    export.add_argument("--data-dir", metavar="DIR",
+                        help="the data folder of python -m server's embedded store (default "
+                        "$TABLE42_DATA_DIR, else ~/.local/share/table42)")
+    export.add_argument("--prefix", default=None,
+                        help="the store's key prefix (default none; t42:, the server's, "
+                        "for the embedded store)")
     export.add_argument("--ladder", choices=["table42", "fibs", "all"], default="all",
                         help="which ladder (default all)")
     export.add_argument("--out", default="-", metavar="PATH",
@@ -822,15 +830,28 @@ def main(argv: Sequence[str] | None = None, *, prog: str | None = None) -> int:
     return 0
 
 
-def _run_tool(args: argparse.Namespace) -> int:
-    """Run an analysis command (imported only now: it needs numpy, and redis for the store)."""
-    from rating_plugin import analysis
+#: The modules of the ``analysis`` extra (pyproject.toml) the analysis commands import.
+_ANALYSIS_EXTRA = frozenset({"numpy", "tqdm", "matplotlib"})
 
+
+def _run_tool(args: argparse.Namespace) -> int:
+    """Run an analysis command (imported only now: it needs the ``analysis`` extra, and
+    redis for the store)."""
     try:
-        return analysis.run(args)
-    except analysis.CommandError as error:
-        print(f"{args.parser.prog}: error: {error}", file=sys.stderr)
-        raise SystemExit(error.status) from None
+        from rating_plugin.analysis import commands
+
+        try:
+            return commands.run(args)
+        except commands.CommandError as error:
+            print(f"{args.parser.prog}: error: {error}", file=sys.stderr)
+            raise SystemExit(error.status) from None
+    except ModuleNotFoundError as error:
+        missing = (error.name or "").partition(".")[0]
+        if missing not in _ANALYSIS_EXTRA:
+            raise
+        print(f"{args.parser.prog}: error: {args.tool} needs {missing}, which is not installed: "
+              "pip install -e '.[analysis]'", file=sys.stderr)
+        raise SystemExit(2) from None
 
 
 if __name__ == "__main__":  # pragma: no cover

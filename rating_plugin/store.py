@@ -33,7 +33,7 @@ import redis.asyncio as aioredis
 from redis.asyncio.client import Pipeline
 from redis.exceptions import NoScriptError
 
-from rating_plugin import fibs, gamelog, table42
+from rating_plugin import fibs, logformat, table42
 from rating_plugin.errors import (
     AlreadySettledConflict,
     InvalidInputError,
@@ -546,20 +546,20 @@ def _history(raw: bytes | str, player: str, ladder: Ladder) -> HistoryEntry:
     )
 
 
-def log_record(item: Settlement | PodiumAward) -> gamelog.LogRecord:
-    """A stored settlement or podium award as a game-log record (:mod:`rating_plugin.gamelog`)."""
+def log_record(item: Settlement | PodiumAward) -> logformat.LogRecord:
+    """A stored settlement or podium award as a game-log record (:mod:`rating_plugin.logformat`)."""
     if isinstance(item, PodiumAward):
-        return gamelog.PodiumRecord(
+        return logformat.PodiumRecord(
             item.seq,
             item.tournament_id,
             item.awarded_at,
             tuple(
-                gamelog.PodiumEntry(p.player, p.prize, p.rating_before, p.rating_after)
+                logformat.PodiumEntry(p.player, p.prize, p.rating_before, p.rating_after)
                 for p in item.places
             ),
         )
     w, lo = item.winner, item.loser
-    return gamelog.GameRecord(
+    return logformat.GameRecord(
         "table42" if item.ladder is Ladder.TABLE42 else "fibs",
         item.seq,
         item.game_id,
@@ -1038,7 +1038,7 @@ class RatingStore:
     ) -> int:
         """Write the settled games of ``ladders`` (default both rated ladders, Table42
         first) to ``out`` (anything with ``write(str)``) as JSON Lines or CSV
-        (:mod:`rating_plugin.gamelog` formats), each ladder in applied order, streamed as
+        (:mod:`rating_plugin.logformat` formats), each ladder in applied order, streamed as
         :meth:`applied` reads it. Returns the number of records written."""
         rated = [_ladder(ladder, RATED_LADDERS) for ladder in ladders]
         if fmt not in ("jsonl", "csv"):
@@ -1046,15 +1046,15 @@ class RatingStore:
         written = 0
         if fmt == "csv":
             writer = csv.writer(out, lineterminator="\n")
-            writer.writerow(gamelog.csv_header())
+            writer.writerow(logformat.csv_header())
             for ladder in rated:
                 async for item in self.applied(ladder, batch=batch):
-                    writer.writerow(gamelog.csv_row(log_record(item)))
+                    writer.writerow(logformat.csv_row(log_record(item)))
                     written += 1
             return written
         for ladder in rated:
             async for item in self.applied(ladder, batch=batch):
-                out.write(gamelog.json_line(log_record(item)))
+                out.write(logformat.json_line(log_record(item)))
                 written += 1
         return written
 

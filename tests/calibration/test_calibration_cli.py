@@ -168,16 +168,59 @@ def test_the_plot_without_matplotlib_says_how_to_install_it(
     assert not (tmp_path / "x.png").exists()
 
 
-def test_importing_the_package_and_the_calculator_stays_light() -> None:
+def heavy_modules_after(imports: str) -> list[str]:
+    """The modules of the ``analysis`` extra, redis and the analysis package that a fresh
+    interpreter holds after ``import <imports>``."""
     code = (
-        "import sys, rating_plugin, rating_plugin.cli\n"
-        "heavy = [m for m in ('numpy', 'redis', 'tqdm', 'matplotlib', 'rating_plugin.analysis')"
-        " if m in sys.modules]\n"
-        "print(heavy)\n"
+        f"import sys, {imports}\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in"
+        " ('numpy', 'redis', 'tqdm', 'matplotlib') or m.startswith('rating_plugin.analysis')))\n"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           env={"PYTHONPATH": str(ROOT)}, timeout=60, check=True)
-    assert done.stdout == "[]\n"
+    heavy: list[str] = json.loads(done.stdout.replace("'", '"'))
+    return heavy
+
+
+def test_importing_the_package_and_the_calculator_stays_light() -> None:
+    assert heavy_modules_after("rating_plugin, rating_plugin.cli") == []
+
+
+def test_the_store_does_not_import_the_analysis_tools() -> None:
+    assert [m for m in heavy_modules_after("rating_plugin.store")
+            if not m.startswith("redis")] == []
+
+
+@pytest.mark.parametrize(("missing", "argv"), [
+    ("numpy", ["calibrate", "LOG", "--no-progress"]),
+    ("tqdm", ["synth", "--games", "10"]),
+])
+def test_a_missing_analysis_module_says_how_to_install_it(
+    missing: str, argv: list[str], log: Path,
+) -> None:
+    """Without the ``analysis`` extra a command names the missing module in one line and
+    exits 2 (tqdm draws the progress bar, shown on a terminal only: stderr claims to be one)."""
+    argv = [str(log) if arg == "LOG" else arg for arg in argv]
+    code = (
+        "import io, sys\n"
+        f"sys.modules[{missing!r}] = None\n"
+        "class Terminal(io.StringIO):\n"
+        "    def isatty(self) -> bool:\n"
+        "        return True\n"
+        "sys.stderr = Terminal()\n"
+        "from rating_plugin.cli import main\n"
+        "try:\n"
+        f"    main({argv!r}, prog={PROG!r})\n"
+        "except SystemExit as done:\n"
+        "    print(done.code)\n"
+        "print(sys.stderr.getvalue(), end='')\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          env={"PYTHONPATH": str(ROOT)}, timeout=60, check=True)
+    assert done.stdout == (
+        f"2\n{PROG} {argv[0]}: error: {argv[0]} needs {missing}, which is not installed: "
+        "pip install -e '.[analysis]'\n"
+    )
 
 
 def test_a_log_without_games_of_the_ladder_says_so_and_exits_1(tmp_path: Path) -> None:

@@ -7,9 +7,16 @@ import math
 import numpy as np
 import pytest
 
-from rating_plugin.calibration import Calibrator, Tally, fit_divisor, make_bins, report, scores
-from rating_plugin.gamelog import GameRecord
-from rating_plugin.synth import SynthConfig, generate
+from rating_plugin.analysis.calibration import (
+    Calibrator,
+    Tally,
+    fit_divisor,
+    make_bins,
+    report,
+    scores,
+)
+from rating_plugin.analysis.gamelog import GameRecord
+from rating_plugin.analysis.synth import SynthConfig, generate
 
 
 def calibrate(config: SynthConfig, **options: int) -> Calibrator:

@@ -8,9 +8,9 @@ import json
 
 import pytest
 
-from rating_plugin import gamelog
-from rating_plugin.gamelog import LogFormatError, read_csv, read_jsonl
-from rating_plugin.synth import SynthConfig, generate
+from rating_plugin.analysis import gamelog
+from rating_plugin.analysis.gamelog import LogFormatError, read_csv, read_jsonl
+from rating_plugin.analysis.synth import SynthConfig, generate
 
 GOOD = {
     "kind": "table42", "seq": 1, "game_id": "g1", "reason": "normal", "finished_at": 1.7e9,

@@ -9,11 +9,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rating_plugin import fibs, table42
+from rating_plugin.analysis.gamelog import GameRecord, PodiumEntry, PodiumRecord
+from rating_plugin.analysis.replay import PlayerState, Replayer, Rules, compare, mismatch, spread
+from rating_plugin.analysis.synth import SynthConfig, generate
 from rating_plugin.errors import InvalidInputError
-from rating_plugin.gamelog import GameRecord, PodiumEntry, PodiumRecord
-from rating_plugin.replay import PlayerState, Replayer, Rules, compare, mismatch, spread
 from rating_plugin.rounding import round_half_away
-from rating_plugin.synth import SynthConfig, generate
 from rating_plugin.table42 import CubeRule
 
 DAY = 86400.0

@@ -15,12 +15,12 @@ from typing import cast
 import pytest
 import redis.asyncio as aioredis
 
-from rating_plugin import gamelog
+from rating_plugin.analysis import gamelog
+from rating_plugin.analysis.gamelog import GameRecord, LogRecord, PodiumRecord
+from rating_plugin.analysis.replay import Replayer, Rules, mismatch, standings
+from rating_plugin.analysis.synth import SynthConfig, generate
 from rating_plugin.errors import LogIncompleteError, LogRecordMissingError
-from rating_plugin.gamelog import GameRecord, LogRecord, PodiumRecord
-from rating_plugin.replay import Replayer, Rules, mismatch, standings
 from rating_plugin.store import RatingStore
-from rating_plugin.synth import SynthConfig, generate
 
 #: Small on purpose: two-day-late settlements then meet trimmed windows, so the replay must
 #: follow the store's trimming rule, not an exact 7-day count.

@@ -169,8 +169,18 @@ async def test_accounts_ratings_and_boards_survive_a_restart(data_dir: Path) -> 
         created = await asyncio.to_thread(
             run_cli, data_dir, "server", "runner-key", "create", "cupmaker")
         assert created.returncode == 0, created.stderr
+        # The rating plugin's export finds the running store by its socket in the folder.
+        log = data_dir / "games.jsonl"
+        exported = await asyncio.to_thread(
+            run_cli, data_dir, "rating_plugin", "export", "--out", str(log))
+        assert exported.returncode == 0, exported.stderr
+        assert '"bob"' in log.read_text()
     finally:
         server.stop()
+
+    # The plugin does not start the server's store: it says so instead of reading another.
+    refused = await asyncio.to_thread(run_cli, data_dir, "rating_plugin", "export")
+    assert refused.returncode != 0 and "is not running" in refused.stderr, refused.stderr
 
     # No server: the admin commands start the folder's store for themselves.
     listed = await asyncio.to_thread(run_cli, data_dir, "server", "runner-key", "list")

@@ -9,7 +9,7 @@ Table42, with the difference multiplied by ``sqrt(n)`` and the FIBS scale on FIB
 The pre-game ratings the log carries are either
 
 * ``"replayed"`` (the default): what the live rules would have given, computed by a
-  :class:`~rating_plugin.replay.Replayer` as the games are drawn, so the log looks exactly
+  :class:`~rating_plugin.analysis.replay.Replayer` as the games are drawn, so the log looks exactly
   like a store export (and replaying it under the current rules reproduces it); or
 * ``"skill"``: the true skills themselves (Table42: rounded to whole points), i.e. perfectly
   settled ratings. Calibrating such a log recovers the curve's divisor, which is how the
@@ -29,9 +29,9 @@ from dataclasses import dataclass, replace
 from itertools import accumulate
 from typing import Any, Final, Literal, TypeVar
 
+from rating_plugin.analysis.replay import Replayer, Rules
 from rating_plugin.errors import InvalidInputError
-from rating_plugin.gamelog import GameRecord, LogRecord, PodiumEntry, PodiumRecord
-from rating_plugin.replay import Replayer, Rules
+from rating_plugin.logformat import GameRecord, LogRecord, PodiumEntry, PodiumRecord
 from rating_plugin.rounding import round_half_away
 
 __all__ = ["DEFAULT_CUBES", "SynthConfig", "generate"]

@@ -1,7 +1,7 @@
 """Replay a settled-games log through the rating formulas, under any rules: what-if analysis.
 
-Pure: a :class:`Replayer` takes log records (:mod:`rating_plugin.gamelog`) one at a time, in
-the ladder's applied order, and keeps every player's state in memory (rating, counts, FIBS
+Pure: a :class:`Replayer` takes log records (:mod:`rating_plugin.logformat`) one at a time,
+in the ladder's applied order, and keeps every player's state in memory (rating, counts, FIBS
 experience, the Table42 7-day window). Memory grows with the number of players and the games
 inside one window, never with the length of the log.
 
@@ -38,7 +38,7 @@ from typing import Any, Final
 
 from rating_plugin import fibs, table42
 from rating_plugin.errors import InvalidInputError
-from rating_plugin.gamelog import GameRecord, LogRecord, PodiumRecord
+from rating_plugin.logformat import GameRecord, LogRecord, PodiumRecord
 from rating_plugin.rounding import round_half_away
 from rating_plugin.table42 import CubeRule
 
@@ -253,9 +253,11 @@ class Replayer:
     # argument and build a result dataclass, about 2 us a call against 0.4 us inline, and a
     # replay of 1M games runs two rating engines (about +4 s of CPU on ~30 s, where the
     # target is 60 s wall). fibs.change also fixes the scale (2000), stake (4) and maximum
-    # multiplier (5) that Rules lets a what-if change. Two tests in
-    # tests/calibration/test_replay.py (test_replay_scores_as_table42_change and
-    # test_replay_scores_as_fibs_change) pin both copies to the originals.
+    # multiplier (5) that Rules lets a what-if change. tests/rating_store/
+    # test_formula_forms_agree.py pins both copies to the originals and to the settle
+    # scripts (rounding halves included), and tests/calibration/test_replay.py
+    # (test_replay_scores_as_table42_change, test_replay_scores_as_fibs_change) to the
+    # originals over random inputs.
     def _table42(self, game: GameRecord) -> Replayed:
         rules = self.rules
         start = rules.start_rating

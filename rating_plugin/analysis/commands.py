@@ -3,10 +3,10 @@
 Reads and writes files (or stdin/stdout), talks to Redis through
 :class:`~rating_plugin.store.RatingStore`, shows a progress bar (tqdm, on a terminal only)
 and prints reports; the work itself is done by the pure modules
-:mod:`rating_plugin.gamelog`, :mod:`rating_plugin.calibration`, :mod:`rating_plugin.replay`
-and :mod:`rating_plugin.synth`. :mod:`rating_plugin.cli` imports this module only when one of
-these commands runs, so ``import rating_plugin`` and the calculator stay light (no numpy,
-redis or tqdm).
+:mod:`~rating_plugin.analysis.gamelog`, :mod:`~rating_plugin.analysis.calibration`,
+:mod:`~rating_plugin.analysis.replay` and :mod:`~rating_plugin.analysis.synth`.
+:mod:`rating_plugin.cli` imports this module only when one of these commands runs, so
+``import rating_plugin`` and the calculator stay light (no numpy, redis or tqdm).
 
 Every failure a user can cause raises :class:`CommandError` with a one-line message; the CLI
 prints it and exits with its status (2 for bad input, 1 when ``replay --check`` finds a
@@ -26,9 +26,9 @@ import sys
 from collections.abc import AsyncIterator, Callable, Iterator
 from typing import IO, TYPE_CHECKING, Any, Literal
 
-from rating_plugin import gamelog
+from rating_plugin.analysis import gamelog
+from rating_plugin.analysis.gamelog import LogRecord
 from rating_plugin.errors import RatingError
-from rating_plugin.gamelog import LogRecord
 from rating_plugin.rounding import round_half_away
 
 if TYPE_CHECKING:  # at run time the store (and redis) load only for --redis-url
@@ -228,10 +228,19 @@ def _export(args: argparse.Namespace) -> int:
     ladders = ("table42", "fibs") if args.ladder == "all" else (args.ladder,)
     fmt = _format(args.out, args.format)
 
+    from rating_plugin.locate import SERVER_PREFIX, StoreNotRunning, locate
+
+    try:
+        found = locate(args.redis_url, args.data_dir)
+    except StoreNotRunning as error:
+        raise CommandError(str(error)) from None
+    prefix = args.prefix if args.prefix is not None else (
+        SERVER_PREFIX if found.is_embedded else "")
+
     async def work() -> int:
-        store = _store(args.redis_url, args.prefix)
+        store = _store(found.url, prefix)
         try:
-            await _check_store(store, args.redis_url)
+            await _check_store(store, found.url)
             with _output(args.out) as out:
                 return int(await store.export_log(out, ladders=ladders, fmt=fmt,
                                                   batch=args.batch))
@@ -247,8 +256,8 @@ def _export(args: argparse.Namespace) -> int:
 
 
 def _synth(args: argparse.Namespace) -> int:
-    from rating_plugin.replay import Rules
-    from rating_plugin.synth import SynthConfig, generate
+    from rating_plugin.analysis.replay import Rules
+    from rating_plugin.analysis.synth import SynthConfig, generate
 
     config = SynthConfig(
         games=args.games,
@@ -296,7 +305,7 @@ def _divisor(value: float) -> str:
 
 
 def _calibrate(args: argparse.Namespace) -> int:
-    from rating_plugin.calibration import Calibrator, report
+    from rating_plugin.analysis.calibration import Calibrator, report
 
     if args.plot is not None:
         _check_matplotlib()
@@ -316,7 +325,7 @@ def _calibrate(args: argparse.Namespace) -> int:
     for warning in result.warnings:
         print(f"warning: {warning}", file=sys.stderr)
     if args.plot is not None and result.games:
-        from rating_plugin.plot import calibration_plot
+        from rating_plugin.analysis.plot import calibration_plot
 
         calibration_plot(result, args.plot)
     elif args.plot is not None:
@@ -378,7 +387,7 @@ def _check_matplotlib() -> None:
 
 
 def _rules(args: argparse.Namespace) -> tuple[Any, Any]:
-    from rating_plugin.replay import Rules
+    from rating_plugin.analysis.replay import Rules
     from rating_plugin.table42 import CubeRule
 
     baseline = Rules.current(late_grace=args.late_grace)
@@ -404,7 +413,7 @@ def _rules(args: argparse.Namespace) -> tuple[Any, Any]:
 
 
 def _replay(args: argparse.Namespace) -> int:
-    from rating_plugin.replay import Replayer, compare, mismatch
+    from rating_plugin.analysis.replay import Replayer, compare, mismatch
 
     baseline_rules, what_if_rules = _rules(args)
     baseline = Replayer(baseline_rules)

@@ -31,7 +31,7 @@ import numpy as np
 import numpy.typing as npt
 
 from rating_plugin.errors import InvalidInputError
-from rating_plugin.gamelog import GameRecord, LogRecord
+from rating_plugin.logformat import GameRecord, LogRecord
 from rating_plugin.rounding import round_half_away
 
 __all__ = [
@@ -383,8 +383,8 @@ class Calibrator:
         loser_experience: int | None = None,
     ) -> None:
         """Take one game of this ladder from its fields (a
-        :data:`rating_plugin.gamelog.GameResult`, as :func:`~rating_plugin.gamelog.scan_results`
-        yields them)."""
+        :data:`~rating_plugin.analysis.gamelog.GameResult`, as
+        :func:`~rating_plugin.analysis.gamelog.scan_results` yields them)."""
         self.records += 1
         seen = self.seen
         w_prior = seen.get(winner, 0)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 
-from rating_plugin.calibration import Report
+from rating_plugin.analysis.calibration import Report
 
 __all__ = ["calibration_plot"]
 

@@ -1,25 +1,10 @@
-"""The settled-games log: one record per applied settlement or podium award, in applied order.
+"""Reading the settled-games log: JSON Lines or CSV lines back into records, checked.
 
-The rating store exports it (:meth:`rating_plugin.store.RatingStore.export_log`), the
-synthetic generator (:mod:`rating_plugin.synth`) writes it, and calibration and replay read
-it. Pure: records are values, and reading and writing work on lines of text, so any file,
-pipe or socket can carry them.
-
-Two formats carry the same fields:
-
-* **JSON Lines** (``.jsonl``, the default): one JSON object per line. ``kind`` is
-  ``"table42"`` or ``"fibs"`` for a game, ``"podium"`` for a podium award.
-* **CSV** (``.csv``): a header row with :data:`CSV_COLUMNS`, then one row per record; empty
-  cells are absent fields, and a podium's ``places`` cell holds the JSON list.
-
-A game's fields: ``seq`` (its place in its ladder's applied order), ``game_id``, ``reason``,
-``finished_at`` (Unix seconds), ``cube``, ``match_length`` (FIBS), ``winner``, ``loser``,
-``winner_before``/``loser_before`` (ratings before the game), ``winner_after``/``loser_after``
-(after it; optional), Table42: ``winner_k``/``loser_k`` and ``winner_recent``/``loser_recent``
-(Competitive games in the 7 days before); FIBS: ``winner_experience``/``loser_experience``
-(before the match). Synthetic logs add ``winner_skill``/``loser_skill`` (the true strength).
-The result is in the names: the ``winner`` won. A podium: ``seq``, ``tournament_id``,
-``awarded_at`` and ``places``: ``[{"player", "prize", "before", "after"}, ...]`` best first.
+The records and their writers are the plugin's :mod:`rating_plugin.logformat` (the store
+exports the log with them; the fields and both formats are described there, and the names
+are re-exported here). This module reads what the store exported, what
+:mod:`rating_plugin.analysis.synth` generated or what came from elsewhere, for calibration
+and replay. Pure: reading works on lines of text, so any file, pipe or socket can carry them.
 
 A bad line raises :class:`LogFormatError`, whose message starts with the source and line
 number (``"games.jsonl:12: winner_before: must be a number, got 'abc'"``): bytes that are not
@@ -33,10 +18,21 @@ from __future__ import annotations
 import csv
 import json
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
 from typing import Any, Final, Literal, NoReturn, cast
 
 from rating_plugin.errors import RatingError
+from rating_plugin.logformat import (
+    CSV_COLUMNS,
+    OPTIONAL_FIELDS,
+    GameRecord,
+    Kind,
+    LogRecord,
+    PodiumEntry,
+    PodiumRecord,
+    csv_header,
+    csv_row,
+    json_line,
+)
 
 __all__ = [
     "CSV_COLUMNS",
@@ -50,7 +46,9 @@ __all__ = [
     "csv_header",
     "csv_row",
     "decode_lines",
+    "format_of",
     "json_line",
+    "parse_record",
     "read_csv",
     "read_jsonl",
     "read_lines",
@@ -62,9 +60,6 @@ MAX_LINE_LENGTH: Final = 16_384
 #: A number of larger magnitude is refused: every integer up to it is exact as a float, and
 #: no rating, time (Unix seconds) or count comes near it.
 MAX_MAGNITUDE: Final = 2**53
-LADDERS: Final = ("table42", "fibs")
-
-Kind = Literal["table42", "fibs"]
 
 
 class LogFormatError(RatingError):
@@ -79,153 +74,12 @@ class LogFormatError(RatingError):
         self.problem = problem
 
 
-@dataclass(frozen=True, slots=True)
-class GameRecord:
-    """One settled game (Table42) or match (FIBS), as the log carries it (fields: module
-    docstring). Ratings are ints on Table42 and floats on FIBS; optional fields are None."""
-
-    ladder: Kind
-    seq: int
-    game_id: str
-    reason: str
-    finished_at: float
-    cube: int
-    match_length: int | None
-    winner: str
-    loser: str
-    winner_before: float
-    loser_before: float
-    winner_after: float | None = None
-    loser_after: float | None = None
-    winner_k: int | None = None
-    loser_k: int | None = None
-    winner_recent: int | None = None
-    loser_recent: int | None = None
-    winner_experience: int | None = None
-    loser_experience: int | None = None
-    winner_skill: float | None = None
-    loser_skill: float | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class PodiumEntry:
-    """One podium place: the player, the prize and (optionally) the rating before/after."""
-
-    player: str
-    prize: int
-    before: float | None = None
-    after: float | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class PodiumRecord:
-    """A podium award on the Table42 ladder (fixed prizes, best first)."""
-
-    seq: int
-    tournament_id: str
-    awarded_at: float
-    places: tuple[PodiumEntry, ...]
-
-    @property
-    def ladder(self) -> Kind:
-        return "table42"
-
-
-LogRecord = GameRecord | PodiumRecord
-
-# Optional game fields: (name, kind) with kind "int", "num" (int or float).
-_OPTIONAL: Final = (
-    ("winner_after", "num"),
-    ("loser_after", "num"),
-    ("winner_k", "int"),
-    ("loser_k", "int"),
-    ("winner_recent", "int"),
-    ("loser_recent", "int"),
-    ("winner_experience", "int"),
-    ("loser_experience", "int"),
-    ("winner_skill", "num"),
-    ("loser_skill", "num"),
-)
-
-#: The CSV header, in order.
-CSV_COLUMNS: Final = (
-    "kind", "seq", "game_id", "reason", "finished_at", "cube", "match_length", "winner",
-    "loser", "winner_before", "loser_before", *(name for name, _ in _OPTIONAL),
-    "tournament_id", "awarded_at", "places",
-)
 _INT_COLUMNS: Final = frozenset(
-    {"seq", "cube", "match_length", *(name for name, kind in _OPTIONAL if kind == "int")}
+    {"seq", "cube", "match_length", *(name for name, kind in OPTIONAL_FIELDS if kind == "int")}
 )
 _TEXT_COLUMNS: Final = frozenset(
     {"kind", "game_id", "reason", "winner", "loser", "tournament_id", "places"}
 )
-
-
-# -- writing ------------------------------------------------------------------------------------
-
-
-def _plain(value: float) -> float:
-    """Whole floats as ints (a Table42 rating 1516.0 is written 1516), others unchanged."""
-    if isinstance(value, float) and value.is_integer() and abs(value) < 2**53:
-        return int(value)
-    return value
-
-
-def record_dict(record: LogRecord) -> dict[str, Any]:
-    """The record as the JSON object of its line (absent optional fields left out)."""
-    if isinstance(record, PodiumRecord):
-        places = []
-        for place in record.places:
-            entry: dict[str, Any] = {"player": place.player, "prize": place.prize}
-            if place.before is not None:
-                entry["before"] = _plain(place.before)
-            if place.after is not None:
-                entry["after"] = _plain(place.after)
-            places.append(entry)
-        return {
-            "kind": "podium",
-            "seq": record.seq,
-            "tournament_id": record.tournament_id,
-            "awarded_at": record.awarded_at,
-            "places": places,
-        }
-    data: dict[str, Any] = {
-        "kind": record.ladder,
-        "seq": record.seq,
-        "game_id": record.game_id,
-        "reason": record.reason,
-        "finished_at": record.finished_at,
-        "cube": record.cube,
-    }
-    if record.match_length is not None:
-        data["match_length"] = record.match_length
-    data["winner"] = record.winner
-    data["loser"] = record.loser
-    data["winner_before"] = _plain(record.winner_before)
-    data["loser_before"] = _plain(record.loser_before)
-    for name, _ in _OPTIONAL:
-        value = getattr(record, name)
-        if value is not None:
-            data[name] = _plain(value)
-    return data
-
-
-def json_line(record: LogRecord) -> str:
-    """The record as one JSON Lines line (with its newline). Floats keep every bit."""
-    return json.dumps(record_dict(record), separators=(",", ":"), ensure_ascii=False) + "\n"
-
-
-def csv_header() -> list[str]:
-    """The CSV header row."""
-    return list(CSV_COLUMNS)
-
-
-def csv_row(record: LogRecord) -> list[str]:
-    """The record as a CSV row under :func:`csv_header` (empty cells for absent fields)."""
-    data = record_dict(record)
-    if "places" in data:
-        data["places"] = json.dumps(data["places"], separators=(",", ":"), ensure_ascii=False)
-    return ["" if data.get(name) is None else str(data[name]) for name in CSV_COLUMNS]
 
 
 # -- reading ------------------------------------------------------------------------------------
@@ -323,7 +177,7 @@ def _game(data: dict[str, Any], kind: Kind) -> GameRecord:
     if type(reason) is not str:
         raise _Bad(f"reason: must be a string, got {_describe(reason)}")
     optional: dict[str, Any] = {}
-    for name, field_kind in _OPTIONAL:
+    for name, field_kind in OPTIONAL_FIELDS:
         value = data.get(name)
         # The common cases inline (this runs for every game of a replay); the rest explained.
         if value is None or (
