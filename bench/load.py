@@ -152,6 +152,7 @@ class Bot:
     address: str
     ws: Any = None  # a server.client.Client
     pending: float | None = None  # send time of the command awaiting its event
+    last: dict[str, Any] | None = None  # the roll or play awaiting its event
     state: dict[str, Any] | None = None  # the table state, kept from either event form
     inbox: asyncio.Queue[dict[str, Any]] = field(default_factory=asyncio.Queue)
 
@@ -417,6 +418,11 @@ class Worker:
         await self._send(slot.bots[0], {"type": "create_table", "mode": "competitive",
                                         "id": slot.requests})
 
+    async def _resend(self, bot: Bot, message: dict[str, Any], delay: float) -> None:
+        await asyncio.sleep(delay)
+        if bot.last is message and time.monotonic() < self.stop_at:
+            await self._send(bot, message)
+
     async def _send(self, bot: Bot, message: dict[str, Any]) -> None:
         with contextlib.suppress(Exception):
             await bot.ws.send(message)
@@ -434,6 +440,7 @@ class Worker:
                         if time.monotonic() >= self.stop_at:
                             continue
                         target.pending = time.monotonic()
+                        target.last = message
                     await self._send(target, message)
 
     def _on_message(self, slot: Slot, bot: Bot,
@@ -445,6 +452,7 @@ class Worker:
             bot.state = apply_event(bot.state, msg)
         if kind in ("rolled", "moved"):
             if msg.get("side") == bot.side and bot.pending is not None:
+                bot.last = None
                 stats.moves.append((now, now - bot.pending))
                 if kind == "moved":
                     stats.plays.append(now)
@@ -480,6 +488,12 @@ class Worker:
                 # The previous table frees its seats just after the rating events.
                 stats.seat_retries += 1
                 self._spawn(self._new_table(slot, delay=0.01))
+            elif code == "unavailable":  # "retry" (an overloaded node's store check): retry
+                stats.errors[code] += 1
+                if slot.game_id is None and bot.side == 0:
+                    self._spawn(self._new_table(slot, delay=0.2))
+                elif bot.last is not None:
+                    self._spawn(self._resend(bot, bot.last, 0.2))
             else:
                 stats.errors[code] += 1
 
