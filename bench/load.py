@@ -488,12 +488,13 @@ class Worker:
                 # The previous table frees its seats just after the rating events.
                 stats.seat_retries += 1
                 self._spawn(self._new_table(slot, delay=0.01))
-            elif code == "unavailable":  # "retry" (an overloaded node's store check): retry
-                stats.errors[code] += 1
+            elif code == "unavailable":  # "retry" (an overloaded node's store check): again
+                stats.errors[code] += 1  # after a pause like a decision's, never a storm
+                pause = max(0.2, self.rng.uniform(self.think, max(self.think, self.think_max)))
                 if slot.game_id is None and bot.side == 0:
-                    self._spawn(self._new_table(slot, delay=0.2))
+                    self._spawn(self._new_table(slot, delay=pause))
                 elif bot.last is not None:
-                    self._spawn(self._resend(bot, bot.last, 0.2))
+                    self._spawn(self._resend(bot, bot.last, pause))
             else:
                 stats.errors[code] += 1
 

@@ -103,6 +103,8 @@ def main(argv: list[str] | None = None) -> int:
         load, cap = r["load"], r["capacity"]
         per.setdefault(name, []).append(load["server_cpu_per_move_us"])
         echo.append(r["echo"]["server_cpu_per_rt_us"])
+        if not load["moves"]:
+            raise RuntimeError(f"run {i} ({name}) made no move: {load['errors']}")
         rows.append(f"| {i} | {name} | {load['moves_per_second']:,.0f} | "
                     f"{load['move_rt_p50_ms']:.1f} / {load['move_rt_p99_ms']:.1f} ms | "
                     f"{load['server_cpu_per_move_us']:.0f} µs | "
