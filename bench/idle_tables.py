@@ -77,8 +77,8 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             opened = time.perf_counter()
             for i in range(args.tables):
                 table_id = f"idle{i}"
-                await lobby._claim_new(table_id)
-                lobby._new_table(table_id, TableMode.PRIVATE, 0, None)
+                await lobby.takeover.claim_new(table_id)
+                lobby.creation.new_table(table_id, TableMode.PRIVATE, 0, None)
             opened = time.perf_counter() - opened
             await asyncio.sleep(args.warmup)
             full_calls, full_cpu = await _window(redis, args.duration)

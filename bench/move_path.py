@@ -104,7 +104,11 @@ async def run(args: argparse.Namespace) -> dict[str, float]:
                         redis_check_interval=args.redis_check)
     redis = aioredis.Redis.from_url(url)
     keys = Keys(prefix)
-    persistence = Persistence(redis, keys, settings)
+    persistence = Persistence(  # told what each flush did: the lobby below, as in the app
+        redis, keys, settings,
+        on_stored=lambda table, version: lobby.takeover.table_stored(table, version),
+        on_fenced=lambda table: lobby.takeover.table_fenced(table),
+        on_store_lost=lambda: lobby.takeover.store_lost())
     hub = Hub(settings.max_send_buffer)
     dice_rng = random.Random(args.seed + 1)
 

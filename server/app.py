@@ -34,7 +34,7 @@ from server.config import Settings, SettingsError
 from server.lobby.computer import ComputerOpponents
 from server.lobby.matchmaker import Matchmaker
 from server.lobby.ownership import Ownership
-from server.lobby.routing import Lobby
+from server.lobby.routing import Lobby, LobbyListeners
 from server.metrics import Metrics
 from server.net.connection import CLOSE_GOING_AWAY, Connection, Hub
 from server.net.games_api import GameRoutes
@@ -102,20 +102,40 @@ def create_app(settings: Settings, *, dice_factory: DiceFactory | None = None) -
     return app
 
 
+def _lobby_listeners(app: web.Application) -> LobbyListeners:
+    """The parts the lobby tells of its events. They are built after the lobby (each needs
+    it), so each listener finds its part in ``app`` when called: after startup, once every
+    part is there."""
+    return LobbyListeners(
+        seated=(lambda players: app[MATCHMAKER].players_seated(players),),
+        node_dead=(lambda node: app[MATCHMAKER].node_died(node),),
+        restored=(lambda table: app[COMPUTER].resume(table),),
+        table_lost=(lambda table_id: app[COMPUTER].drop(table_id),),
+        released=(lambda node: app[OWNERSHIP].tables_released(node),),
+    )
+
+
 async def _services(app: web.Application) -> AsyncIterator[None]:
     settings = app[SETTINGS]
     assert settings.redis_url is not None
     redis = redis_client(settings.redis_url)  # a cluster client for redis+cluster://
     keys = Keys(settings.key_prefix)
     metrics = app[METRICS]
-    persistence = Persistence(redis, keys, settings, metrics)
+    # The lobby, built below, hears what each flush did (through ``app``, as its listeners).
+    persistence = Persistence(
+        redis, keys, settings, metrics,
+        on_stored=lambda table, version: app[LOBBY].takeover.table_stored(table, version),
+        on_fenced=lambda table: app[LOBBY].takeover.table_fenced(table),
+        on_store_lost=lambda: app[LOBBY].takeover.store_lost(),
+        on_health=lambda up: app[LOBBY].store_health(up))
     accounts = Accounts(redis, keys, settings)
     ratings = RatingStore(redis, settings.key_prefix)
     bus = NodeBus(redis, keys, settings.node_id, alive_ttl=settings.lease_ttl,
                   alive_refresh=settings.lease_renew)
-    hub = Hub(settings.max_send_buffer)
-    hub.on_token_end = lambda reason: metrics.tokens_ended.labels(reason).inc()
-    lobby = Lobby(settings, persistence, bus, hub, ratings, app[DICE_FACTORY], metrics)
+    hub = Hub(settings.max_send_buffer,
+              on_token_end=lambda reason: metrics.tokens_ended.labels(reason).inc())
+    lobby = Lobby(settings, persistence, bus, hub, ratings, app[DICE_FACTORY], metrics,
+                  listeners=_lobby_listeners(app))
     app[REDIS] = redis
     app[PERSISTENCE] = persistence
     app[ACCOUNTS] = accounts

@@ -87,6 +87,9 @@ class Settings:
     # A table taken over from a dead node: the player to act gets the time left on the clock
     # when its last event was stored, plus this.
     takeover_allowance: float = 10.0
+    # A table held while its node could not store (Redis away): each clock and grace period
+    # goes on with the time it had left when the hold began, plus this.
+    hold_allowance: float = 5.0
     # Presence events (player_disconnected / player_reconnected) one seat may add per game.
     presence_events: int = 4
     # Rating farming: two accounts may play this many rated games (a match counts once)
@@ -261,6 +264,8 @@ def _check(s: Settings) -> None:
     if not s.takeover_allowance >= 0:
         raise SettingsError(
             f"takeover_allowance must be >= 0, got {s.takeover_allowance!r}")
+    if not s.hold_allowance >= 0:
+        raise SettingsError(f"hold_allowance must be >= 0, got {s.hold_allowance!r}")
     if "{" in s.key_prefix or "}" in s.key_prefix:
         raise SettingsError("key_prefix must not contain hash-tag braces")
     if not s.node_id or not all(c.isalnum() or c in "-_" for c in s.node_id):
@@ -445,6 +450,9 @@ OPTIONS: tuple[Option, ...] = (
            "ownership: seconds between two looks for dead nodes and tables handed over"),
     Option("takeover_allowance", float,
            "ownership: seconds added to the clock of the player to act at a taken-over table"),
+    Option("hold_allowance", float,
+           "seconds added to each clock and grace period of a table held while Redis was "
+           "away"),
     Option("forward_timeout", float,
            "ownership: seconds a request forwarded to a live owner may go unanswered before "
            "the sender answers it with unavailable"),

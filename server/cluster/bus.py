@@ -10,7 +10,10 @@ costs one round trip. A message for a node that is gone is simply lost (pub/sub 
 backlog); clients recover with ``sync`` (versioned events are kept in Redis).
 
 Each node also refreshes ``{prefix}node:<id>:alive`` (expiring) so others can tell a dead owner
-from a quiet one. Messages are msgpack maps with an ``op`` field; see ``lobby.py`` for the ops.
+from a quiet one (the tournament driver asks :meth:`NodeBus.is_alive`; table ownership goes by
+the heartbeat of ``server/lobby/ownership.py``, seen through ``liveness.py``). Messages are the
+typed structs of ``server/protocol/node_messages.py`` (msgpack maps with an ``op``), decoded
+there in one place; the lobby dispatches them (``Lobby.on_node_message``).
 """
 
 from __future__ import annotations
@@ -22,11 +25,11 @@ from collections import deque
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-import msgpack
 import redis.asyncio as aioredis
 from redis.exceptions import RedisError
 
 from server.logs import every
+from server.protocol.node_messages import NodeMessage, decode, encode
 from server.store.keys import Keys
 
 log = logging.getLogger(__name__)
@@ -35,22 +38,21 @@ ALIVE_TTL = 15.0
 ALIVE_REFRESH = 5.0
 MAX_BATCH = 512
 
-Handler = Callable[[dict[str, Any]], Awaitable[None]]
+Handler = Callable[[NodeMessage], Awaitable[None]]
 
 
-def _decode(data: Any) -> dict[str, Any] | None:
-    """A node message: a msgpack map with a text ``op``. Anything else (a bug in a peer, a
-    stranger publishing on the channel) is logged and dropped: None."""
+def _decode(data: Any) -> NodeMessage | None:
+    """A node message. Anything else (not msgpack, an unknown op, a field missing or of the
+    wrong type: a bug in a peer, a stranger publishing on the channel) is logged and
+    dropped: None."""
+    if not isinstance(data, bytes):
+        log.warning("bus: a message that is not bytes dropped: %.200r", data)
+        return None
     try:
-        payload = msgpack.unpackb(data, raw=False) if isinstance(data, bytes) else None
-    except Exception as exc:  # msgpack raises several types for bad input
-        log.warning("bus: a message that is not msgpack dropped (%d bytes): %r",
-                    len(data) if isinstance(data, bytes) else 0, exc)
+        return decode(data)
+    except ValueError as exc:
+        log.warning("bus: malformed message dropped (%d bytes): %s", len(data), exc)
         return None
-    if not isinstance(payload, dict) or not isinstance(payload.get("op"), str):
-        log.warning("bus: a message that is not a map with an op dropped: %.200r", payload)
-        return None
-    return payload
 
 
 class NodeBus:
@@ -105,14 +107,14 @@ class NodeBus:
         with contextlib.suppress(RedisError, OSError):
             await self._redis.delete(self._keys.node_alive(self.node_id))
 
-    def send(self, node: str, message: dict[str, Any]) -> None:
+    def send(self, node: str, message: NodeMessage) -> None:
         """Queue ``message`` for ``node`` (never this node; callers deliver locally)."""
-        self._queue.append((self._keys.node_channel(node), msgpack.packb(message)))
+        self._queue.append((self._keys.node_channel(node), encode(message)))
         self._wake.set()
 
-    def broadcast(self, message: dict[str, Any]) -> None:
+    def broadcast(self, message: NodeMessage) -> None:
         """Queue ``message`` for every node (this one hears it too)."""
-        self._queue.append((self._keys.broadcast_channel, msgpack.packb(message)))
+        self._queue.append((self._keys.broadcast_channel, encode(message)))
         self._wake.set()
 
     async def is_alive(self, node: str) -> bool:

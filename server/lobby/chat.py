@@ -1,4 +1,5 @@
-"""A table's chat, on the table's owner node (PROTOCOL.md §16).
+"""Chat (PROTOCOL.md §16): a table's chat on its owner node, and the checks and mutes on the
+node a player's socket is on.
 
 The table driver hands it ``chat`` and ``report`` commands. Chat is not a table event: it
 does not go through the table machine, has no version and is not in the event log. Each
@@ -7,7 +8,7 @@ delivered by channel: ``players`` to the seated players and the watchers, ``watc
 the watchers, and to the players only while no game is in play. The node holding a socket
 leaves out the messages of players its player muted (``Hub.push_chat``). The text was
 cleaned and the sender's rate and operator mute checked on the node that received it
-(``Lobby``), before it was routed here.
+(:class:`LobbyChat`), before it was routed here.
 """
 
 from __future__ import annotations
@@ -19,13 +20,17 @@ from typing import TYPE_CHECKING, Any
 
 from redis.exceptions import RedisError
 
-from server.protocol.chat import PLAYERS, WATCHERS, players_see, visible
+from server.lobby.delivery import retry_message
+from server.net.connection import Connection
+from server.protocol import node_messages as ops
+from server.protocol.chat import PLAYERS, WATCHERS, ChatRate, clean_text, players_see, visible
+from server.protocol.codec import Outgoing
 from server.protocol.errors import ErrorCode, ProtocolError
-from server.protocol.messages import Chat, Report
+from server.protocol.messages import Chat, Mute, Report, Unmute
 from server.tables.machine import TableStatus
 
 if TYPE_CHECKING:
-    from server.lobby.routing import Actor
+    from server.lobby.routing import Actor, Lobby
     from server.lobby.table import Table
 
 
@@ -129,3 +134,61 @@ class TableChat:
         except (RedisError, OSError):
             return
         self.history.extend(tail)
+
+
+class LobbyChat:
+    """The chat checks of the node a socket is on: the text, the operator mute and the rate
+    (before a message is routed to its table), and the players each player mutes."""
+
+    def __init__(self, lobby: Lobby) -> None:
+        self.lobby = lobby
+        self.settings = lobby.settings
+        self.hub = lobby.hub
+        self.rate = ChatRate(self.settings.chat_rate, self.settings.chat_window)
+
+    def check_rate(self, conn: Connection) -> None:
+        """Raise ``chat_rate_limited`` when ``conn``'s player sent too many messages."""
+        assert conn.player is not None
+        wait = self.rate.allow(conn.player, time.monotonic())
+        if wait is not None:
+            settings = self.settings
+            exc = ProtocolError(ErrorCode.CHAT_RATE_LIMITED,
+                                f"at most {settings.chat_rate} chat messages per "
+                                f"{settings.chat_window:g} seconds")
+            raise retry_message(exc, wait)
+
+    def checked(self, conn: Connection, msg: Chat) -> Chat:
+        """``msg`` with its text cleaned, once the text, the operator mute and the rate
+        allow it (PROTOCOL.md §16); else ProtocolError."""
+        text = clean_text(msg.text)
+        limit = self.settings.chat_max_length
+        if not 1 <= len(text) <= limit:
+            raise ProtocolError(ErrorCode.BAD_FIELD,
+                                f"field 'text' must have 1..{limit} characters once cleaned",
+                                field="text")
+        until = conn.chat_muted_until
+        if until > time.time():
+            exc = ProtocolError(ErrorCode.CHAT_MUTED, "an operator muted your chat")
+            exc.until = until
+            raise exc
+        self.check_rate(conn)
+        return msg if text == msg.text else Chat(table=msg.table, text=text, ref=msg.ref)
+
+    async def mute(self, conn: Connection, msg: Mute | Unmute) -> None:
+        """Mute or unmute a player for ``conn``'s player, on all their sockets everywhere."""
+        player = conn.player
+        assert player is not None
+        if msg.player == player:
+            raise ProtocolError(ErrorCode.BAD_FIELD, "you cannot mute yourself", field="player")
+        records = self.lobby.records
+        if isinstance(msg, Mute):
+            muted = await records.mute(player, msg.player)
+            if muted is None:
+                raise ProtocolError(ErrorCode.BAD_FIELD,
+                                    f"at most {self.settings.chat_mute_max} muted players",
+                                    field="player")
+        else:
+            muted = await records.unmute(player, msg.player)
+        self.hub.set_muted(player, muted)
+        self.lobby.bus.broadcast(ops.Muted(player=player, muted=muted))
+        self.hub.push(conn, Outgoing({"type": "ack", "ref": msg.ref}))

@@ -135,8 +135,6 @@ class Matchmaker:
 
     async def start(self) -> None:
         """Drop tickets an earlier run of this node left, then start pairing and status."""
-        self.lobby.on_seated = self.players_seated
-        self.lobby.on_node_dead.append(self.node_died)
         await self._remove_node_tickets("start-up")
         self._tasks = [
             asyncio.create_task(pairing_loop(self.queue, self.on_pass), name="mm-pairing"),

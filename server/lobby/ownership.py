@@ -19,15 +19,15 @@ a hint, the record is the truth). Every write of the table is fenced by the epoc
   again first: no node takes the tables of a peer that was only as late as itself); nor does
   a node whose own last heartbeat is older than ``lease_ttl`` (it is dead for its peers);
 * every ``takeover_scan`` seconds reads the node set (one command; a dead node is cleaned up
-  after once by :meth:`Lobby.node_died`), and for each dead node, and each peer that said on
-  the bus that it handed tables over, reads its table set and the records in it, and claims
-  each table still that node's (a dead node's, its death read again just before each claim,
-  or one handed over) with a compare-and-set on the record alone (``lease_claim.lua``: the
-  epoch read must still be there; one claimant wins, epoch + 1). Entries claimed by another
-  node, finished or gone leave the set; an empty set is not read again until the node is
-  seen alive. The winner reads the table's snapshot and event log and hands them to
-  :meth:`Lobby.restore_table`, which rebuilds the game (``Table.restore``) or cleans up a
-  table with no game to carry on. A node started again
+  after once by ``Takeover.node_died``, ``takeover.py``), and for each dead node, and each
+  peer that said on the bus that it handed tables over, reads its table set and the records
+  in it, and claims each table still that node's (a dead node's, its death read again just
+  before each claim, or one handed over) with a compare-and-set on the record alone
+  (``lease_claim.lua``: the epoch read must still be there; one claimant wins, epoch + 1).
+  Entries claimed by another node, finished or gone leave the set; an empty set is not read
+  again until the node is seen alive. The winner reads the table's snapshot and event log
+  and hands them to ``Takeover.restore_table`` (``takeover.py``), which rebuilds the game
+  (``Table.restore``) or cleans up a table with no game to carry on. A node started again
   under the same id claims back at once what its table set still names as its own (its
   previous run's tables, unclaimed).
 
@@ -58,6 +58,7 @@ from redis.exceptions import RedisError
 from server.config import Settings
 from server.lobby.routing import Lobby
 from server.logs import every
+from server.protocol.node_messages import Released
 from server.store.persistence import Lease, Persistence
 
 log = logging.getLogger(__name__)
@@ -86,7 +87,6 @@ class Ownership:
         self._started = False
         self._claim_after = 0.0  # monotonic time before which this node claims nothing
         self._beat_at = -float("inf")  # monotonic time of this node's last heartbeat
-        lobby.on_released = self._released
 
     async def start(self) -> None:
         """Say this node is alive (once, at once), then run the loops."""
@@ -136,7 +136,7 @@ class Ownership:
 
     # --- takeover ----------------------------------------------------------------------------
 
-    def _released(self, node: str) -> None:
+    def tables_released(self, node: str) -> None:
         """A peer handed tables over (drain): look at its table set at once."""
         self._handed.add(node)
         self._scan_now.set()
@@ -160,7 +160,7 @@ class Ownership:
         if self.lobby.closing:
             return []  # a draining node hands its tables over: it never claims them back
         dead = await self._check_nodes()
-        self.lobby.sweep_forwarded()
+        self.lobby.forwarding.sweep()
         claimed: list[str] = []
         if not self._own_checked:
             # Started again under the same id: what the previous run left unclaimed (or a
@@ -187,17 +187,17 @@ class Ownership:
         the lobby. Returns the dead peers."""
         nodes = await self.persistence.nodes()
         now = time.time()
-        lobby = self.lobby
-        lobby.peers = {n: until for n, until in nodes.items() if n != self.node_id}
+        liveness = self.lobby.liveness
+        liveness.peers = {n: until for n, until in nodes.items() if n != self.node_id}
         dead: list[str] = []
-        for node, until in lobby.peers.items():
+        for node, until in liveness.peers.items():
             if until > now:
-                lobby.node_back(node)
+                liveness.back(node)
                 self._emptied.discard(node)
             else:
                 dead.append(node)
-                if node not in lobby.dead_nodes:
-                    await lobby.node_died(node)
+                if node not in liveness.dead_nodes:
+                    await self.lobby.node_died(node)
         # Long dead, and nothing of theirs left to claim (a node that stopped last keeps
         # its games for whichever node starts next, however much later).
         stale = [n for n, until in nodes.items()
@@ -215,7 +215,7 @@ class Ownership:
             self._emptied.add(node)
             return []
         random.shuffle(tables)  # live peers start at different places of a dead node's set
-        dead = own or node in self.lobby.dead_nodes
+        dead = own or node in self.lobby.liveness.dead_nodes
         claimed: list[str] = []
         for at in range(0, len(tables), READ_CHUNK):
             if self.lobby.closing:
@@ -266,7 +266,7 @@ class Ownership:
             if self.lobby.closing:  # the drain began during the claim: hand it on at once
                 await self.persistence.release(table_id, done=False)
                 self.persistence.disown(table_id)
-                self.lobby.bus.broadcast({"op": "released", "node": self.node_id})
+                self.lobby.bus.broadcast(Released(node=self.node_id))
                 return False
             log.info("table %s claimed from node %s (epoch %d)", table_id, previous or "?",
                      epoch)

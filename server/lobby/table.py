@@ -79,6 +79,8 @@ from server.tables.machine import (
     BOT_PREFIX,
     CLOCK,
     EMPTY,
+    HOLD_RETRY_AFTER,
+    NEXT_GAME,
     STORE_LOST,
     Deadline,
     MachineSettings,
@@ -442,6 +444,27 @@ class Table:
             entry = self._timers.get(key)
             if entry is not None and entry[0] is deadline:
                 del self._timers[key]
+        if deadline.kind != NEXT_GAME:
+            # A strike, an automatic move or a forfeit only once the store answered after
+            # the deadline passed (see _expire_confirmed).
+            self.lobby.spawn(self._expire_confirmed(deadline))
+            return
+        self._expire(deadline)
+
+    async def _expire_confirmed(self, deadline: Deadline) -> None:
+        """Hand ``deadline`` to the machine once a check of the store answered: Redis away
+        since just before the deadline (not noticed yet by the health check) must not cost
+        the player; the failed check holds the table instead (:meth:`hold`), and the clock
+        goes on at :meth:`resume`."""
+        persistence = self.lobby.persistence
+        if not await persistence.confirm_up():
+            if not persistence.redis_up:
+                self.hold()  # held already, unless it started after the others were held
+            return
+        if not self._fenced:
+            self._expire(deadline)
+
+    def _expire(self, deadline: Deadline) -> None:
         try:
             now = time.time()
             was = self.machine.status
@@ -453,6 +476,33 @@ class Table:
             log.exception("table %s: %s timer handling failed", self.id, deadline.kind)
         finally:
             self.lobby.kick_flush()
+
+    # --- a hold: the node cannot store ----------------------------------------------------
+
+    def hold(self) -> None:
+        """This node cannot store (Redis is away): the machine stops the table's timers
+        (:meth:`TableMachine.hold`) and the players and watchers get ``held`` at once (not
+        versioned: it cannot be stored first)."""
+        if self._fenced:
+            return
+        machine = self.machine
+        if machine.held is not None:
+            return
+        now = time.time()
+        step = machine.hold(now)
+        if machine.held is None:
+            return  # finished or closed: nothing to hold
+        self._apply(step, now)
+        self._broadcast(Outgoing({"type": "held", "table": self.id, "since": now,
+                                  "retry_after": HOLD_RETRY_AFTER}))
+
+    def resume(self) -> None:
+        """This node can store again: the machine's timers go on with the time they had left
+        plus ``settings.hold_allowance`` and it emits ``resumed`` (stored, then announced)."""
+        if self._fenced:
+            return
+        now = time.time()
+        self._apply(self.machine.resume(now, self.settings.hold_allowance), now)
 
     def shutdown(self) -> None:
         """The node is stopping: stop every timer (the game stays as its snapshot and log)."""

@@ -16,7 +16,7 @@ import asyncio
 import contextlib
 import itertools
 import logging
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any, cast
 
 from aiohttp import web
@@ -129,14 +129,15 @@ class Connection:
 class Hub:
     """Registry of this node's sockets, by id and by player, and the writes to them."""
 
-    def __init__(self, max_send_buffer: int) -> None:
+    def __init__(self, max_send_buffer: int,
+                 on_token_end: Callable[[str], None] | None = None) -> None:
         self.by_id: dict[str, Connection] = {}
         self.by_player: dict[str, set[Connection]] = {}
         self.by_token: dict[str, set[Connection]] = {}
         self.by_address: dict[str, int] = {}
         self._max_send_buffer = max_send_buffer
         # Called with (reason) for every socket closed because its token ended (metrics).
-        self.on_token_end: Any = None
+        self._on_token_end = on_token_end
         self._closing: set[asyncio.Future[None]] = set()
 
     # registry -----------------------------------------------------------------------------
@@ -188,8 +189,8 @@ class Hub:
             if conn.expiry is not None:
                 conn.expiry.cancel()
                 conn.expiry = None
-            if self.on_token_end is not None:
-                self.on_token_end(reason)
+            if self._on_token_end is not None:
+                self._on_token_end(reason)
             task = asyncio.ensure_future(conn.close(CLOSE_TOKEN_ENDED, reason))
             self._closing.add(task)
             task.add_done_callback(self._closing.discard)

@@ -35,7 +35,6 @@ import unicodedata
 from dataclasses import dataclass
 from typing import Any
 
-import msgpack
 import redis.asyncio as aioredis
 from redis.asyncio.client import Pipeline
 
@@ -43,6 +42,7 @@ from rating_plugin.store import Queued
 from server.config import Settings
 from server.protocol.errors import ErrorCode, ProtocolError
 from server.protocol.messages import has_lone_surrogate
+from server.protocol.node_messages import Revoke, encode
 from server.store.fairgate import FairGate, GateFull
 from server.store.keys import Keys
 
@@ -357,8 +357,8 @@ class Accounts:
 
     async def announce_revoked(self, digests: list[str], reason: str) -> None:
         """Tell every node (and this one) to close the sockets of these tokens."""
-        await self._redis.publish(self._keys.broadcast_channel, msgpack.packb(
-            {"op": "revoke", "tokens": digests, "reason": reason}))
+        await self._redis.publish(self._keys.broadcast_channel, encode(
+            Revoke(tokens=digests, reason=reason)))
 
     async def guest(self) -> IssuedToken:
         """A token for a new guest. Guests play, but are never rated."""

@@ -30,6 +30,7 @@ import msgspec
 import redis.asyncio as aioredis
 
 from server.config import Settings
+from server.protocol.node_messages import ChatMute, encode
 from server.store.keys import Keys
 from server.tables.records import game_row, is_private
 
@@ -197,8 +198,8 @@ class GameRecords:
         else:
             await self.redis.set(key, repr(until), pxat=int(until * 1000))
         publisher: aioredis.Redis = getattr(self.redis, "seed", self.redis)
-        await publisher.publish(self.keys.broadcast_channel, msgpack.packb(
-            {"op": "chat_mute", "player": player, "until": until}))
+        await publisher.publish(self.keys.broadcast_channel, encode(
+            ChatMute(player=player, until=until)))
 
     async def online(self) -> int:
         """Authenticated players connected over the live nodes (each node's own count)."""

@@ -2,7 +2,9 @@
 
 Any node may queue a player, cancel, or run a pool's pairing pass; Redis holds the only copy
 of the queue. The rules and the pairing itself are the pure :mod:`server.matchmaking.policy`;
-this module only moves tickets in and out of Redis and claims pairs atomically.
+this module only moves tickets in and out of Redis and claims pairs atomically. It stays one
+module past 500 lines: the ticket's stored form, the keys and the queue's scripts are one
+contract, each script reading what the encoder wrote.
 
 Keys (:class:`MatchmakingKeys`), all under the one hash tag ``{mm}``::
 

@@ -239,7 +239,7 @@ async def test_a_draining_node_takes_no_table_and_its_tables_write_nothing(
     lobby.closing = True
     persistence = two.app[PERSISTENCE]
     await _aw(redis_client.hset(persistence.keys.table_lease(table), "free", "1"))
-    one.app[OWNERSHIP]._released(two.settings.node_id)  # as if two had handed it over
+    one.app[OWNERSHIP].tables_released(two.settings.node_id)  # as if two had handed it over
     assert await one.app[OWNERSHIP].scan_once() == []
     assert await lease_node(one, table) == (two.settings.node_id, False)
     lobby.closing = False

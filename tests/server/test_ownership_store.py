@@ -19,8 +19,11 @@ from server.store.keys import Keys
 from server.store.persistence import FENCED_OUT, Fenced, Persistence, _aw
 
 
-def _store(redis: aioredis.Redis, settings: Settings) -> Persistence:
-    return Persistence(redis, Keys(settings.key_prefix), settings)
+def _store(redis: aioredis.Redis, settings: Settings, *,
+           on_stored: Callable[[str, int], None] | None = None,
+           on_fenced: Callable[[str], None] | None = None) -> Persistence:
+    return Persistence(redis, Keys(settings.key_prefix), settings, on_stored=on_stored,
+                       on_fenced=on_fenced)
 
 
 def _event(v: int) -> bytes:
@@ -103,11 +106,11 @@ async def test_flush_is_fenced_and_tells_each_table(
     redis_client: aioredis.Redis, make_settings: Callable[..., Settings]
 ) -> None:
     settings = make_settings(event_log_max=5)
-    old, new = _store(redis_client, settings), _store(redis_client, settings)
     stored: list[tuple[str, int]] = []
     fenced: list[str] = []
-    old.on_stored = lambda t, v: stored.append((t, v))
-    old.on_fenced = fenced.append
+    old = _store(redis_client, settings, on_stored=lambda t, v: stored.append((t, v)),
+                 on_fenced=fenced.append)
+    new = _store(redis_client, settings)
     await old.load_scripts()
     for table in ("t1", "t2"):
         old.adopt(table, (await old.claim(table, "a", new=True))[0])
@@ -167,8 +170,6 @@ async def test_group_commit_starts_at_once(
 ) -> None:
     """No fixed wait: the flusher writes on the next turn of the loop, and what is buffered
     while a flush is in flight goes with the one right after it."""
-    store = _store(redis_client, make_settings(flush_interval=60.0))
-    await store.load_scripts()
     done = asyncio.Event()
     seen: list[int] = []
 
@@ -177,7 +178,8 @@ async def test_group_commit_starts_at_once(
         if version == 3:
             done.set()
 
-    store.on_stored = on_stored
+    store = _store(redis_client, make_settings(flush_interval=60.0), on_stored=on_stored)
+    await store.load_scripts()
     store.adopt("t1", (await store.claim("t1", "a", new=True))[0])
     store.start()
     try:

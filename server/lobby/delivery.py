@@ -1,0 +1,256 @@
+"""Delivery: replies, table events, chat and inbox events to sockets on whichever node holds them.
+
+A socket on this node is written through the hub; one on another node gets a ``deliver``
+(``chat``, ``push``) message on that node's bus channel, which that node's :class:`Delivery`
+writes to the socket. Events kept in a player's inbox until delivered once (``INBOX_EVENTS``:
+rating and tournament events, each with an ``event_id``) are written once per socket, and the
+node that writes one removes it from the inbox; a player connected nowhere gets them at the
+next connection (:meth:`Delivery.deliver_inbox`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import math
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING, Any
+
+from redis.exceptions import RedisError
+
+from server.net.connection import Connection
+from server.protocol import node_messages as ops
+from server.protocol.codec import Outgoing
+from server.protocol.errors import ProtocolError
+from server.protocol.messages import RequestId
+from server.protocol.node_messages import Actor
+
+if TYPE_CHECKING:
+    from server.lobby.routing import Lobby
+
+log = logging.getLogger(__name__)
+
+INBOX_EVENTS = frozenset({"rating", "boosted", "tournament_pairing", "tournament_table",
+                           "tournament_result", "tournament_over"})
+"""Events kept in a player's inbox until delivered once (they carry an ``event_id``): the
+rating events and the tournament events."""
+
+
+def retry_message(exc: ProtocolError, retry_after: float) -> ProtocolError:
+    """``exc`` with the seconds to wait (``rate_limited``: the reply's ``retry_after``)."""
+    exc.retry_after = max(1, math.ceil(retry_after))
+    return exc
+
+
+def error_message(
+    exc: ProtocolError, ref: RequestId | None = None, table: str | None = None
+) -> dict[str, Any]:
+    """The ``error`` reply for ``exc`` (to request ``ref``, about ``table``)."""
+    message: dict[str, Any] = {"type": "error", "code": exc.code, "message": exc.message}
+    if exc.field is not None:
+        message["field"] = exc.field
+    if ref is not None:
+        message["ref"] = ref
+    if table is not None:
+        message["table"] = table
+    if exc.retry_after is not None:
+        message["retry_after"] = exc.retry_after
+    if exc.until is not None:
+        message["until"] = exc.until
+    return message
+
+
+class Delivery:
+    """Sends to sockets here (the hub) and on other nodes (the bus), for ``lobby``."""
+
+    def __init__(self, lobby: Lobby) -> None:
+        self.lobby = lobby
+        self.node_id = lobby.node_id
+        self.hub = lobby.hub
+        self.bus = lobby.bus
+
+    def deliver_player(self, player: str, nodes: Iterable[str], out: Outgoing) -> None:
+        """Send ``out`` to every socket of ``player`` on ``nodes``."""
+        for node in nodes:
+            if node == self.node_id:
+                self.hub.push_player(player, out)
+            else:
+                self.bus.send(node, ops.Deliver(player=player, frame=out.obj, lean=out.lean))
+
+    def deliver_conns(self, conns: Iterable[tuple[str, str]], out: Outgoing) -> None:
+        """Send ``out`` to the sockets ``(node, conn id)``; one bus message per other node."""
+        remote: dict[str, list[str]] = {}
+        for node, conn in conns:
+            if node == self.node_id:
+                self.hub.push_conn_id(conn, out)
+            else:
+                remote.setdefault(node, []).append(conn)
+        for node, ids in remote.items():
+            self.bus.send(node, ops.Deliver(conns=ids, frame=out.obj, lean=out.lean))
+
+    def deliver_chat(self, players: Mapping[str, list[str]], conns: Mapping[str, list[str]],
+                     message: dict[str, Any]) -> None:
+        """Send a chat message to ``players`` and the sockets ``conns`` (each by node); each
+        node leaves out the sockets whose player muted its author."""
+        out = Outgoing(message)
+        for node in {*players, *conns}:
+            if node == self.node_id:
+                self.hub.push_chat(players.get(node, ()), conns.get(node, ()), out)
+            else:
+                self.bus.send(node, ops.Chat(players=players.get(node, []),
+                                             conns=conns.get(node, []), frame=message))
+
+    def without_muted(self, conn_id: str, message: dict[str, Any]) -> dict[str, Any]:
+        """``message`` (a ``resume`` or ``watching`` with ``chat``) for the socket
+        ``conn_id``: without the chat of players its player muted."""
+        conn = self.hub.by_id.get(conn_id)
+        chat = message.get("chat")
+        if conn is None or not conn.muted or not isinstance(chat, list):
+            return message
+        return {**message, "chat": [m for m in chat if m.get("from") not in conn.muted]}
+
+    def reply(self, actor: Actor, message: dict[str, Any]) -> None:
+        """Answer the socket a command came from."""
+        if actor.node == self.node_id:
+            if message.get("type") == "sync":
+                self.charge_sync(actor.conn, message)
+            if "chat" in message:
+                message = self.without_muted(actor.conn, message)
+            self.hub.push_conn_id(actor.conn, Outgoing(message))
+        else:
+            self.bus.send(actor.node, ops.Deliver(conns=[actor.conn], frame=message))
+
+    def charge_sync(self, conn_id: str, answer: Mapping[str, Any]) -> None:
+        """A ``sync`` answer costs the socket it goes to one message of its rate limit per
+        ``sync_events_per_message`` events it carries (beyond the request itself), so
+        replaying a long log is paid for like sending that many messages."""
+        conn = self.hub.by_id.get(conn_id)
+        events = answer.get("events")
+        if conn is None or not isinstance(events, list) or not events:
+            return
+        conn.session.charge(len(events) / self.lobby.settings.sync_events_per_message,
+                            asyncio.get_running_loop().time())
+
+    def deliver_rating(self, player: str, nodes: set[str], event: dict[str, Any]) -> None:
+        """Push a rating event (already in the player's inbox) where the player is; the node
+        that writes it to a socket removes it from the inbox (delivered once)."""
+        if nodes:
+            for node in nodes:
+                if node == self.node_id:
+                    self.push_rating_here(player, event)
+                else:
+                    self.bus.send(node, ops.Deliver(player=player, frame=event))
+        else:
+            # Not seated-and-connected as far as the table knows: try presence.
+            self.lobby.spawn(self.push_to_player(player, event))
+
+    def push_rating_here(self, player: str, event: dict[str, Any]) -> bool:
+        """Write a rating event to the player's sockets on this node that do not have it
+        yet; when one took it, remove it from the inbox (in the background)."""
+        event_id = event.get("event_id")
+        conns = self.hub.by_player.get(player)
+        if not conns:
+            return False
+        out = Outgoing(event)
+        written = False
+        for conn in list(conns):
+            if not isinstance(event_id, str):
+                self.hub.push(conn, out)
+                continue
+            if event_id in conn.delivered or not conn.is_writable():
+                continue
+            conn.delivered.add(event_id)
+            self.hub.push(conn, out)
+            written = True
+        if written and isinstance(event_id, str):
+            self.lobby.metrics.rating_events.labels("live").inc()
+            self.lobby.spawn(self._remove_from_inbox(player, [event_id]))
+        return written
+
+    async def _remove_from_inbox(self, player: str, ids: list[str]) -> None:
+        delay = 0.05
+        for _ in range(60):  # Redis away: tried again for about a minute, then left there
+            try:
+                await self.lobby.persistence.inbox_remove(player, ids)
+                return
+            except (RedisError, OSError):
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, 1.0)
+
+    async def push_to_player(self, player: str, message: Mapping[str, Any]) -> bool:
+        """Send ``message`` (a dict with a ``type``) to every socket of ``player``, on any
+        node. Returns False when the player has no socket anywhere (nothing is kept)."""
+        frame = dict(message)
+        if frame.get("type") in INBOX_EVENTS:
+            delivered = self.push_rating_here(player, frame)
+        else:
+            delivered = self.hub.push_player(player, Outgoing(frame))
+        try:
+            nodes, _ = await self.lobby.persistence.presence(player)
+        except (RedisError, OSError):
+            nodes = []
+        for node in nodes:
+            if node != self.node_id:
+                self.bus.send(node, ops.Push(player=player, frame=frame))
+                delivered = True
+        await self.lobby.flush()
+        return delivered
+
+    async def deliver_inbox(self, conn: Connection, player: str) -> None:
+        """Write the player's inbox to ``conn`` (the events it does not have yet), then
+        remove what was written from the inbox."""
+        persistence = self.lobby.persistence
+        inbox = await persistence.inbox(player)
+        # Every id read goes in ``ids``, also one a live push already wrote to this
+        # socket: otherwise the count would fall short and the positional ``ack_inbox``
+        # below could drop an entry written after the read (never delivered).
+        ids: list[str] = []
+        pushed = 0
+        for event in inbox:
+            event_id = event.get("event_id")
+            if isinstance(event_id, str):
+                ids.append(event_id)
+                if event_id in conn.delivered:
+                    continue
+                conn.delivered.add(event_id)
+                pushed += 1
+            self.hub.push(conn, Outgoing(event))
+        if inbox:
+            await self.lobby.flush()
+            if not conn.closed:
+                self.lobby.metrics.rating_events.labels("inbox").inc(pushed)
+                if len(ids) == len(inbox):
+                    await persistence.inbox_remove(player, ids)
+                else:  # entries written before events had ids
+                    await persistence.ack_inbox(player, len(inbox))
+
+    # --- from other nodes --------------------------------------------------------------------
+
+    def delivered(self, message: ops.Deliver) -> None:
+        """A ``deliver`` from another node: write its frame to the player's sockets here
+        and to the sockets it names (an answer already given here is dropped)."""
+        frame = message.frame
+        out = Outgoing(frame, message.lean)
+        player = message.player
+        if player is not None and frame.get("type") in INBOX_EVENTS:
+            self.push_rating_here(player, frame)
+        elif player is not None:
+            self.hub.push_player(player, out)
+        for conn_id in message.conns:
+            if self.lobby.forwarding.answered_by_owner(conn_id, frame):
+                if frame.get("type") == "sync":
+                    self.charge_sync(conn_id, frame)
+                if "chat" in frame:
+                    out = Outgoing(self.without_muted(conn_id, frame))
+                self.hub.push_conn_id(conn_id, out)
+
+    def pushed(self, message: ops.Push) -> None:
+        """A ``push`` from another node: any message for the player's sockets here."""
+        if message.frame.get("type") in INBOX_EVENTS:
+            self.push_rating_here(message.player, message.frame)
+        else:
+            self.hub.push_player(message.player, Outgoing(message.frame))
+
+    def chatted(self, message: ops.Chat) -> None:
+        """A table's ``chat`` from its owner node, for sockets here."""
+        self.hub.push_chat(message.players, message.conns, Outgoing(message.frame))

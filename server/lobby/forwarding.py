@@ -1,0 +1,293 @@
+"""Forwarding: commands to the node that owns their table, and one answer per request.
+
+Every table has one owner node, named by its owner record (``{t:T}:lease``, see
+``ownership.py``). A command from a socket on this node goes straight to the table when this
+node owns it, otherwise it is sent to the owner's channel as a ``cmd``. A request (with an
+``id``) gets exactly one answer: while the owner is dead and nobody has taken the table over
+yet it is answered here with ``unavailable`` and ``retry_after``; one forwarded to an owner
+that dies before it answers is answered so when the death is seen (a late answer from that
+owner is then dropped, :meth:`Forwarding.answered_by_owner`); a node that no longer holds the
+table passes the command on to the new owner (at most ``MAX_HOPS`` times). A seated player's
+table knows on which nodes the player has sockets (``attach`` / ``detach``, sent when a
+player's first socket on a node opens and its last one closes), so events go only where they
+are needed; on a single node all of this stays in-process.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections import OrderedDict
+from typing import TYPE_CHECKING, Any
+
+from server.lobby.delivery import error_message, retry_message
+from server.protocol import node_messages as ops
+from server.protocol.codec import Outgoing
+from server.protocol.errors import ErrorCode, ProtocolError
+from server.protocol.messages import Message, TableMessage, parse_message
+from server.protocol.node_messages import Actor
+
+if TYPE_CHECKING:
+    from server.lobby.routing import Lobby
+
+log = logging.getLogger(__name__)
+
+OWNER_CACHE_MAX = 10_000
+FORWARDED_MAX = 100_000
+"""Requests forwarded to other nodes and not answered yet that one node tracks at most."""
+MAX_HOPS = 2
+"""Times a command is passed on between nodes after the first (to a table's new owner)."""
+ANSWERED_MAX = 10_000
+"""(socket, request id) pairs answered ``unavailable`` on the owner's behalf, remembered so a
+late answer from that owner is dropped (one answer per request)."""
+
+
+def message_to_dict(msg: Message) -> dict[str, Any]:
+    """A parsed message back in wire form (for forwarding to the owner node)."""
+    out: dict[str, Any] = {"type": msg.TYPE}
+    for name in msg.__struct_fields__:
+        value = getattr(msg, name)
+        if value is None:
+            continue
+        out["id" if name == "ref" else name] = str(value) if isinstance(value, str) else value
+    return out
+
+
+class Forwarding:
+    """The owner of each table as this node knows it, and the commands sent to it."""
+
+    def __init__(self, lobby: Lobby) -> None:
+        self.lobby = lobby
+        self.node_id = lobby.node_id
+        self.bus = lobby.bus
+        self.settings = lobby.settings
+        self.owners: dict[str, str] = {}
+        # Requests forwarded to another node that wait for its answer:
+        # (conn id, request id) -> (owner node, table id, loop time sent).
+        self._forwarded: dict[tuple[str, Any], tuple[str, str, float]] = {}
+        self._answered: OrderedDict[tuple[str, Any], None] = OrderedDict()
+
+    async def route(self, actor: Actor, msg: TableMessage) -> None:
+        """Hand ``msg`` to its table here, or forward it to the table's owner."""
+        table = await self.lobby.creation.started(msg.table)
+        if table is not None:
+            await table.handle(actor, msg)
+            return
+        owner = await self.owner_to_ask(msg.table)
+        self.forward(owner, actor, message_to_dict(msg), msg.ref, msg.table)
+
+    def forward(self, owner: str, actor: Actor, msg: dict[str, Any], ref: Any,
+                table_id: str) -> None:
+        """Send a command to ``owner``; a request with an id is remembered until its answer
+        comes back (if the owner dies first, :meth:`sweep` answers it)."""
+        if ref is not None and actor.node == self.node_id:
+            if len(self._forwarded) >= FORWARDED_MAX:
+                self._forwarded.pop(next(iter(self._forwarded)))
+            self._forwarded[(actor.conn, ref)] = (owner, table_id,
+                                                  asyncio.get_running_loop().time())
+        self.bus.send(owner, ops.Cmd(actor=actor, msg=msg))
+
+    async def owner_to_ask(self, table_id: str) -> str:
+        """The live node that owns ``table_id`` (not this one). Raises ``no_such_table``
+        when there is no such table (or it finished and its node is gone), ``unavailable``
+        (with ``retry_after``) while its owner is dead and no node has taken it over yet."""
+        is_live = self.lobby.liveness.is_live
+        owner = self.owners.get(table_id)
+        if owner is not None and owner != self.node_id and is_live(owner):
+            return owner
+        lease = await self.lobby.persistence.lease(table_id)
+        if lease is None:
+            raise ProtocolError(ErrorCode.NO_SUCH_TABLE, f"no table {table_id}", field="table")
+        if lease.node != self.node_id and is_live(lease.node) \
+                and (lease.done or not lease.free):
+            self.remember_owner(table_id, lease.node)
+            return lease.node
+        if lease.done:
+            raise ProtocolError(ErrorCode.NO_SUCH_TABLE, f"no table {table_id}", field="table")
+        raise self.takeover_pending(table_id)
+
+    def takeover_pending(self, table_id: str) -> ProtocolError:
+        """The error for a request to a table whose owner is gone and that another node
+        will take over: retry after about the documented takeover time."""
+        return retry_message(ProtocolError(
+            ErrorCode.UNAVAILABLE,
+            f"table {table_id}: its server is gone; another takes it over, retry"),
+            self.settings.lease_ttl + self.settings.takeover_scan)
+
+    def answered_by_owner(self, conn_id: str, frame: dict[str, Any]) -> bool:
+        """An answer from another node for one of this node's sockets: False when that
+        request was answered already (``unavailable``, the owner was thought dead), so this
+        late second answer is dropped."""
+        ref = frame.get("ref")
+        if ref is None:
+            return True
+        key = (conn_id, ref)
+        try:
+            hash(key)
+        except TypeError:
+            return True
+        if self._forwarded.pop(key, None) is not None:
+            return True
+        return key not in self._answered
+
+    def sweep(self, *, node: str | None = None, table: str | None = None,
+              retry_after: float | None = None) -> int:
+        """Answer ``unavailable`` every forwarded request that will get no answer: its owner
+        is dead (or is ``node``), the table was taken over (``table``), or it waited past
+        ``forward_timeout``. Returns how many were answered."""
+        now = asyncio.get_running_loop().time()
+        timeout = self.settings.forward_timeout
+        wait = self.settings.lease_ttl + self.settings.takeover_scan \
+            if retry_after is None else retry_after
+        is_live = self.lobby.liveness.is_live
+        hub = self.lobby.hub
+        answered = 0
+        for key, (owner, table_id, sent) in list(self._forwarded.items()):
+            if not (owner == node or table_id == table or not is_live(owner)
+                    or now - sent > timeout):
+                continue
+            del self._forwarded[key]
+            self._answered[key] = None
+            if len(self._answered) > ANSWERED_MAX:
+                self._answered.popitem(last=False)
+            conn_id, ref = key
+            err = retry_message(ProtocolError(
+                ErrorCode.UNAVAILABLE, f"table {table_id}: no answer from its server, retry"),
+                wait)
+            hub.push_conn_id(conn_id, Outgoing(error_message(err, ref, table_id)))
+            answered += 1
+        if answered:
+            hub.flush_soon()
+        return answered
+
+    async def owner(self, table_id: str) -> str | None:
+        """The owner of ``table_id`` as this node knows it, else as its record says."""
+        owner = self.owners.get(table_id)
+        if owner is not None:
+            return owner
+        owner = await self.lobby.persistence.owner_of(table_id)
+        if owner is not None:
+            self.remember_owner(table_id, owner)
+        return owner
+
+    def remember_owner(self, table_id: str, owner: str) -> None:
+        """Bounded: past OWNER_CACHE_MAX entries the oldest goes (it is read again)."""
+        owners = self.owners
+        owners.pop(table_id, None)
+        owners[table_id] = owner
+        while len(owners) > OWNER_CACHE_MAX:
+            del owners[next(iter(owners))]
+
+    # --- where a player's sockets are -----------------------------------------------------
+
+    async def attach(self, actor: Actor, table_id: str) -> None:
+        """Tell ``table_id`` (here or at its owner) that ``actor``'s player has a socket on
+        this node; free the seat when the table is gone."""
+        persistence = self.lobby.persistence
+        table = await self.lobby.creation.started(table_id)
+        if table is not None:
+            if not table.attach(actor):
+                await persistence.release_seat(actor.player, table_id)
+            return
+        try:
+            owner = await self.owner_to_ask(table_id)
+        except ProtocolError as exc:
+            if exc.code == ErrorCode.NO_SUCH_TABLE:
+                # The table is gone (it ended without us, or it was cleaned up after its
+                # node): free the seat.
+                await persistence.release_seat(actor.player, table_id)
+            # Else its owner died and the table waits for another node to take it over:
+            # the seat stays, and the new owner attaches the player (``taken_over``).
+            return
+        self.bus.send(owner, ops.Attach(table=table_id, actor=actor))
+
+    async def detach(self, player: str, table_id: str) -> None:
+        """``player`` has no socket left on this node: tell ``table_id``, here or at its
+        owner (the grace period starts there)."""
+        table = self.lobby.tables.get(table_id)
+        if table is not None:
+            table.detach(player, self.node_id)
+            return
+        owner = await self.owner(table_id)
+        if owner is not None and owner != self.node_id:
+            self.bus.send(owner, ops.Detach(table=table_id, player=player, node=self.node_id))
+
+    def unwatch(self, table_id: str, conn_id: str) -> None:
+        """The socket ``conn_id`` here stops watching ``table_id`` (here or at its owner)."""
+        table = self.lobby.tables.get(table_id)
+        if table is not None:
+            table.unwatch(self.node_id, conn_id)
+            return
+        owner = self.owners.get(table_id)
+        if owner is not None and owner != self.node_id:
+            self.bus.send(owner, ops.Unwatch(table=table_id, node=self.node_id, conn=conn_id))
+
+    async def cancel_tournament_table(self, table_id: str) -> bool:
+        """Close a table whose tournament was cancelled, wherever it lives: here at once; on
+        its live owner by a ``cancel_table`` op. True when the table is over for good (closed
+        here, finished, or gone); False while it may still be playing elsewhere (the op was
+        sent, or its dead owner's table is not taken over yet): ask again later."""
+        table = await self.lobby.creation.started(table_id)
+        if table is not None:
+            table.cancel_tournament()
+            self.lobby.kick_flush()
+            return True
+        lease = await self.lobby.persistence.lease(table_id)
+        if lease is None or lease.done:
+            return True
+        if lease.node != self.node_id and self.lobby.liveness.is_live(lease.node):
+            self.bus.send(lease.node, ops.CancelTable(table=table_id))
+        return False
+
+    # --- from other nodes --------------------------------------------------------------------
+
+    async def command(self, message: ops.Cmd) -> None:
+        """A ``cmd`` from another node: handle it here, or pass it on to the table's new
+        owner; errors are answered to the socket it came from."""
+        actor = message.actor
+        msg: Message | None = None
+        try:
+            msg = parse_message(message.msg)
+            if not isinstance(msg, TableMessage):
+                raise ProtocolError(ErrorCode.UNKNOWN_TYPE, "not a table command")
+            table = await self.lobby.creation.started(msg.table)
+            if table is None:
+                # Not here (any more): handed over or taken over, the new owner answers.
+                owner = await self.owner_to_ask(msg.table)
+                if message.hops >= MAX_HOPS:  # owners disagree for a moment: let the client retry
+                    raise self.takeover_pending(msg.table)
+                self.bus.send(owner, ops.Cmd(actor=actor, msg=message_to_dict(msg),
+                                             hops=message.hops + 1))
+                return
+            await table.handle(actor, msg)
+        except ProtocolError as exc:
+            ref = None if msg is None else msg.ref
+            table_id = msg.table if isinstance(msg, TableMessage) else None
+            self.lobby.reply(actor, error_message(exc, ref, table_id))
+        except Exception:
+            log.exception("internal error handling a command from node %s", actor.node)
+            self.lobby.reply(actor, error_message(
+                ProtocolError(ErrorCode.INTERNAL, "internal error"),
+                None if msg is None else msg.ref,
+                msg.table if isinstance(msg, TableMessage) else None))
+
+    async def attached(self, message: ops.Attach) -> None:
+        table = await self.lobby.creation.started(message.table)
+        if table is not None:
+            table.attach(message.actor)
+
+    def detached(self, message: ops.Detach) -> None:
+        table = self.lobby.tables.get(message.table)
+        if table is not None:
+            table.detach(message.player, message.node)
+
+    def unwatched(self, message: ops.Unwatch) -> None:
+        table = self.lobby.tables.get(message.table)
+        if table is not None:
+            table.unwatch(message.node, message.conn)
+
+    async def cancelled(self, message: ops.CancelTable) -> None:
+        table = await self.lobby.creation.started(message.table)
+        if table is not None:  # not here (any more): the caller asks again later
+            table.cancel_tournament()
+

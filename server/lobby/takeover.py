@@ -1,0 +1,242 @@
+"""Takeover: tables this node gains from other nodes and loses to them, and dead nodes.
+
+The ownership loops (``ownership.py``: heartbeat, takeover scan) decide when; this module does
+the lobby's part. A table made here gets its first owner record (:meth:`Takeover.claim_new`);
+a table claimed from a dead or draining node is rebuilt from its log, or cleaned up when it
+has no game to carry on (:meth:`Takeover.restore_table`), and every node is told
+(``taken_over``); a dead node's seats, watchers and forwarded requests are cleaned up
+(:meth:`Takeover.node_died`); a drain gives every table away (:meth:`Takeover.hand_over`); a
+table whose write was refused stops here (:meth:`Takeover.table_fenced`), and when the store
+itself was lost every table ends (:meth:`Takeover.store_lost`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from typing import TYPE_CHECKING, Any
+
+from redis.exceptions import RedisError
+
+from server.lobby.table import Table, TableStatus
+from server.protocol import node_messages as ops
+from server.protocol.errors import ErrorCode, ProtocolError
+
+if TYPE_CHECKING:
+    from server.lobby.routing import Lobby
+
+log = logging.getLogger(__name__)
+
+
+class Takeover:
+    """The lobby's side of table ownership on this node."""
+
+    def __init__(self, lobby: Lobby) -> None:
+        self.lobby = lobby
+        self.node_id = lobby.node_id
+        self.persistence = lobby.persistence
+        self.bus = lobby.bus
+
+    async def claim_new(self, table_id: str) -> None:
+        """Take the first owner lease of a table made here; its writes are fenced with it."""
+        epoch, _ = await self.persistence.claim(table_id, self.node_id, new=True)
+        if not epoch:
+            raise ProtocolError(ErrorCode.INTERNAL, "table id taken; retry")
+        self.persistence.adopt(table_id, epoch)
+
+    def table_stored(self, table_id: str, version: int) -> None:
+        """The flush stored the table's events up to ``version``: it may announce them."""
+        table = self.lobby.tables.get(table_id)
+        if table is not None:
+            table.stored(version)
+
+    def table_fenced(self, table_id: str) -> None:
+        """A write of the table was refused: another node owns it now, or the store lost the
+        table's lease with everything else (emptied, replaced). The store is checked first:
+        lost, every table ends with ``store_lost`` (:meth:`store_lost`); else the table stops
+        and is forgotten here (its seats belong to the table, which lives on at its new
+        owner)."""
+        if table_id in self.lobby.tables:
+            self.lobby.spawn(self._fenced_or_lost(table_id))
+
+    async def _fenced_or_lost(self, table_id: str) -> None:
+        persistence = self.persistence
+        _up, lost = await persistence.check_store()
+        if lost:
+            persistence.store_lost()  # it calls store_lost below; the monitor claims anew
+        table = self.lobby.tables.get(table_id)
+        if table is not None:
+            table.fenced()  # it calls table_lost
+
+    def store_lost(self) -> None:
+        """The store was emptied or replaced (``Persistence.check_store``): every table of
+        this node ends with ``table_closed`` (reason ``store_lost``, no result, no rating
+        change), told at once to its players and watchers; then every authenticated socket
+        here is closed with 4001 (reason "store lost"): their tokens and accounts are gone,
+        so nothing is accepted from them. Each node does this on its own when it notices."""
+        lobby = self.lobby
+        tables = list(lobby.tables.values())
+        for table in tables:
+            table.end_store_lost()
+            self.table_lost(table)
+        lobby.forwarding.owners.clear()
+        lobby.kick_flush()
+        closed = lobby.hub.end_all_tokens("store lost")
+        log.error("store lost: %d tables ended, %d sockets closed", len(tables), closed)
+
+    def table_lost(self, table: Table) -> None:
+        """``table`` is not this node's any more (lease lost, or handed over): forget it
+        without releasing anything in Redis; it stops (timers, announcements) and answers
+        the requests it held."""
+        lobby = self.lobby
+        table.let_go()
+        lobby.creation.cancel_forget(table.id)
+        lobby.creation.table_opened_elsewhere(table)
+        if lobby.tables.get(table.id) is table:
+            del lobby.tables[table.id]
+            lobby.forwarding.owners.pop(table.id, None)
+            lobby.metrics.tables.set(len(lobby.tables))
+        lobby.forwarding.sweep(table=table.id, retry_after=1.0)
+        for listener in lobby.listeners.table_lost:
+            listener(table.id)
+
+    async def restore_table(self, table_id: str, snapshot: dict[str, Any] | None,
+                            events: list[dict[str, Any]]) -> Table | None:
+        """This node just claimed ``table_id`` (an owner died or handed it over): rebuild it
+        from its stored log and carry on, or, for a table with no game to carry on (open,
+        closed, or no way to rebuild it), clean it up: seats released, unlisted, its lease
+        done. Returns the live table, or None when it was cleaned up."""
+        lobby = self.lobby
+        summary = dict((snapshot or {}).get("summary") or {})
+        status = str(summary.get("status") or "")
+        players = [str(p) for p in summary.get("players") or () if p]
+        table: Table | None = None
+        if status in ("playing", "finished") and events:
+            try:
+                table = await Table.restore(lobby, table_id, snapshot, events, time.time())
+            except ValueError:
+                # A log that does not replay (another version's format, a log trimmed in
+                # the middle of a game): cleaned up below, so its players are free to play
+                # again instead of holding seats at a table nobody can run.
+                log.exception("table %s: its log does not replay; the game is lost", table_id)
+        if table is not None:
+            if lobby.closing:
+                # This node began to drain while it rebuilt the table: hand it on (hand_over
+                # has gone past the tables it had).
+                table.let_go()
+                await self.persistence.release(table_id, done=False)
+                self.bus.broadcast(ops.Released(node=self.node_id))
+                return None
+            lobby.tables[table_id] = table
+            lobby.forwarding.remember_owner(table_id, self.node_id)
+            lobby.metrics.tables.set(len(lobby.tables))
+            log.info("table %s taken over at version %s", table_id, table.version)
+            if table.status is TableStatus.PLAYING:
+                for listener in lobby.listeners.restored:
+                    try:
+                        listener(table)
+                    except Exception:
+                        log.exception("table %s: resuming after the takeover failed",
+                                      table_id)
+            if table.status in (TableStatus.OPEN, TableStatus.PLAYING):
+                await lobby.creation.publish_listing(table)
+            self.bus.broadcast(ops.TakenOver(table=table_id, node=self.node_id,
+                                             players=table.seated_players()))
+            await self.taken_over(table_id, self.node_id, table.seated_players())
+            return table
+        if status == "playing":
+            log.warning("table %s: game in progress lost with its node (no log to rebuild "
+                        "it from, or a log that does not replay)", table_id)
+        for player in players:
+            await self.persistence.release_seat(player, table_id)
+        await self.persistence.unlist_table(table_id, str(summary.get("mode") or "") or None)
+        await self.persistence.release(table_id, done=True)
+        self.bus.broadcast(ops.TakenOver(table=table_id, node=self.node_id, players=[]))
+        await self.taken_over(table_id, self.node_id, [])
+        return None
+
+    async def taken_over(self, table_id: str, node: str, players: list[str]) -> None:
+        """``node`` took ``table_id`` over: route there from now on, answer the requests that
+        waited for the old owner (``unavailable``: retry now), and attach this node's
+        sockets of its seated players (they get ``resume``)."""
+        lobby = self.lobby
+        lobby.forwarding.remember_owner(table_id, node)
+        if node != self.node_id:
+            table = lobby.tables.get(table_id)
+            if table is not None:  # this node thought it owned it: it does not
+                self.table_fenced(table_id)
+        lobby.forwarding.sweep(table=table_id, retry_after=1.0)
+        for player in players:
+            conns = lobby.hub.by_player.get(player)
+            if conns:
+                await lobby.forwarding.attach(lobby.actor_of(next(iter(conns))), table_id)
+
+    async def taken_over_elsewhere(self, message: ops.TakenOver) -> None:
+        """A ``taken_over`` broadcast (its sender hears it too: left out)."""
+        if message.node != self.node_id:
+            await self.taken_over(message.table, message.node, message.players)
+
+    async def node_died(self, node: str) -> None:
+        """``node`` stopped saying it is alive: its sockets are gone. Its players leave the
+        seats of this node's tables (their grace period starts), its watchers go, requests
+        waiting for its answer are answered, and the ``node_dead`` listeners are told
+        (matchmaking drops the tickets queued through it)."""
+        lobby = self.lobby
+        if not lobby.liveness.mark_dead(node):
+            return
+        log.warning("node %s is gone: cleaning up after it", node)
+        for table in list(lobby.tables.values()):
+            for key in [k for k in table.watchers if k[0] == node]:
+                table.unwatch(*key)
+            for player in table.seated_players():
+                table.detach(player, node)
+        lobby.forwarding.sweep(node=node)
+        for listener in lobby.listeners.node_dead:
+            try:
+                await listener(node)
+            except (RedisError, OSError) as exc:
+                log.warning("cleaning up after node %s: %s", node, exc)
+        await lobby.flush()
+
+    async def reattach(self) -> None:
+        """Attach every seated player with a socket here to its table again (a peer saw
+        this node dead and took its players off their seats)."""
+        lobby = self.lobby
+        for player, conns in list(lobby.hub.by_player.items()):
+            if not conns:
+                continue
+            seat = await self.persistence.seat_of(player)
+            if seat is not None:
+                await lobby.forwarding.attach(lobby.actor_of(next(iter(conns))), seat)
+
+    async def hand_over(self) -> list[str]:
+        """Drain (SIGTERM with live peers): stop every table here, store what is buffered,
+        and give each lease back so a peer claims the table at once; peers are told. The
+        tables are forgotten here (their commands go to the new owners). Returns the ids
+        handed over."""
+        lobby = self.lobby
+        lobby.closing = True
+        for table in lobby.tables.values():
+            table.shutdown()
+        if lobby.tasks:  # settlements in flight finish first (they write under the lease)
+            await asyncio.wait(set(lobby.tasks), timeout=lobby.settings.shutdown_timeout)
+        await self.persistence.flush(everything=True)
+        handed: list[str] = []
+        while lobby.tables:
+            table = next(iter(lobby.tables.values()))
+            # Stopped here first: nothing of it is written or announced by this node any more
+            # (a settlement or a command still in flight is refused, not written late).
+            over = table.status is TableStatus.CLOSED or table.wound_up
+            table.let_go(finished=over)
+            self.table_lost(table)
+            try:
+                if await self.persistence.release(table.id, done=over) and not over:
+                    handed.append(table.id)
+            except (RedisError, OSError) as exc:
+                log.warning("drain: table %s not handed over (%s); its lease will expire",
+                            table.id, exc)
+        if handed:
+            self.bus.broadcast(ops.Released(node=self.node_id))
+        log.info("drain: %d tables handed over to peers", len(handed))
+        return handed

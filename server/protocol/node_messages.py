@@ -1,0 +1,167 @@
+"""Messages between nodes, typed: one struct per op, one tagged union decoded in one place.
+
+Nodes talk over Redis pub/sub (``server/cluster/bus.py``): each message is a msgpack map whose
+``op`` names its type, the other keys its fields. The keys are the wire contract between
+nodes; a node of another version in the same cluster (a rolling restart,
+docs/operations.md) reads the same maps, so a field is added with a default and never
+renamed. Fields left at their default are not sent.
+
+To a node's own channel: ``cmd`` (a table command for the table's owner), ``deliver`` (a
+reply or event for sockets on that node), ``attach`` / ``detach`` (where a seated player has
+sockets), ``unwatch``, ``push`` (any message for a player), ``chat`` (a table's chat message),
+``cancel_table`` (its tournament was cancelled), ``reattach`` (a peer had taken this node for
+dead). On the broadcast channel, which every node hears (its sender too): ``revoke`` (tokens
+ended), ``muted`` (whom a player mutes now), ``chat_mute`` (an operator's mute),
+``taken_over`` (a node took a table over) and ``released`` (a draining node handed its
+tables over).
+
+:func:`encode` writes one; :func:`decode` reads one and raises ``ValueError`` for anything
+that is not a known op with the fields it needs (the bus logs and drops it).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+
+Frame = dict[str, Any]
+"""A message for a client as the server sends it (a dict with a ``type``)."""
+
+
+class Actor(msgspec.Struct, frozen=True):
+    """Who sent a command, and where to answer: a socket ``conn`` on node ``node``."""
+
+    player: str
+    name: str
+    is_guest: bool
+    address: str
+    node: str
+    conn: str
+    lean: bool = False  # the socket reads change-only table events (protocol 2)
+
+
+class _Op(msgspec.Struct, frozen=True, tag_field="op", omit_defaults=True):
+    """Base of the node messages: the tag is the ``op`` key."""
+
+
+class Cmd(_Op, tag="cmd", frozen=True):
+    """A table command (``msg``, in wire form) from ``actor``'s socket for the table's owner;
+    ``hops``: times a node that no longer owns the table passed it on."""
+
+    actor: Actor
+    msg: Frame
+    hops: int = 0
+
+
+class Deliver(_Op, tag="deliver", frozen=True):
+    """``frame`` for every socket of ``player`` on the receiving node and for its sockets
+    ``conns``; ``lean``: the change-only form of a table event, when it has one."""
+
+    frame: Frame
+    player: str | None = None
+    conns: list[str] = []
+    lean: Frame | None = None
+
+
+class Push(_Op, tag="push", frozen=True):
+    """Any message for every socket of ``player`` on the receiving node."""
+
+    player: str
+    frame: Frame
+
+
+class Chat(_Op, tag="chat", frozen=True):
+    """A table's chat message for the receiving node's sockets of ``players`` and its
+    sockets ``conns`` (watchers); sockets whose player muted its author are left out."""
+
+    frame: Frame
+    players: list[str] = []
+    conns: list[str] = []
+
+
+class Attach(_Op, tag="attach", frozen=True):
+    """``actor``'s player has a socket on ``actor.node`` now (their first there)."""
+
+    table: str
+    actor: Actor
+
+
+class Detach(_Op, tag="detach", frozen=True):
+    """``player`` has no socket left on ``node``."""
+
+    table: str
+    player: str
+    node: str
+
+
+class Unwatch(_Op, tag="unwatch", frozen=True):
+    """The socket ``conn`` on ``node`` stops watching ``table``."""
+
+    table: str
+    node: str
+    conn: str
+
+
+class CancelTable(_Op, tag="cancel_table", frozen=True):
+    """``table``'s tournament was cancelled: close it."""
+
+    table: str
+
+
+class Reattach(_Op, tag="reattach", frozen=True):
+    """A peer had taken the receiving node for dead: attach its seated players again."""
+
+
+class Revoke(_Op, tag="revoke", frozen=True):
+    """Close the sockets of these tokens (by digest), telling them ``reason``."""
+
+    tokens: list[str]
+    reason: str = "revoked"
+
+
+class Muted(_Op, tag="muted", frozen=True):
+    """``player`` mutes the players ``muted`` now (on all their sockets)."""
+
+    player: str
+    muted: list[str]
+
+
+class ChatMute(_Op, tag="chat_mute", frozen=True):
+    """An operator muted ``player``'s chat until ``until`` (Unix s; 0: lifted)."""
+
+    player: str
+    until: float
+
+
+class TakenOver(_Op, tag="taken_over", frozen=True):
+    """``node`` took ``table`` over; ``players`` are seated at it."""
+
+    table: str
+    node: str
+    players: list[str] = []
+
+
+class Released(_Op, tag="released", frozen=True):
+    """``node`` (draining) handed its tables over: claim them now."""
+
+    node: str
+
+
+NodeMessage = (Cmd | Deliver | Push | Chat | Attach | Detach | Unwatch | CancelTable
+               | Reattach | Revoke | Muted | ChatMute | TakenOver | Released)
+
+_encoder = msgspec.msgpack.Encoder()
+_decoder = msgspec.msgpack.Decoder(NodeMessage)
+
+
+def encode(message: NodeMessage) -> bytes:
+    """``message`` as the msgpack map the bus publishes."""
+    return _encoder.encode(message)
+
+
+def decode(data: bytes) -> NodeMessage:
+    """The node message in ``data``. Raises ``ValueError`` (``msgspec.ValidationError`` or
+    ``msgspec.DecodeError``, both subclasses) when it is not msgpack, names no known op, or
+    lacks a field its op needs."""
+    return _decoder.decode(data)
