@@ -87,6 +87,9 @@ class Settings:
     # A table taken over from a dead node: the player to act gets the time left on the clock
     # when its last event was stored, plus this.
     takeover_allowance: float = 10.0
+    # A player whose socket was on a node found dead (the server's fault) has this long from
+    # then to come back, instead of grace_period (when that ends later).
+    node_loss_grace: float = 180.0
     # A table held while its node could not store (Redis away): each clock and grace period
     # goes on with the time it had left when the hold began, plus this.
     hold_allowance: float = 5.0
@@ -242,7 +245,7 @@ def _check(s: Settings) -> None:
         "event_log_ttl", "inbox_max", "inbox_ttl", "presence_ttl", "shutdown_timeout",
         "game_record_ttl", "game_index_max", "chat_max_length", "chat_rate", "chat_window",
         "chat_log_max", "chat_mute_max", "chat_history",
-        "sync_page", "sync_events_per_message", "presence_events",
+        "sync_page", "sync_events_per_message", "presence_events", "node_loss_grace",
     ):
         positive(name)
     if not s.http_rate_limit >= 0:
@@ -450,6 +453,9 @@ OPTIONS: tuple[Option, ...] = (
            "ownership: seconds between two looks for dead nodes and tables handed over"),
     Option("takeover_allowance", float,
            "ownership: seconds added to the clock of the player to act at a taken-over table"),
+    Option("node_loss_grace", float,
+           "ownership: seconds a player whose node was found dead has to come back, from then "
+           "(instead of grace_period, when longer)"),
     Option("hold_allowance", float,
            "seconds added to each clock and grace period of a table held while Redis was "
            "away"),

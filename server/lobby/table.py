@@ -56,6 +56,7 @@ import msgpack
 from redis.exceptions import RedisError
 
 from server.lobby.chat import TableChat
+from server.lobby.node_loss import split_by_liveness
 from server.logs import game_id as log_game_id
 from server.protocol.codec import Outgoing, WireFormat
 from server.protocol.errors import ErrorCode, ProtocolError
@@ -781,11 +782,11 @@ class Table:
         self._reply(actor, self._resume_message(actor.player))
         return True
 
-    def detach(self, player: str, node: str) -> None:
+    def detach(self, player: str, node: str, *, lost_at: float | None = None) -> None:
         """``player`` has no socket on ``node`` any more; start the grace period if that was
-        the last node."""
+        the last node (the node-loss grace when ``node`` was found dead at ``lost_at``)."""
         now = time.time()
-        self._apply(self.machine.disconnect(player, node, now), now)
+        self._apply(self.machine.disconnect(player, node, now, lost_at=lost_at), now)
 
     # --- the end of a game ----------------------------------------------------------------
 
@@ -1161,9 +1162,12 @@ class Table:
         table._stored_v = machine.version
         table._snapshot_status = machine.status
         await table.chat.restore(table)
-        # Players whose sockets are on live nodes stay connected there (not the old owner's).
+        # Players whose sockets are on live nodes stay connected there (not the old owner's:
+        # a draining owner closes them); those whose sockets were on dead nodes get the
+        # node-loss grace, from when the node died.
         old_owner = summary.get("node")
         present: list[set[str]] = []
+        lost_at: list[float | None] = []
         for seat in machine.seats:
             nodes: list[str] = []
             if seat is not None:
@@ -1171,8 +1175,12 @@ class Table:
                     nodes, _address = await lobby.persistence.presence(seat.player)
                 except (RedisError, OSError):
                     nodes = []
-            present.append({n for n in nodes if n != old_owner})
-        table._apply(machine.take_over(now, settings.takeover_allowance, present), now)
+            live, died = split_by_liveness(nodes, lobby.liveness.peers, lobby.node_id,
+                                           now)
+            present.append({n for n in live if n != old_owner})
+            lost_at.append(died)
+        table._apply(machine.take_over(now, settings.takeover_allowance, present, lost_at),
+                     now)
         settlement = machine.settlement
         if settlement is not None:
             stored = await table._result_stored(settlement.game_id)

@@ -19,7 +19,10 @@ within ``decision_time``; its deadline is in every state. When it passes, the pl
 strike and the rules' default action is taken (roll, first legal play, take, reject); the
 ``max_strikes``-th strike of a game forfeits it (a match: the match) at the current cube.
 A player whose last socket closes has ``grace_period`` to come back; past it, the game (the
-match) is forfeited. Leaving a table during a game is the same kind of loss.
+match) is forfeited. Leaving a table during a game is the same kind of loss. A player whose
+socket was on a node found dead (the server's fault, not the player's: the shell says when
+the node was found dead, ``lost_at``) has ``node_loss_grace`` from then instead, when that
+ends later (:meth:`~TableMachine.disconnect`, :meth:`~TableMachine.take_over`).
 
 Held: while the table's node cannot store (Redis is away), :meth:`TableMachine.hold` stops
 every timer where it is (nobody gets a strike, an automatic move or a forfeit), commands are
@@ -124,13 +127,15 @@ class MachineSettings:
     grace_period: float = 60.0
     next_game_delay: float = 0.0
     presence_events: int = 4  # presence events per seat per game (see the module docstring)
+    node_loss_grace: float = 180.0  # the grace of a player whose node was found dead
 
     @classmethod
     def of(cls, settings: Any) -> MachineSettings:
         """The table settings of a :class:`server.config.Settings` (or anything like it)."""
         return cls(float(settings.decision_time), int(settings.max_strikes),
                    float(settings.grace_period), float(settings.next_game_delay),
-                   int(getattr(settings, "presence_events", 4)))
+                   int(getattr(settings, "presence_events", 4)),
+                   float(getattr(settings, "node_loss_grace", 180.0)))
 
 
 @dataclass(slots=True)
@@ -629,9 +634,10 @@ class TableMachine:
                            now)
         return self._step()
 
-    def disconnect(self, player: str, node: str, now: float) -> Step:
+    def disconnect(self, player: str, node: str, now: float, *,
+                   lost_at: float | None = None) -> Step:
         """``player`` has no socket on ``node`` any more; the grace period starts if that was
-        the last node."""
+        the last node (``lost_at``: ``node`` was found dead then, see :meth:`_grace`)."""
         side = self.side_of(player)
         if side is None:
             return EMPTY
@@ -647,7 +653,7 @@ class TableMachine:
             return EMPTY
         if self.status not in (TableStatus.OPEN, TableStatus.PLAYING) or self.finishing:
             return EMPTY
-        grace = self.settings.grace_period
+        grace = self._grace(now, lost_at)
         seat.grace_deadline = now + grace
         seat.grace = Deadline(GRACE, int(side), seat.grace_deadline)
         self._arm.append(seat.grace)
@@ -662,6 +668,16 @@ class TableMachine:
             now,
         )
         return self._step()
+
+    def _grace(self, now: float, lost_at: float | None) -> float:
+        """Seconds from ``now`` a player who has just lost their last socket has to come
+        back: ``grace_period``; when that socket's node was found dead at ``lost_at`` (nobody's
+        fault but the server's), up to ``node_loss_grace`` after ``lost_at`` if that is
+        later."""
+        grace = self.settings.grace_period
+        if lost_at is None:
+            return grace
+        return max(grace, lost_at + self.settings.node_loss_grace - now)
 
     def _cancel_graces(self) -> None:
         for seat in self.seats:
@@ -992,13 +1008,15 @@ class TableMachine:
     # --- after a takeover ------------------------------------------------------------------
 
     def take_over(self, now: float, allowance: float,
-                  present: Sequence[Iterable[str]] = ()) -> Step:
+                  present: Sequence[Iterable[str]] = (),
+                  lost_at: Sequence[float | None] = ()) -> Step:
         """This machine was rebuilt on a new owner: a player with sockets on live nodes
-        (``present[side]``) is connected there, every other player is away (in grace, from
-        ``now``), and the player to act gets the time that was left on the clock at the last
-        stored event (:attr:`logged_at`) plus ``allowance``. Emits nothing."""
+        (``present[side]``) is connected there, every other player is away: in grace from
+        ``now``, or, when their sockets were on a node found dead at ``lost_at[side]``, in
+        the node-loss grace from then (:meth:`_grace`); the player to act gets the time
+        that was left on the clock at the last stored event (:attr:`logged_at`) plus
+        ``allowance``. Emits nothing."""
         if self.status in (TableStatus.OPEN, TableStatus.PLAYING) and not self.finishing:
-            grace = self.settings.grace_period
             for side, seat in enumerate(self.seats):
                 if seat is None:
                     continue
@@ -1013,7 +1031,8 @@ class TableMachine:
                     continue
                 if seat.grace is not None:
                     self._disarm.append(seat.grace)
-                seat.grace_deadline = now + grace
+                seat.grace_deadline = now + self._grace(
+                    now, lost_at[side] if side < len(lost_at) else None)
                 seat.grace = Deadline(GRACE, side, seat.grace_deadline)
                 self._arm.append(seat.grace)
                 # Away because a node was lost, not by the player's doing: the return is
