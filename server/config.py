@@ -97,6 +97,15 @@ _tournaments = _declarer("tournaments")
 _limits = _declarer("limits per address and account, HTTP guards")
 _logs = _declarer("logs and metrics")
 _computer = _declarer("playing the computer")
+_processes = _declarer("processes")
+
+
+def _workers(raw: str) -> int:
+    """A count of processes, or ``auto``: one per core this process may run on."""
+    if raw.strip().lower() == "auto":
+        return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") \
+            else os.cpu_count() or 1
+    return int(raw)
 
 
 def _new_node_id() -> str:
@@ -258,6 +267,11 @@ class Settings:
     # goes on with the time it had left when the hold began, plus this.
     hold_allowance: float = _ownership(5.0, "seconds added to each clock and grace period of a "
                                        "table held while Redis was away", ge=0)
+    # A player whose socket was on a node found dead (the server's fault) has this long from
+    # then to come back, instead of grace_period (when that ends later).
+    node_loss_grace: float = _ownership(180.0, "seconds a player whose node was found dead has "
+                                        "to come back, from then (instead of grace_period, "
+                                        "when longer)", gt=0)
     forward_timeout: float = _ownership(
         30.0, "seconds a request forwarded to a live owner may go unanswered before the "
         "sender answers it with unavailable", gt=0)
@@ -331,6 +345,15 @@ class Settings:
                                             "slower, it forfeits", gt=0)
     bot_workers: int = _computer(1, "processes running the strong computer player's search "
                                  "(0 = a thread of the server)", ge=0)
+
+    # Processes (docs/deployment.md "Every core"): node processes python -m server runs on
+    # one port (each a node of the cluster), and the event loop's implementation.
+    workers: int = _processes(1, "node processes sharing the port (SO_REUSEPORT), each a node "
+                              "of the cluster with its own id; auto = one per core",
+                              ge=1, le=1024, parse=_workers, metavar="N|auto")
+    reuse_port: bool = _processes(False, "1/0: listen with SO_REUSEPORT, sharing the port with "
+                                  "other processes that do (each worker of --workers does)")
+    uvloop: bool = _processes(True, "1/0: run the event loop on uvloop when it is installed")
 
     def __post_init__(self) -> None:
         _check(self)

@@ -2,7 +2,7 @@
 grace and versioned events. No asyncio, aiohttp or redis here; the time is an argument.
 
 Commands go in (:meth:`TableMachine.act`, :meth:`~TableMachine.seat`,
-:meth:`~TableMachine.connect`, :meth:`~TableMachine.disconnect`,
+:meth:`~TableMachine.leave`, :meth:`~TableMachine.connect`, :meth:`~TableMachine.disconnect`,
 :meth:`~TableMachine.forfeit`, :meth:`~TableMachine.close`, :meth:`~TableMachine.settled`) and
 timers come back as data: every call returns a :class:`Step` with
 
@@ -14,12 +14,29 @@ timers come back as data: every call returns a :class:`Step` with
 
 When a deadline passes the shell calls :meth:`TableMachine.expire` with it.
 
+The machine makes every check of the table's rules; the shell asks before it awaits and
+carries out the answer:
+
+- a new table's specification (mode, match length, tournament, who opens it):
+  :func:`check_new_table`, for a table a player creates and for a pair seated by matchmaking,
+  a tournament or a game against the computer;
+- who may sit: :meth:`TableMachine.check_join` (before the shell takes the seat lock in
+  Redis) and :meth:`TableMachine.seat` (which checks again, after the awaits): an open table,
+  a free seat, no computer player at a tournament table; one seat per player
+  (:func:`already_seated`, from the seat lock's answer);
+- what leaving does: :meth:`TableMachine.leave` (:class:`LeaveKind`: close an open table,
+  forfeit a game in play, or give back only the seat);
+- what to settle: :attr:`FinishedGame.settles` and :attr:`FinishedGame.rated_id`.
+
 Clocks: each decision (roll or double, move, take or drop, answer a resignation) must come
 within ``decision_time``; its deadline is in every state. When it passes, the player gets a
 strike and the rules' default action is taken (roll, first legal play, take, reject); the
 ``max_strikes``-th strike of a game forfeits it (a match: the match) at the current cube.
 A player whose last socket closes has ``grace_period`` to come back; past it, the game (the
-match) is forfeited. Leaving a table during a game is the same kind of loss.
+match) is forfeited. Leaving a table during a game is the same kind of loss. A player whose
+socket was on a node found dead (the server's fault, not the player's: the shell says when
+the node was found dead, ``lost_at``) has ``node_loss_grace`` from then instead, when that
+ends later (:meth:`~TableMachine.disconnect`, :meth:`~TableMachine.take_over`).
 
 Held: while the table's node cannot store (Redis is away), :meth:`TableMachine.hold` stops
 every timer where it is (nobody gets a strike, an automatic move or a forfeit), commands are
@@ -99,6 +116,98 @@ HOLD_RETRY_AFTER = 1
 """Seconds a client is told to wait (``retry_after``) before it sends again while play is held."""
 
 
+#: :attr:`FinishedGame.settles` of a game that earns Boosted points.
+BOOSTED = "boosted"
+
+
+class LeaveKind(StrEnum):
+    """What :meth:`TableMachine.leave` did."""
+
+    CLOSE = "close"  # an open table closed (``table_closed``, reason ``left``): free every seat
+    FORFEIT = "forfeit"  # the leaver lost the game in play (a match: the match); seats go at
+    # the table's end
+    RELEASE = "release"  # nothing to lose (finished, or being settled): free the leaver's seat
+
+
+def already_seated(held: str, *, player: str | None = None,
+                   field: str = "table") -> ProtocolError:
+    """The refusal of a seat to a player whose seat lock is held at table ``held`` (a player
+    holds one seat at a time). ``player``: name the player (a pair seated by a server
+    component), else the message speaks to the player who asked."""
+    who = "you already hold" if player is None else f"{player} already holds"
+    return ProtocolError(ErrorCode.ALREADY_SEATED, f"{who} a seat at table {held}",
+                         field=field)
+
+
+def bot_not_allowed(field: str) -> ProtocolError:
+    """The refusal of a computer player at a tournament table (``field``: what names it)."""
+    return ProtocolError(ErrorCode.BOT_NOT_ALLOWED,
+                         "computer players do not play in tournaments", field=field)
+
+
+def check_new_table(
+    mode: TableMode,
+    match_length: int | None,
+    tournament_id: str | None,
+    players: Sequence[str],
+    *,
+    max_match_length: int,
+    by_player: bool,
+) -> int:
+    """Check a new table's specification before anything is stored; returns its match
+    length (0: a single game). Raises ProtocolError; validates everything it is given.
+
+    ``by_player``: a player opens it (``create_table``; ``players`` is the creator): any mode
+    but ``tournament`` (only a tournament opens its tables; a computer player asking is
+    ``bot_not_allowed``, no ``tournament_id`` is ``missing_field``), ``match_length``
+    0..``max_match_length``. Else a server component seats a pair (matchmaking, a
+    tournament, a game against the computer; ``players`` are the two, sides 0 and 1): two
+    different players (``same_player``), mode ``competitive``, ``boosted`` or ``tournament``,
+    a ``tournament_id`` exactly for a tournament table, ``match_length`` None (a single game)
+    or 1..``max_match_length``, no computer player at a tournament table."""
+    tournament = mode is TableMode.TOURNAMENT
+    if by_player:
+        if match_length is None or not 0 <= match_length <= max_match_length:
+            raise ProtocolError(ErrorCode.BAD_FIELD,
+                                f"field 'match_length' must be in 0..{max_match_length}",
+                                field="match_length")
+        if tournament:
+            if any(p.startswith(BOT_PREFIX) for p in players):
+                raise bot_not_allowed("mode")
+            if tournament_id is None:
+                raise ProtocolError(ErrorCode.MISSING_FIELD,
+                                    "field 'tournament_id' is required for a tournament table",
+                                    field="tournament_id")
+            # A tournament's tables are opened by its bracket (or its runner) for the two
+            # players of a match; a player opening one would play a game the tournament
+            # never scheduled.
+            raise ProtocolError(ErrorCode.BAD_FIELD,
+                                "tournament tables are opened by the tournament, not by "
+                                "players", field="mode")
+        return match_length
+    first, second = players
+    if first == second:
+        raise ProtocolError(ErrorCode.SAME_PLAYER, "a player cannot play themselves",
+                            field="second")
+    if mode not in (TableMode.COMPETITIVE, TableMode.BOOSTED, TableMode.TOURNAMENT):
+        raise ProtocolError(ErrorCode.BAD_FIELD,
+                            "mode must be competitive, boosted or tournament", field="mode")
+    if tournament != (tournament_id is not None):
+        raise ProtocolError(ErrorCode.BAD_FIELD,
+                            "a tournament table (and only one) needs a tournament_id",
+                            field="tournament_id")
+    length = 0 if match_length is None else match_length
+    if not 0 <= length <= max_match_length or match_length == 0:
+        raise ProtocolError(ErrorCode.BAD_FIELD,
+                            f"match_length must be None or 1..{max_match_length}",
+                            field="match_length")
+    if tournament:
+        for slot, player in (("first", first), ("second", second)):
+            if player.startswith(BOT_PREFIX):
+                raise bot_not_allowed(slot)
+    return length
+
+
 class TableStatus(StrEnum):
     OPEN = "open"  # waiting for an opponent
     PLAYING = "playing"  # a game or match in progress (also between the games of a match)
@@ -124,13 +233,15 @@ class MachineSettings:
     grace_period: float = 60.0
     next_game_delay: float = 0.0
     presence_events: int = 4  # presence events per seat per game (see the module docstring)
+    node_loss_grace: float = 180.0  # the grace of a player whose node was found dead
 
     @classmethod
     def of(cls, settings: Any) -> MachineSettings:
         """The table settings of a :class:`server.config.Settings` (or anything like it)."""
         return cls(float(settings.decision_time), int(settings.max_strikes),
                    float(settings.grace_period), float(settings.next_game_delay),
-                   int(getattr(settings, "presence_events", 4)))
+                   int(getattr(settings, "presence_events", 4)),
+                   float(getattr(settings, "node_loss_grace", 180.0)))
 
 
 @dataclass(slots=True)
@@ -191,6 +302,31 @@ class FinishedGame:
     match_length: int
     match_winner: str | None = None
     match_loser: str | None = None
+
+    @property
+    def settles(self) -> str | None:
+        """What this end settles: :data:`TABLE42` (a rated single game), :data:`FIBS` (a
+        rated match, once it is over), :data:`BOOSTED` (a counted Boosted game's points), or
+        None (nothing: unrated, a match not over yet, a Boosted match lost between games).
+        Only an end that settles something has rating events for the players' inboxes."""
+        if self.ladder == TABLE42:
+            return TABLE42
+        if self.ladder == FIBS:
+            return FIBS if self.match_over else None
+        if self.boosted and self.game_counted:
+            return BOOSTED
+        return None
+
+    @property
+    def rated_id(self) -> str | None:
+        """The id the rating store settles under (the game's for Table42, the match's for
+        FIBS); None when no rating is settled (:attr:`settles` is Boosted or None)."""
+        settles = self.settles
+        if settles == TABLE42:
+            return self.game_id
+        if settles == FIBS:
+            return self.match_id
+        return None
 
 
 @dataclass(slots=True)
@@ -285,6 +421,9 @@ class TableMachine:
         self.clock: Deadline | None = None  # the decision clock in force
         self.next_game: Deadline | None = None
         self.finishing = False  # a game ended and is being settled
+        # The player the shell is seating (awaiting the seat lock or the pair limit): the
+        # seat is theirs until the shell seats them or sets this back to None.
+        self.joining: str | None = None
         self.settlement: FinishedGame | None = None  # the one being made
         self._dice_factory = dice_factory
         self._dice: DiceSource | None = None
@@ -539,16 +678,69 @@ class TableMachine:
 
     # --- seats -----------------------------------------------------------------------------
 
+    def free_side(self) -> int | None:
+        """The first free seat's side (None: both taken)."""
+        return next((side for side, seat in enumerate(self.seats) if seat is None), None)
+
+    def check_join(self, player: str, *, is_bot: bool) -> int | None:
+        """May ``player`` sit here? The side they would take, or None when they are seated
+        here already (the answer is a ``resume``). Changes nothing: the shell takes the
+        player's seat lock (refused: :func:`already_seated`), then calls :meth:`seat`, which
+        checks again. Raises ProtocolError: ``bot_not_allowed`` (a computer player at a
+        tournament table), ``table_full`` (not open, no free seat, or another player being
+        seated)."""
+        if self.side_of(player) is not None:
+            return None
+        if self.mode is TableMode.TOURNAMENT and is_bot:
+            raise bot_not_allowed("table")
+        side = self.free_side()
+        if self.status is not TableStatus.OPEN or side is None or self.joining is not None:
+            raise self._not_open()
+        return side
+
+    def _not_open(self) -> ProtocolError:
+        return ProtocolError(ErrorCode.TABLE_FULL, f"table {self.id} is not open",
+                             field="table")
+
     def seat(self, side: int, player: str, name: str, *, is_guest: bool, address: str,
              nodes: Iterable[str], now: float, is_bot: bool | None = None) -> Step:
-        """Seat ``player`` at ``side`` (the shell holds the seat lock); play starts when both
-        seats are taken and ``start`` is called."""
+        """Seat ``player`` at ``side`` (the shell holds the player's seat lock); play starts
+        when both seats are taken and :meth:`start` is called. Checks the seat: raises
+        ProtocolError (nothing changed) ``table_full`` (the table is not open, the seat is
+        taken, or another player is being seated), ``already_seated`` (the player sits here
+        already), ``bot_not_allowed`` (a computer player at a tournament table)."""
         bot = player.startswith(BOT_PREFIX) if is_bot is None else is_bot
+        if self.side_of(player) is not None:
+            raise already_seated(self.id)
+        if self.mode is TableMode.TOURNAMENT and bot:
+            raise bot_not_allowed("table")
+        if (self.status is not TableStatus.OPEN or side not in (0, 1)
+                or self.seats[side] is not None or self.joining not in (None, player)):
+            raise self._not_open()
         self.seats[side] = Seat(player, name, is_guest, address, bot, set(nodes))
         self.seats_changed()
         self._emit("seated", {"side": side, "player": player, "name": name}, now,
                    with_state=False)
         return self._step()
+
+    def leave(self, player: str, now: float) -> tuple[LeaveKind, Step]:
+        """``player`` leaves the table (:class:`LeaveKind`): an open table closes
+        (``table_closed``, reason ``left``); a game in play (or a match between its games) is
+        forfeited at the current cube, and the seats are freed when the table ends; else
+        (finished, or a game being settled) only the leaver's seat is given back. Raises
+        ProtocolError ``not_seated`` (nothing changed)."""
+        side = self.side_of(player)
+        if side is None:
+            raise ProtocolError(ErrorCode.NOT_SEATED, f"you are not at table {self.id}",
+                                field="table")
+        if self.status is TableStatus.OPEN:
+            self._close("left", now)
+            return LeaveKind.CLOSE, self._step()
+        if self.status is TableStatus.PLAYING and not self.finishing:
+            self._forfeit(side, EndReason.LEAVE, now)
+            if self.finishing:
+                return LeaveKind.FORFEIT, self._step()
+        return LeaveKind.RELEASE, self._step()
 
     @property
     def is_full(self) -> bool:
@@ -630,9 +822,10 @@ class TableMachine:
                            now)
         return self._step()
 
-    def disconnect(self, player: str, node: str, now: float) -> Step:
+    def disconnect(self, player: str, node: str, now: float, *,
+                   lost_at: float | None = None) -> Step:
         """``player`` has no socket on ``node`` any more; the grace period starts if that was
-        the last node."""
+        the last node (``lost_at``: ``node`` was found dead then, see :meth:`_grace`)."""
         side = self.side_of(player)
         if side is None:
             return EMPTY
@@ -648,7 +841,7 @@ class TableMachine:
             return EMPTY
         if self.status not in (TableStatus.OPEN, TableStatus.PLAYING) or self.finishing:
             return EMPTY
-        grace = self.settings.grace_period
+        grace = self._grace(now, lost_at)
         seat.grace_deadline = now + grace
         seat.grace = Deadline(GRACE, int(side), seat.grace_deadline)
         self._arm.append(seat.grace)
@@ -663,6 +856,16 @@ class TableMachine:
             now,
         )
         return self._step()
+
+    def _grace(self, now: float, lost_at: float | None) -> float:
+        """Seconds from ``now`` a player who has just lost their last socket has to come
+        back: ``grace_period``; when that socket's node was found dead at ``lost_at`` (nobody's
+        fault but the server's), up to ``node_loss_grace`` after ``lost_at`` if that is
+        later."""
+        grace = self.settings.grace_period
+        if lost_at is None:
+            return grace
+        return max(grace, lost_at + self.settings.node_loss_grace - now)
 
     def _cancel_graces(self) -> None:
         for seat in self.seats:
@@ -993,13 +1196,15 @@ class TableMachine:
     # --- after a takeover ------------------------------------------------------------------
 
     def take_over(self, now: float, allowance: float,
-                  present: Sequence[Iterable[str]] = ()) -> Step:
+                  present: Sequence[Iterable[str]] = (),
+                  lost_at: Sequence[float | None] = ()) -> Step:
         """This machine was rebuilt on a new owner: a player with sockets on live nodes
-        (``present[side]``) is connected there, every other player is away (in grace, from
-        ``now``), and the player to act gets the time that was left on the clock at the last
-        stored event (:attr:`logged_at`) plus ``allowance``. Emits nothing."""
+        (``present[side]``) is connected there, every other player is away: in grace from
+        ``now``, or, when their sockets were on a node found dead at ``lost_at[side]``, in
+        the node-loss grace from then (:meth:`_grace`); the player to act gets the time
+        that was left on the clock at the last stored event (:attr:`logged_at`) plus
+        ``allowance``. Emits nothing."""
         if self.status in (TableStatus.OPEN, TableStatus.PLAYING) and not self.finishing:
-            grace = self.settings.grace_period
             for side, seat in enumerate(self.seats):
                 if seat is None:
                     continue
@@ -1014,7 +1219,8 @@ class TableMachine:
                     continue
                 if seat.grace is not None:
                     self._disarm.append(seat.grace)
-                seat.grace_deadline = now + grace
+                seat.grace_deadline = now + self._grace(
+                    now, lost_at[side] if side < len(lost_at) else None)
                 seat.grace = Deadline(GRACE, side, seat.grace_deadline)
                 self._arm.append(seat.grace)
                 # Away because a node was lost, not by the player's doing: the return is
@@ -1052,10 +1258,10 @@ class TableMachine:
         table_id: str,
         mode: TableMode,
         match_length: int,
-        tournament_id: str | None = None,
-        created_at: float = 0.0,
         settings: MachineSettings,
         dice_factory: Callable[[], DiceSource],
+        tournament_id: str | None = None,
+        created_at: float = 0.0,
     ) -> TableMachine:
         """The machine whose events are ``events`` (lean or full, in version order, from
         ``v=1`` or from a ``game_start``: earlier events of a trimmed log are skipped).
@@ -1289,6 +1495,7 @@ class TableMachine:
 
 
 __all__ = [
+    "BOOSTED",
     "BOT_PREFIX",
     "CLOCK",
     "EMPTY",
@@ -1301,10 +1508,14 @@ __all__ = [
     "Deadline",
     "FinishedGame",
     "Hold",
+    "LeaveKind",
     "MachineSettings",
     "Seat",
     "Step",
     "TableMachine",
     "TableStatus",
+    "already_seated",
+    "bot_not_allowed",
+    "check_new_table",
     "merged",
 ]
