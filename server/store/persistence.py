@@ -556,7 +556,8 @@ class Persistence:
         answered with no identity or another one than this node knows (emptied, replaced).
         Not lost when this node never knew one (:meth:`claim_store` not done)."""
         try:
-            found = await asyncio.wait_for(self.redis.get(self.keys.store_id), timeout)
+            async with asyncio.timeout(timeout):  # no task of its own, as wait_for makes
+                found = await self.redis.get(self.keys.store_id)
         except (RedisError, OSError, TimeoutError):
             return False, False
         if self.store_id is None:
