@@ -101,7 +101,8 @@ class Ownership:
         self.tick.add(HEARTBEAT, self.settings.lease_renew, self.beat_once, logger=log,
                       what="ownership: heartbeat")
         self.tick.add(SCAN, self.settings.takeover_scan, self.scan_once, logger=log,
-                      what="ownership: takeover scan")
+                      what="ownership: takeover scan",
+                      first=0 if self._handed else None)  # a peer handed tables over already
 
     async def stop(self) -> None:
         """Stop beating and scanning, and say this node is gone (peers clean up after it at

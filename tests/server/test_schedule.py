@@ -96,3 +96,11 @@ def test_bad_duties_are_refused() -> None:
     for period in (0.0, -1.0, float("nan"), float("inf")):
         with pytest.raises(ValueError, match="period"):
             schedule.add("b", period, now=0.0)
+
+
+def test_a_run_taken_early_and_ended_before_its_due_time_is_not_run_twice() -> None:
+    schedule = Schedule()
+    schedule.add("check", 0.5, now=0.0)
+    assert schedule.take_due(0.5 - SLACK / 2) == ["check"]
+    schedule.finished("check", 0.5 - SLACK / 4)
+    assert schedule.next_due() == 1.0
