@@ -129,7 +129,8 @@ async def _services(app: web.Application) -> AsyncIterator[None]:
         redis, keys, settings, metrics,
         on_stored=lambda table, version: app[LOBBY].takeover.table_stored(table, version),
         on_fenced=lambda table: app[LOBBY].takeover.table_fenced(table),
-        on_store_lost=lambda: app[LOBBY].takeover.store_lost(), tick=tick)
+        on_store_lost=lambda: app[LOBBY].takeover.store_lost(),
+        on_health=lambda up: app[LOBBY].store_health(up), tick=tick)
     accounts = Accounts(redis, keys, settings)
     ratings = RatingStore(redis, settings.key_prefix)
     bus = NodeBus(redis, keys, settings.node_id, alive_ttl=settings.lease_ttl,

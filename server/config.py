@@ -86,6 +86,12 @@ class Settings:
     # A table taken over from a dead node: the player to act gets the time left on the clock
     # when its last event was stored, plus this.
     takeover_allowance: float = 10.0
+    # A player whose socket was on a node found dead (the server's fault) has this long from
+    # then to come back, instead of grace_period (when that ends later).
+    node_loss_grace: float = 180.0
+    # A table held while its node could not store (Redis away): each clock and grace period
+    # goes on with the time it had left when the hold began, plus this.
+    hold_allowance: float = 5.0
     # Presence events (player_disconnected / player_reconnected) one seat may add per game.
     presence_events: int = 4
     # Rating farming: two accounts may play this many rated games (a match counts once)
@@ -232,7 +238,7 @@ def _check(s: Settings) -> None:
         "event_log_ttl", "inbox_max", "inbox_ttl", "presence_ttl", "shutdown_timeout",
         "game_record_ttl", "game_index_max", "chat_max_length", "chat_rate", "chat_window",
         "chat_log_max", "chat_mute_max", "chat_history",
-        "sync_page", "sync_events_per_message", "presence_events",
+        "sync_page", "sync_events_per_message", "presence_events", "node_loss_grace",
     ):
         positive(name)
     if not s.http_rate_limit >= 0:
@@ -254,6 +260,8 @@ def _check(s: Settings) -> None:
     if not s.takeover_allowance >= 0:
         raise SettingsError(
             f"takeover_allowance must be >= 0, got {s.takeover_allowance!r}")
+    if not s.hold_allowance >= 0:
+        raise SettingsError(f"hold_allowance must be >= 0, got {s.hold_allowance!r}")
     if "{" in s.key_prefix or "}" in s.key_prefix:
         raise SettingsError("key_prefix must not contain hash-tag braces")
     if not s.node_id or not all(c.isalnum() or c in "-_" for c in s.node_id):
@@ -428,6 +436,12 @@ OPTIONS: tuple[Option, ...] = (
            "ownership: seconds between two looks for dead nodes and tables handed over"),
     Option("takeover_allowance", float,
            "ownership: seconds added to the clock of the player to act at a taken-over table"),
+    Option("node_loss_grace", float,
+           "ownership: seconds a player whose node was found dead has to come back, from then "
+           "(instead of grace_period, when longer)"),
+    Option("hold_allowance", float,
+           "seconds added to each clock and grace period of a table held while Redis was "
+           "away"),
     Option("forward_timeout", float,
            "ownership: seconds a request forwarded to a live owner may go unanswered before "
            "the sender answers it with unavailable"),

@@ -144,9 +144,10 @@ class BotPlayer:
             # An event that leaves the game as it was (a player disconnected, reconnected,
             # a watcher came) is no new decision: deciding again would send a second answer
             # to a decision already answered, arriving at a later one. After a reconnect
-            # (resume, sync) the bot decides again: its answer may have been lost.
+            # (resume, sync) the bot decides again: its answer may have been lost; after a
+            # hold (resumed) too: an answer sent during it was refused.
             now = _decision_point(state)
-            if now == last and kind not in ("resume", "sync"):
+            if now == last and kind not in ("resume", "sync", "resumed"):
                 continue
             last = now
             acted = await self._maybe_act(table, state, event.v, acted, record)

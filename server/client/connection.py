@@ -27,9 +27,17 @@ included, until the last one.
 **Reconnects.** When the socket drops without :meth:`Client.close` (a node restart, a
 network fault) and ``auto_reconnect`` is on, the client connects again with the same
 token and format, to the next of its ``urls`` after a close 1001/1012 (the node is going
-away) or a failed attempt, or where ``choose_url`` says, and sends ``sync`` for every table it
-plays at or watches from the last version it saw. A close with 1008 (policy) or 4001 (the
-token ended) is not retried.
+away), a silent node or a failed attempt, or where ``choose_url`` says, and sends ``sync``
+for every table it plays at or watches from the last version it saw. A close with 1008
+(policy) or 4001 (the token ended) is not retried.
+
+**A silent node.** A node can stop answering with its socket still open (paused, stuck,
+cut off behind a proxy): nothing closes the socket. So the client sends an application
+``ping`` (PROTOCOL.md §1) whenever it has heard nothing for a third of ``silence_timeout``
+(10 s by default), and when it has heard nothing at all for ``silence_timeout`` it drops the
+socket and reconnects as after a close 1001 (to the next of ``urls``), then catches up with
+``sync``. The node's ``pong`` answers are not handed on. ``silence_timeout=None`` turns this
+off (the WebSocket-level ``ping_interval`` still closes a dead socket, after about twice it).
 """
 
 from __future__ import annotations
@@ -76,6 +84,8 @@ NO_RETRY_CLOSES = frozenset({CLOSE_POLICY, CLOSE_TOKEN_ENDED})
 """Closes after which reconnecting with the same token cannot help."""
 MOVE_CLOSES = frozenset({CLOSE_GOING_AWAY, CLOSE_SERVICE_RESTART})
 """Closes that say the node is going away: reconnect to another of ``urls``."""
+SILENCE_TIMEOUT = 10.0
+"""Seconds without a frame from the node after which it counts as silent (see above)."""
 SYNC_RETRY_CODES = frozenset({"unavailable", "rate_limited"})
 """``sync`` refusals that pass: sent again after ``retry_after``."""
 SYNC_RETRY_WAIT = 1.0
@@ -192,6 +202,7 @@ class Client:
         on_message: Callable[[Message], None] | None = None,
         track_tables: bool = True,
         ping_interval: float | None = 20.0,
+        silence_timeout: float | None = SILENCE_TIMEOUT,
         protocol: int = PROTOCOL_LEAN,
         full_states: bool = True,
     ) -> None:
@@ -216,6 +227,8 @@ class Client:
         self.on_message = on_message
         self.track_tables = track_tables
         self.ping_interval = ping_interval
+        # An application ping when the node is quiet; reconnect when it stays silent.
+        self.silence_timeout = silence_timeout
         # The table-event form asked for (PROTOCOL.md §5.1): 2, change-only (the default),
         # or 1, the whole state in every event. In form 2 the client keeps each table's
         # state by applying the changes; with ``full_states`` each change-only event it
@@ -247,6 +260,9 @@ class Client:
         self._opened_at = 0.0
         self._streak = 0  # reconnect attempts since the last stable socket
         self._up = asyncio.Event()
+        self._heard_at = 0.0  # loop time of the last frame received
+        self._silent = False  # the last socket was dropped because its node went silent
+        self.silences = 0  # sockets dropped because their node went silent
 
     # --- connecting ------------------------------------------------------------------------
 
@@ -298,7 +314,8 @@ class Client:
             headers["Authorization"] = f"Bearer {self.token}"
         try:
             self.ws = await ws_connect(self._ws_url(), additional_headers=headers,
-                                       max_size=MAX_FRAME, compression=None, open_timeout=30,
+                                       max_size=MAX_FRAME, compression=None,
+                                       open_timeout=self.silence_timeout or 30,
                                        ping_interval=self.ping_interval)
         except websockets.InvalidStatus as exc:  # 401 auth_failed for a bad bearer token
             raise ClientError(f"{self.url} refused the connection: HTTP "
@@ -310,9 +327,12 @@ class Client:
         self._opening = True  # a close before welcome is this call's failure, not a loss
         self._generation += 1
         loop = asyncio.get_running_loop()
-        self._opened_at = loop.time()
+        self._opened_at = self._heard_at = loop.time()
+        self._silent = False
         self._welcomed = loop.create_future()
         self._reader = asyncio.create_task(self._read_loop(self.ws))
+        if self.silence_timeout is not None:
+            self._spawn(self._watch_silence(self.ws, self._reader, self.silence_timeout))
         try:
             if self.hello and self.token is not None:
                 await self.send({"type": "hello", "token": self.token,
@@ -382,8 +402,10 @@ class Client:
     # --- the reader ------------------------------------------------------------------------
 
     async def _read_loop(self, ws: ClientConnection) -> None:
+        loop = asyncio.get_running_loop()
         try:
             async for frame in ws:
+                self._heard_at = loop.time()
                 try:
                     message = self._decode(frame)
                 except ValueError:
@@ -413,6 +435,33 @@ class Client:
                 self._give_up()
             self._up.set()  # wake wait_connected, which looks again
 
+    async def _watch_silence(self, ws: ClientConnection, reader: asyncio.Task[None],
+                             timeout: float) -> None:
+        """While ``reader`` reads ``ws``: a ``ping`` after ``timeout / 3`` of quiet; after
+        ``timeout`` of silence the socket is dropped (no closing handshake: the node may not
+        answer one), and the reader's end reconnects elsewhere."""
+        loop = asyncio.get_running_loop()
+        quiet = timeout / 3
+        pinged_at = -float("inf")
+        while not reader.done():
+            now = loop.time()
+            heard = self._heard_at
+            if now - heard >= timeout:
+                log.warning("%s silent for %.0f s: reconnecting", self.url, now - heard)
+                self._silent = True
+                self.silences += 1
+                ws.transport.abort()
+                return
+            if now - heard >= quiet and pinged_at < heard:
+                pinged_at = now
+                with contextlib.suppress(websockets.ConnectionClosed, OSError):
+                    await asyncio.wait_for(ws.send(encode({"type": "ping"}, self.format)),
+                                           quiet)
+                continue
+            wake = heard + (quiet if pinged_at < heard else timeout)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(asyncio.shield(reader), max(0.05, wake - now))
+
     def _give_up(self) -> None:
         self._gone = True
         self._events.put_nowait(None)  # next_event raises ConnectionLost
@@ -440,7 +489,7 @@ class Client:
         return self.url
 
     async def _reconnect_later(self) -> None:
-        move = self.close_code in MOVE_CLOSES
+        move = self.close_code in MOVE_CLOSES or self._silent
         first = True
         while self._streak < self.max_reconnects and not self._closing:
             # a node going away asks for a reconnect at once; then back off, 50 ms to 2 s
@@ -462,6 +511,8 @@ class Client:
     def _handle(self, message: Message) -> None:
         kind = message.get("type")
         ref = message.get("ref")
+        if kind == "pong" and ref is None:
+            return  # the answer to the silence watch's ping (it only needs a frame)
         if kind == "welcome":
             event = parse_event(message)
             assert isinstance(event, Welcome)

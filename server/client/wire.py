@@ -23,7 +23,7 @@ WirePlay = tuple[tuple[int, int], ...]
 TABLE_EVENTS = frozenset({
     "seated", "game_start", "rolled", "moved", "doubled", "taken", "dropped",
     "resign_offered", "resign_rejected", "timeout", "player_disconnected",
-    "player_reconnected", "game_over", "match_over", "table_closed",
+    "player_reconnected", "game_over", "match_over", "table_closed", "resumed",
 })
 """The versioned table events of PROTOCOL.md §5 (each carries ``table`` and ``v``)."""
 TABLE_REPLIES = frozenset({"resume", "sync", "watching"})

@@ -39,7 +39,7 @@ from server.bot.player import BotPlayer, BotStalled, Choice, Think, think_here, 
 from server.bot.strategy import Level
 from server.client import Client, ClientError, Format
 from server.config import Settings
-from server.lobby.routing import Actor, Lobby, error_message
+from server.lobby.routing import Actor, Lobby, error_message, store_away
 from server.lobby.table import Table
 from server.matchmaking.policy import network_key
 from server.net.connection import Connection, Hub
@@ -153,7 +153,7 @@ class ComputerOpponents:
         if self._closing or self.lobby.closing:
             raise ProtocolError(ErrorCode.UNAVAILABLE, "the server is shutting down")
         if not self.lobby.persistence.redis_up:  # as the lobby does while Redis is away
-            raise ProtocolError(ErrorCode.UNAVAILABLE, "storage unavailable, retry")
+            raise store_away()
         now = time.monotonic()
         address = network_key(conn.address)
         self._check_limits(identity, now, address)

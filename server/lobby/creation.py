@@ -318,6 +318,11 @@ class TableCreation:
         mode = None if msg.mode is None else str(msg.mode)
         limit = self.settings.list_limit
         total, page = await self.persistence.table_page(mode, msg.offset, limit)
+        # The index is written in the background; a table this node owns is shown as it is
+        # now, so a client that saw `game_start` never reads its table as still open.
+        owned = self.lobby.tables
+        page = [owned[entry["table"]].summary() if entry.get("table") in owned else entry
+                for entry in page]
         self.lobby.hub.push(conn, Outgoing({
             "type": "tables", "ref": msg.ref, "tables": page, "total": total,
             "offset": msg.offset,

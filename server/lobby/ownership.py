@@ -14,10 +14,12 @@ a hint, the record is the truth). Every write of the table is fenced by the epoc
 
 * beats the heart each ``lease_renew``. A heartbeat that finds the node's time had run out
   (paused past it, cut off from Redis) reads the record of each table it owns once and lets
-  go of those another node claimed meanwhile (their writes would be refused anyway), and the
-  node claims nothing of others for one ``lease_renew`` (its peers, cut off like it, beat
-  again first: no node takes the tables of a peer that was only as late as itself); nor does
-  a node whose own last heartbeat is older than ``lease_ttl`` (it is dead for its peers);
+  go of those another node claimed meanwhile (their writes would be refused anyway); having
+  read the node set afresh, it attaches its sockets' seated players to their tables again,
+  wherever they are served now (its peers took them off their seats); and the node claims
+  nothing of others for one ``lease_renew`` (its peers, cut off like it, beat again first:
+  no node takes the tables of a peer that was only as late as itself); nor does a node
+  whose own last heartbeat is older than ``lease_ttl`` (it is dead for its peers);
 * every ``takeover_scan`` seconds reads the node set (one command; a dead node is cleaned up
   after once by ``Takeover.node_died``, ``takeover.py``), and for each dead node, and each
   peer that said on the bus that it handed tables over, reads its table set and the records
@@ -130,8 +132,15 @@ class Ownership:
         if self._started:
             log.warning("ownership: this node's heartbeat had run out (paused or cut off); "
                         "checking its tables")
+        # Its view of its peers is as old as its pause: read afresh before letting go (the
+        # players of a table it lets go are attached to its new owner, a live peer).
+        await self._check_nodes()
         for table in await self.persistence.lost_tables(self.node_id):
             self.persistence.fenced_out(table)
+        # Its peers took its players off their seats: attach them again now that it knows
+        # who is alive (a peer's ``reattach``, which also comes, may have found it still
+        # with its old view of them).
+        await self.lobby.takeover.reattach()
 
     # --- takeover ----------------------------------------------------------------------------
 

@@ -46,7 +46,7 @@ from server.cluster.liveness import NodeLiveness
 from server.config import Settings
 from server.lobby.chat import LobbyChat
 from server.lobby.creation import TableCreation
-from server.lobby.delivery import Delivery, error_message
+from server.lobby.delivery import Delivery, error_message, retry_message
 from server.lobby.forwarding import Forwarding
 from server.lobby.table import Table
 from server.lobby.takeover import Takeover
@@ -76,11 +76,19 @@ from server.rules import DiceSource
 from server.store.accounts import BOT_PREFIX, Identity
 from server.store.games import GameRecords
 from server.store.persistence import Persistence
+from server.tables.machine import HOLD_RETRY_AFTER
 from server.tables.ratings import RatedPlayer, RatingPlan
 
-__all__ = ["Actor", "Lobby", "LobbyListeners", "error_message"]
+__all__ = ["Actor", "Lobby", "LobbyListeners", "error_message", "store_away"]
 
 log = logging.getLogger(__name__)
+
+
+def store_away() -> ProtocolError:
+    """The refusal of a request while this node cannot store (Redis away: its tables are
+    held): ``unavailable`` with ``retry_after``."""
+    return retry_message(ProtocolError(ErrorCode.UNAVAILABLE, "storage unavailable, retry"),
+                         HOLD_RETRY_AFTER)
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,6 +141,9 @@ class Lobby:
         self.takeover = Takeover(self)
         self.creation = TableCreation(self)
         self.chat = LobbyChat(self)
+        # Players whose last socket here closed while Redis was away: their presence and
+        # their table are told once it is back (store_health).
+        self._left_away: set[str] = set()
 
     # --- tasks -----------------------------------------------------------------------------
 
@@ -328,15 +339,52 @@ class Lobby:
         if player is None or remaining > 0:
             return
         try:
-            await self.persistence.presence_leave(player, self.node_id)
-            if self.closing:
-                return
-            seat = await self.persistence.seat_of(player)
-            if seat is not None:
-                await self.forwarding.detach(player, seat)
+            await self._left(player)
         except (RedisError, OSError) as exc:
-            log.warning("on_disconnect for %s: %s", player, exc)
+            log.warning("on_disconnect for %s: %s (told once Redis is back)", player, exc)
+            self._left_away.add(player)
         await self.flush()
+
+    async def _left(self, player: str, *, detach: bool = True) -> None:
+        """``player``'s last socket here closed: one socket less in its presence, and, with
+        ``detach``, its table is told (the grace period starts there)."""
+        await self.persistence.presence_leave(player, self.node_id)
+        if self.closing or not detach:
+            return
+        seat = await self.persistence.seat_of(player)
+        if seat is not None:
+            await self.forwarding.detach(player, seat)
+
+    async def _leaves_after_hold(self) -> None:
+        """Redis is back: what :meth:`on_disconnect` could not do while it was away is done
+        now (a player who has a socket here again only counts one socket less)."""
+        for player in list(self._left_away):
+            self._left_away.discard(player)
+            try:
+                await self._left(player, detach=not self.hub.by_player.get(player))
+            except (RedisError, OSError) as exc:
+                log.warning("on_disconnect for %s: %s (told once Redis is back)", player, exc)
+                self._left_away.add(player)
+        await self.flush()
+
+    def store_health(self, up: bool) -> None:
+        """This node's store health changed (:attr:`Persistence.redis_up`, the one place it
+        is decided): every table here is held while Redis is away (timers stopped, ``held``
+        sent) and resumed when it is back; then the sockets that closed meanwhile count as
+        gone."""
+        for table in list(self.tables.values()):
+            try:
+                if up:
+                    table.resume()
+                else:
+                    table.hold()
+            except Exception:
+                log.exception("table %s: %s failed", table.id, "resume" if up else "hold")
+        log.warning("Redis %s: %d tables %s", "back" if up else "away", len(self.tables),
+                    "resumed" if up else "held")
+        if up and self._left_away:
+            self.spawn(self._leaves_after_hold())
+        self.kick_flush()
 
     # --- messages from this node's sockets ---------------------------------------------------
 
@@ -351,7 +399,7 @@ class Lobby:
         except (RedisError, OSError) as exc:
             log.warning("Redis error handling %s: %s", msg.TYPE, exc)
             self.metrics.error(ErrorCode.UNAVAILABLE)
-            err = ProtocolError(ErrorCode.UNAVAILABLE, "storage unavailable, retry")
+            err = store_away()
             self.hub.push(conn, Outgoing(error_message(err, msg.ref, table_id)))
         except Exception:
             log.exception("internal error handling %s from %s", msg.TYPE, conn.player)
@@ -366,7 +414,7 @@ class Lobby:
             return
         if not self.persistence.redis_up:
             # Nothing a game needs could be stored now: refuse instead of losing it.
-            raise ProtocolError(ErrorCode.UNAVAILABLE, "storage unavailable, retry")
+            raise store_away()
         route = self.forwarding.route
         match msg:
             case Chat():

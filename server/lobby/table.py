@@ -56,6 +56,7 @@ import msgpack
 from redis.exceptions import RedisError
 
 from server.lobby.chat import TableChat
+from server.lobby.node_loss import split_by_liveness
 from server.logs import game_id as log_game_id
 from server.protocol.codec import Outgoing, WireFormat
 from server.protocol.errors import ErrorCode, ProtocolError
@@ -79,6 +80,8 @@ from server.tables.machine import (
     BOT_PREFIX,
     CLOCK,
     EMPTY,
+    HOLD_RETRY_AFTER,
+    NEXT_GAME,
     STORE_LOST,
     Deadline,
     MachineSettings,
@@ -442,6 +445,27 @@ class Table:
             entry = self._timers.get(key)
             if entry is not None and entry[0] is deadline:
                 del self._timers[key]
+        if deadline.kind != NEXT_GAME:
+            # A strike, an automatic move or a forfeit only once the store answered after
+            # the deadline passed (see _expire_confirmed).
+            self.lobby.spawn(self._expire_confirmed(deadline))
+            return
+        self._expire(deadline)
+
+    async def _expire_confirmed(self, deadline: Deadline) -> None:
+        """Hand ``deadline`` to the machine once a check of the store answered: Redis away
+        since just before the deadline (not noticed yet by the health check) must not cost
+        the player; the failed check holds the table instead (:meth:`hold`), and the clock
+        goes on at :meth:`resume`."""
+        persistence = self.lobby.persistence
+        if not await persistence.confirm_up():
+            if not persistence.redis_up:
+                self.hold()  # held already, unless it started after the others were held
+            return
+        if not self._fenced:
+            self._expire(deadline)
+
+    def _expire(self, deadline: Deadline) -> None:
         try:
             now = time.time()
             was = self.machine.status
@@ -453,6 +477,33 @@ class Table:
             log.exception("table %s: %s timer handling failed", self.id, deadline.kind)
         finally:
             self.lobby.kick_flush()
+
+    # --- a hold: the node cannot store ----------------------------------------------------
+
+    def hold(self) -> None:
+        """This node cannot store (Redis is away): the machine stops the table's timers
+        (:meth:`TableMachine.hold`) and the players and watchers get ``held`` at once (not
+        versioned: it cannot be stored first)."""
+        if self._fenced:
+            return
+        machine = self.machine
+        if machine.held is not None:
+            return
+        now = time.time()
+        step = machine.hold(now)
+        if machine.held is None:
+            return  # finished or closed: nothing to hold
+        self._apply(step, now)
+        self._broadcast(Outgoing({"type": "held", "table": self.id, "since": now,
+                                  "retry_after": HOLD_RETRY_AFTER}))
+
+    def resume(self) -> None:
+        """This node can store again: the machine's timers go on with the time they had left
+        plus ``settings.hold_allowance`` and it emits ``resumed`` (stored, then announced)."""
+        if self._fenced:
+            return
+        now = time.time()
+        self._apply(self.machine.resume(now, self.settings.hold_allowance), now)
 
     def shutdown(self) -> None:
         """The node is stopping: stop every timer (the game stays as its snapshot and log)."""
@@ -731,11 +782,11 @@ class Table:
         self._reply(actor, self._resume_message(actor.player))
         return True
 
-    def detach(self, player: str, node: str) -> None:
+    def detach(self, player: str, node: str, *, lost_at: float | None = None) -> None:
         """``player`` has no socket on ``node`` any more; start the grace period if that was
-        the last node."""
+        the last node (the node-loss grace when ``node`` was found dead at ``lost_at``)."""
         now = time.time()
-        self._apply(self.machine.disconnect(player, node, now), now)
+        self._apply(self.machine.disconnect(player, node, now, lost_at=lost_at), now)
 
     # --- the end of a game ----------------------------------------------------------------
 
@@ -1111,9 +1162,12 @@ class Table:
         table._stored_v = machine.version
         table._snapshot_status = machine.status
         await table.chat.restore(table)
-        # Players whose sockets are on live nodes stay connected there (not the old owner's).
+        # Players whose sockets are on live nodes stay connected there (not the old owner's:
+        # a draining owner closes them); those whose sockets were on dead nodes get the
+        # node-loss grace, from when the node died.
         old_owner = summary.get("node")
         present: list[set[str]] = []
+        lost_at: list[float | None] = []
         for seat in machine.seats:
             nodes: list[str] = []
             if seat is not None:
@@ -1121,8 +1175,12 @@ class Table:
                     nodes, _address = await lobby.persistence.presence(seat.player)
                 except (RedisError, OSError):
                     nodes = []
-            present.append({n for n in nodes if n != old_owner})
-        table._apply(machine.take_over(now, settings.takeover_allowance, present), now)
+            live, died = split_by_liveness(nodes, lobby.liveness.peers, lobby.node_id,
+                                           now)
+            present.append({n for n in live if n != old_owner})
+            lost_at.append(died)
+        table._apply(machine.take_over(now, settings.takeover_allowance, present, lost_at),
+                     now)
         settlement = machine.settlement
         if settlement is not None:
             stored = await table._result_stored(settlement.game_id)

@@ -14,7 +14,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
 import time
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from redis.exceptions import RedisError
@@ -68,6 +70,8 @@ class Takeover:
         table = self.lobby.tables.get(table_id)
         if table is not None:
             table.fenced()  # it calls table_lost
+            if not lost:  # its players' sockets here play on at its new owner
+                await self.attach_sockets(table_id, table.seated_players())
 
     def store_lost(self) -> None:
         """The store was emptied or replaced (``Persistence.check_store``): every table of
@@ -167,10 +171,21 @@ class Takeover:
             if table is not None:  # this node thought it owned it: it does not
                 self.table_fenced(table_id)
         lobby.forwarding.sweep(table=table_id, retry_after=1.0)
+        await self.attach_sockets(table_id, players)
+
+    async def attach_sockets(self, table_id: str, players: Iterable[str]) -> None:
+        """Attach this node's sockets of ``players`` (seated at ``table_id``) to the table
+        wherever it is served now (they get ``resume`` from it): a table this node lost
+        (fenced after a pause, taken over) goes on for its players here without a
+        reconnect, their commands forwarded to its new owner."""
+        lobby = self.lobby
         for player in players:
             conns = lobby.hub.by_player.get(player)
             if conns:
-                await lobby.forwarding.attach(lobby.actor_of(next(iter(conns))), table_id)
+                try:
+                    await lobby.forwarding.attach(lobby.actor_of(next(iter(conns))), table_id)
+                except (RedisError, OSError) as exc:  # the player's next sync attaches them
+                    log.warning("table %s: %s not attached here: %s", table_id, player, exc)
 
     async def taken_over_elsewhere(self, message: ops.TakenOver) -> None:
         """A ``taken_over`` broadcast (its sender hears it too: left out)."""
@@ -179,18 +194,20 @@ class Takeover:
 
     async def node_died(self, node: str) -> None:
         """``node`` stopped saying it is alive: its sockets are gone. Its players leave the
-        seats of this node's tables (their grace period starts), its watchers go, requests
+        seats of this node's tables (their node-loss grace starts, from the end of the node's
+        last heartbeat: the node's fault is not theirs), its watchers go, requests
         waiting for its answer are answered, and the ``node_dead`` listeners are told
         (matchmaking drops the tickets queued through it)."""
         lobby = self.lobby
         if not lobby.liveness.mark_dead(node):
             return
         log.warning("node %s is gone: cleaning up after it", node)
+        lost_at = min(lobby.liveness.peers.get(node, math.inf), time.time())
         for table in list(lobby.tables.values()):
             for key in [k for k in table.watchers if k[0] == node]:
                 table.unwatch(*key)
             for player in table.seated_players():
-                table.detach(player, node)
+                table.detach(player, node, lost_at=lost_at)
         lobby.forwarding.sweep(node=node)
         for listener in lobby.listeners.node_dead:
             try:

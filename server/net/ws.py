@@ -24,7 +24,7 @@ from redis.exceptions import RedisError
 
 from server.config import Settings
 from server.lobby.matchmaker import Matchmaker
-from server.lobby.routing import Lobby, error_message
+from server.lobby.routing import Lobby, error_message, store_away
 from server.net.addresses import client_address
 from server.net.connection import Connection, Hub
 from server.protocol.codec import Outgoing, WireFormat
@@ -33,6 +33,7 @@ from server.protocol.lean import PROTOCOL_LEAN, PROTOCOLS
 from server.protocol.messages import MATCHMAKING_MESSAGES, MESSAGE_TYPES, Hello, PlayComputer
 from server.protocol.session import Accepted, CloseConnection, Refused, Session, SessionLimits
 from server.store.accounts import Accounts, Identity
+from server.tables.machine import HOLD_RETRY_AFTER
 
 if TYPE_CHECKING:
     from server.lobby.computer import ComputerOpponents
@@ -40,6 +41,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 CLOSE_POLICY_VIOLATION = 1008
+CLOSE_TRY_AGAIN_LATER = 1013
 DEFAULT_PROTOCOL = PROTOCOL_LEAN
 """The table-event form of a socket that does not say (PROTOCOL.md §5.1)."""
 TO_LOBBY = frozenset(MESSAGE_TYPES) - {Hello, PlayComputer, *MATCHMAKING_MESSAGES}
@@ -138,7 +140,19 @@ class SocketHandler:
         try:
             token = bearer_token(request.headers.get("Authorization"))
             if token is not None:
-                live = await self.accounts.resolve_live(token)
+                try:
+                    live = await self.accounts.resolve_live(token) \
+                        if self.lobby.persistence.redis_up else None
+                except (RedisError, OSError) as exc:
+                    log.warning("bearer token not checked: %s", exc)
+                    self.lobby.persistence.redis_up = False
+                if not self.lobby.persistence.redis_up:
+                    self.hub.release_address(address)
+                    return web.json_response(
+                        {"error": {"code": str(ErrorCode.UNAVAILABLE),
+                                   "message": "storage unavailable, retry"}},
+                        status=503, headers={"Retry-After": str(HOLD_RETRY_AFTER)},
+                    )
                 if live is None:
                     self.hub.release_address(address)
                     return web.json_response(
@@ -222,6 +236,14 @@ class SocketHandler:
         await self.lobby.on_connect(conn, identity, first_here=sockets_here == 1)
         return True
 
+    async def _store_away(self, conn: Connection, ref: Any) -> None:
+        """Refuse a ``hello`` while Redis is away (its token cannot be checked): ``unavailable``
+        with ``retry_after``, then a clean close (1013, try again later)."""
+        err = store_away()
+        self.lobby.metrics.error(err.code)
+        await self._send(conn, error_message(err, ref))
+        await conn.close(CLOSE_TRY_AGAIN_LATER, "storage unavailable")
+
     async def _send(self, conn: Connection, message: dict[str, Any]) -> None:
         # Through the hub, so it is ordered with everything else queued for the socket.
         self.hub.push(conn, Outgoing(message))
@@ -249,7 +271,16 @@ class SocketHandler:
                     elif isinstance(message, Hello):
                         if message.protocol is not None:
                             session.use_protocol(message.protocol)
-                        live = await self.accounts.resolve_live(message.token)
+                        live = None
+                        if lobby.persistence.redis_up:
+                            try:
+                                live = await self.accounts.resolve_live(message.token)
+                            except (RedisError, OSError) as exc:
+                                log.warning("hello not checked: %s", exc)
+                                lobby.persistence.redis_up = False
+                        if not lobby.persistence.redis_up:
+                            await self._store_away(conn, message.ref)
+                            return
                         if live is None:
                             err = ProtocolError(ErrorCode.AUTH_FAILED,
                                                 "unknown or expired token", field="token")
@@ -260,8 +291,7 @@ class SocketHandler:
                         await self._send(conn, {"type": "pong", "ref": message.ref})
                     elif isinstance(message, MATCHMAKING_MESSAGES) and self.matchmaker is not None:
                         if not lobby.persistence.redis_up:  # as the lobby does (Redis outage)
-                            err = ProtocolError(ErrorCode.UNAVAILABLE,
-                                                "storage unavailable, retry")
+                            err = store_away()
                             lobby.metrics.error(err.code)
                             await self._send(conn, error_message(err, message.ref))
                         else:

@@ -222,16 +222,20 @@ class Persistence:
                  on_stored: Callable[[str, int], None] | None = None,
                  on_fenced: Callable[[str], None] | None = None,
                  on_store_lost: Callable[[], None] | None = None,
+                 on_health: Callable[[bool], None] | None = None,
                  tick: Tick | None = None) -> None:
-        """``tick``: the node's tick, which runs the Redis check (one of its own if not
-        given). ``on_stored``, ``on_fenced``, ``on_store_lost``: who is told after a flush that a
+        """``on_stored``, ``on_fenced``, ``on_store_lost``: who is told after a flush that a
         table's events up to a version are stored, that a table's write was refused (its
-        lease is lost), and that the store was emptied or replaced (the lobby's takeover)."""
+        lease is lost), and that the store was emptied or replaced (the lobby's takeover);
+        ``on_health``: that this node can store again or not (:attr:`redis_up`); ``tick``:
+        the node's tick, which runs the Redis check (one of its own if not given)."""
         self.redis = redis
         self.metrics = metrics if metrics is not None else Metrics(enabled=False)
         # False from a failed Redis check or write until a check answers again: new actions
-        # are refused with ``unavailable`` and /readyz, /healthz say so.
-        self.redis_up = True
+        # are refused with ``unavailable`` and /readyz, /healthz say so (see redis_up).
+        self._redis_up = True
+        self.on_health = on_health
+        self._confirming: asyncio.Future[bool] | None = None
         # The store identity this node knows (claim_store), and who is told when it is gone.
         self.store_id: str | None = None
         self.on_store_lost = on_store_lost
@@ -280,6 +284,50 @@ class Persistence:
         self._append_sha = self._fenced_append.sha.encode()
         self._log_ttl_ms = int(settings.event_log_ttl * 1000)
         self._seat_ttl_ms = int(max(settings.event_log_ttl, 3600.0) * 1000)
+
+    # --- the store's health ---------------------------------------------------------------
+
+    @property
+    def redis_up(self) -> bool:
+        """Whether this node can store: False from a failed check or write until a check
+        answers again. Every change is told to :attr:`on_health` (the lobby holds or resumes
+        its tables): the one place the node's store health is decided."""
+        return self._redis_up
+
+    @redis_up.setter
+    def redis_up(self, up: bool) -> None:
+        if up == self._redis_up:
+            return
+        self._redis_up = up
+        if self.on_health is not None:
+            try:
+                self.on_health(up)
+            except Exception:
+                log.exception("telling the tables that Redis is %s failed",
+                              "back" if up else "away")
+
+    async def confirm_up(self) -> bool:
+        """Whether the store answers now: one read of its identity (:meth:`check_store`),
+        shared by every caller while it is in flight. A failure marks Redis away
+        (:attr:`redis_up`). Asked before a player is charged for a deadline that passed."""
+        if not self._redis_up:
+            return False
+        pending = self._confirming
+        if pending is None:
+            pending = self._confirming = asyncio.ensure_future(self._confirm())
+        return await asyncio.shield(pending)
+
+    async def _confirm(self) -> bool:
+        try:
+            up, lost = await self.check_store(
+                timeout=max(self._settings.redis_check_interval, 2.0))
+        finally:
+            self._confirming = None
+        if not up:
+            if self._redis_up:
+                log.warning("Redis is unreachable")
+            self.redis_up = False
+        return up and not lost
 
     # --- write-behind ------------------------------------------------------------------
 
@@ -494,9 +542,10 @@ class Persistence:
             self._put_back(events, snapshots, versions, firsts)
             await self.load_scripts()
             raise
-        except BaseException:
+        except BaseException as exc:
             self._put_back(events, snapshots, versions, firsts)
-            self.redis_up = False
+            if not isinstance(exc, asyncio.CancelledError):
+                self.redis_up = False
             raise
         self.metrics.redis_rtt.observe(time.perf_counter() - started)
         for table, reply in zip(order, replies, strict=True):
@@ -667,14 +716,15 @@ class Persistence:
                           b"" if first is None else b"%d" % first,
                           str(result.get("game_id") or ""), *(events or ())],
                 )
-            except BaseException:
+            except BaseException as exc:
                 # Nothing of it is lost: the events and snapshot go back to the buffer, and
                 # the caller tries again.
                 self._put_back({table: events} if events else {},
                                {table: snapshot} if snapshot is not None else {},
                                {table: version} if version is not None else {},
                                {table: first} if first is not None else {})
-                self.redis_up = False
+                if not isinstance(exc, asyncio.CancelledError):
+                    self.redis_up = False
                 raise
         if int(reply) == -1:
             self.fenced_out(table)

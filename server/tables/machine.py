@@ -19,7 +19,16 @@ within ``decision_time``; its deadline is in every state. When it passes, the pl
 strike and the rules' default action is taken (roll, first legal play, take, reject); the
 ``max_strikes``-th strike of a game forfeits it (a match: the match) at the current cube.
 A player whose last socket closes has ``grace_period`` to come back; past it, the game (the
-match) is forfeited. Leaving a table during a game is the same kind of loss.
+match) is forfeited. Leaving a table during a game is the same kind of loss. A player whose
+socket was on a node found dead (the server's fault, not the player's: the shell says when
+the node was found dead, ``lost_at``) has ``node_loss_grace`` from then instead, when that
+ends later (:meth:`~TableMachine.disconnect`, :meth:`~TableMachine.take_over`).
+
+Held: while the table's node cannot store (Redis is away), :meth:`TableMachine.hold` stops
+every timer where it is (nobody gets a strike, an automatic move or a forfeit), commands are
+refused with ``unavailable`` and presence changes wait; :meth:`TableMachine.resume` starts the
+timers again with the time they had left plus an allowance, emits ``resumed``, then applies the
+presence changes made meanwhile. The state's ``held`` says whether play is held.
 
 Presence events are bounded: a seat's ``player_disconnected`` is announced only while the seat
 has used fewer than ``presence_events`` of its presence events in the current game (each
@@ -89,6 +98,8 @@ STORE_LOST = "store_lost"
 """``table_closed`` reason: the store was emptied or replaced under the table's owner."""
 #: ``table_closed``'s reason when the table's tournament was cancelled by its runner.
 TOURNAMENT_CANCELLED = "tournament_cancelled"
+HOLD_RETRY_AFTER = 1
+"""Seconds a client is told to wait (``retry_after``) before it sends again while play is held."""
 
 
 class TableStatus(StrEnum):
@@ -116,13 +127,15 @@ class MachineSettings:
     grace_period: float = 60.0
     next_game_delay: float = 0.0
     presence_events: int = 4  # presence events per seat per game (see the module docstring)
+    node_loss_grace: float = 180.0  # the grace of a player whose node was found dead
 
     @classmethod
     def of(cls, settings: Any) -> MachineSettings:
         """The table settings of a :class:`server.config.Settings` (or anything like it)."""
         return cls(float(settings.decision_time), int(settings.max_strikes),
                    float(settings.grace_period), float(settings.next_game_delay),
-                   int(getattr(settings, "presence_events", 4)))
+                   int(getattr(settings, "presence_events", 4)),
+                   float(getattr(settings, "node_loss_grace", 180.0)))
 
 
 @dataclass(slots=True)
@@ -184,6 +197,19 @@ class Settlement:
     match_loser: str | None = None
 
 
+@dataclass(slots=True)
+class Hold:
+    """A held table (:meth:`TableMachine.hold`): since when (``now`` of the hold), the
+    seconds each timer in force had left then (the decision clock, each seat's grace period
+    by side, the next game of a match), and the seats that lost a socket during the hold."""
+
+    since: float
+    clock_left: float | None = None
+    grace_left: dict[int, float] = field(default_factory=dict)
+    next_game_left: float | None = None
+    away: set[int] = field(default_factory=set)  # sides whose sockets closed meanwhile
+
+
 @dataclass(frozen=True, slots=True)
 class Step:
     """What one command did (see the module docstring)."""
@@ -195,6 +221,17 @@ class Step:
 
 
 EMPTY = Step()
+
+
+def merged(*steps: Step) -> Step:
+    """One step doing what ``steps`` do, in order."""
+    done = [step for step in steps if step is not EMPTY]
+    if len(done) <= 1:
+        return done[0] if done else EMPTY
+    return Step(tuple(e for s in done for e in s.events),
+                tuple(d for s in done for d in s.deadlines),
+                tuple(d for s in done for d in s.cancelled),
+                next((s.settle for s in done if s.settle is not None), None))
 
 
 def _rules_error(exc: RulesError) -> ProtocolError:
@@ -271,6 +308,7 @@ class TableMachine:
         self._settle: Settlement | None = None
         self._muted = False  # replaying: events only count versions
         self.logged_at: float | None = None  # replay: time of the latest event, when known
+        self.held: Hold | None = None  # while the node cannot store (see hold)
 
     # --- reading ---------------------------------------------------------------------------
 
@@ -323,6 +361,7 @@ class TableMachine:
             },
             "match": self.match_state(),
             "rating": rating,
+            "held": self._held_state(),
         }
 
     def handout(self) -> dict[str, Any]:
@@ -418,6 +457,8 @@ class TableMachine:
             raise ProtocolError(ErrorCode.NOT_PLAYING, f"no game in progress at table {self.id}")
         if self.finishing or game.is_over:
             raise ProtocolError(ErrorCode.GAME_OVER, "the game is over")
+        if self.held is not None:
+            raise self._held_error()
         outcome: Outcome | None = None
         kind: str | None = None
         fields: dict[str, Any] = {"side": int(side)}
@@ -580,6 +621,8 @@ class TableMachine:
         seat.nodes.add(node)
         seat.logged_connected = None
         self.seats_changed()
+        if self.held is not None:
+            return EMPTY  # applied at resume
         if seat.grace is not None:
             self._disarm.append(seat.grace)
             seat.grace = None
@@ -591,9 +634,10 @@ class TableMachine:
                            now)
         return self._step()
 
-    def disconnect(self, player: str, node: str, now: float) -> Step:
+    def disconnect(self, player: str, node: str, now: float, *,
+                   lost_at: float | None = None) -> Step:
         """``player`` has no socket on ``node`` any more; the grace period starts if that was
-        the last node."""
+        the last node (``lost_at``: ``node`` was found dead then, see :meth:`_grace`)."""
         side = self.side_of(player)
         if side is None:
             return EMPTY
@@ -602,11 +646,14 @@ class TableMachine:
         seat.nodes.discard(node)
         seat.logged_connected = None
         self.seats_changed()
+        if self.held is not None:
+            self.held.away.add(int(side))  # applied at resume
+            return EMPTY
         if seat.nodes or seat.grace is not None:
             return EMPTY
         if self.status not in (TableStatus.OPEN, TableStatus.PLAYING) or self.finishing:
             return EMPTY
-        grace = self.settings.grace_period
+        grace = self._grace(now, lost_at)
         seat.grace_deadline = now + grace
         seat.grace = Deadline(GRACE, int(side), seat.grace_deadline)
         self._arm.append(seat.grace)
@@ -622,6 +669,16 @@ class TableMachine:
         )
         return self._step()
 
+    def _grace(self, now: float, lost_at: float | None) -> float:
+        """Seconds from ``now`` a player who has just lost their last socket has to come
+        back: ``grace_period``; when that socket's node was found dead at ``lost_at`` (nobody's
+        fault but the server's), up to ``node_loss_grace`` after ``lost_at`` if that is
+        later."""
+        grace = self.settings.grace_period
+        if lost_at is None:
+            return grace
+        return max(grace, lost_at + self.settings.node_loss_grace - now)
+
     def _cancel_graces(self) -> None:
         for seat in self.seats:
             if seat is not None and seat.grace is not None:
@@ -633,7 +690,9 @@ class TableMachine:
 
     def expire(self, deadline: Deadline, now: float) -> Step:
         """``deadline`` has passed (the shell's timer fired). A deadline no longer in force
-        does nothing."""
+        does nothing, and so does every deadline while the table is held."""
+        if self.held is not None:
+            return EMPTY
         kind = deadline.kind
         if kind == CLOCK:
             if deadline is not self.clock:
@@ -856,16 +915,108 @@ class TableMachine:
         self._emit("table_closed", {"reason": reason}, now, with_state=False)
         self.status = TableStatus.CLOSED
 
+    # --- a hold: the node cannot store ---------------------------------------------------
+
+    def hold(self, now: float) -> Step:
+        """The table's node cannot store (Redis is away): every timer stops where it is, so
+        nobody gets a strike, an automatic move or a forfeit meanwhile; game actions are
+        refused (``unavailable``) and presence changes (:meth:`connect`, :meth:`disconnect`)
+        only update the seats' nodes until :meth:`resume`. Emits nothing (nothing could be
+        stored): the timers stopped come back in ``cancelled``. Does nothing to a table held
+        already, finished or closed. Trusts its caller."""
+        if self.held is not None or self.status not in (TableStatus.OPEN, TableStatus.PLAYING):
+            return EMPTY
+        held = self.held = Hold(now)
+        clock = self.clock
+        if clock is not None:
+            held.clock_left = max(0.0, clock.at - now)
+            self._disarm.append(clock)
+            self.clock = None
+        for side, seat in enumerate(self.seats):
+            if seat is not None and seat.grace is not None:
+                held.grace_left[side] = max(0.0, seat.grace.at - now)
+                self._disarm.append(seat.grace)
+                seat.grace = None
+        if self.next_game is not None:
+            held.next_game_left = max(0.0, self.next_game.at - now)
+            self._disarm.append(self.next_game)
+            self.next_game = None
+        return self._step()
+
+    def resume(self, now: float, allowance: float) -> Step:
+        """The node can store again: ``resumed`` (with the state), the decision clock and each
+        grace period going on with the time they had left plus ``allowance``, a match's next
+        game with the time it had left; then the presence changes of the hold take effect: a
+        player back gets ``player_reconnected`` (when the leave was announced), a player whose
+        last socket closed during the hold starts the grace period now
+        (``player_disconnected``). Does nothing to a table not held."""
+        held = self.held
+        if held is None:
+            return EMPTY
+        self.held = None
+        if self.status not in (TableStatus.OPEN, TableStatus.PLAYING):
+            return self._step()
+        if held.clock_left is not None and self.clock is None and self._clock_side is not None:
+            at = self.deadline = now + held.clock_left + allowance
+            self.clock = Deadline(CLOCK, int(self._clock_side), at)
+            self._arm.append(self.clock)
+        if held.next_game_left is not None and self.next_game is None:
+            self.next_game = Deadline(NEXT_GAME, None, now + held.next_game_left)
+            self._arm.append(self.next_game)
+        elif self.next_game is not None:
+            self._arm.append(self.next_game)  # due during the hold (a game settled meanwhile)
+        back: list[tuple[int, Seat]] = []
+        for side, left in held.grace_left.items():
+            seat = self.seats[side]
+            if seat is None or seat.grace is not None:
+                continue
+            if seat.nodes:
+                back.append((side, seat))
+                continue
+            seat.grace_deadline = now + left + allowance
+            seat.grace = Deadline(GRACE, side, seat.grace_deadline)
+            self._arm.append(seat.grace)
+        self.seats_changed()
+        self._emit("resumed", {"since": held.since, "until": now}, now)
+        for side, seat in back:
+            seat.grace_deadline = None
+            announced, seat.announced_away = seat.announced_away, False
+            self.seats_changed()
+            if announced and not self.finishing:
+                self._emit("player_reconnected", {"side": side, "player": seat.player}, now)
+        steps = [self._step()]
+        for side in sorted(held.away):
+            seat = self.seats[side]
+            if seat is not None and not seat.nodes and seat.grace is None:
+                steps.append(self.disconnect(seat.player, "", now))
+        return merged(*steps)
+
+    def _held_state(self) -> dict[str, Any] | None:
+        """The state's ``held``: None, or since when play is held and the decision clock's
+        seconds left."""
+        held = self.held
+        if held is None:
+            return None
+        return {"since": held.since, "clock_left": held.clock_left}
+
+    def _held_error(self) -> ProtocolError:
+        exc = ProtocolError(ErrorCode.UNAVAILABLE,
+                            f"play at table {self.id} is held: the server cannot store; retry")
+        exc.retry_after = HOLD_RETRY_AFTER
+        return exc
+
     # --- after a takeover ------------------------------------------------------------------
 
     def take_over(self, now: float, allowance: float,
-                  present: Sequence[Iterable[str]] = ()) -> Step:
+                  present: Sequence[Iterable[str]] = (),
+                  lost_at: Sequence[float | None] = ()) -> Step:
         """This machine was rebuilt on a new owner: a player with sockets on live nodes
-        (``present[side]``) is connected there, every other player is away (in grace, from
-        ``now``), and the player to act gets the time that was left on the clock at the last
-        stored event (:attr:`logged_at`) plus ``allowance``. Emits nothing."""
+        (``present[side]``) is connected there, every other player is away: in grace from
+        ``now``, or, when their sockets were on a node found dead at ``lost_at[side]``, in
+        the node-loss grace from then (:meth:`_grace`); the player to act gets the time
+        that was left on the clock at the last stored event (:attr:`logged_at`) plus
+        ``allowance``. Emits nothing."""
         if self.status in (TableStatus.OPEN, TableStatus.PLAYING) and not self.finishing:
-            grace = self.settings.grace_period
             for side, seat in enumerate(self.seats):
                 if seat is None:
                     continue
@@ -880,7 +1031,8 @@ class TableMachine:
                     continue
                 if seat.grace is not None:
                     self._disarm.append(seat.grace)
-                seat.grace_deadline = now + grace
+                seat.grace_deadline = now + self._grace(
+                    now, lost_at[side] if side < len(lost_at) else None)
                 seat.grace = Deadline(GRACE, side, seat.grace_deadline)
                 self._arm.append(seat.grace)
                 # Away because a node was lost, not by the player's doing: the return is
@@ -982,7 +1134,10 @@ class TableMachine:
     def _replay_times(self, kind: str, event: Mapping[str, Any],
                       state: Mapping[str, Any] | None) -> None:
         """When the event happened, where the log says it: a fresh decision clock started then
-        (deadline - limit), a grace period too (deadline - grace)."""
+        (deadline - limit), a grace period too (deadline - grace); a hold ended then."""
+        if kind == "resumed":
+            self.logged_at = float(event["until"])
+            return
         if kind == "player_disconnected":
             self.logged_at = float(event["deadline"]) - float(event["grace"])
             return
@@ -1082,8 +1237,10 @@ class TableMachine:
                 self._forfeit(Side(loser), EndReason(reason), now)
         elif kind == "table_closed":
             self._close(str(event.get("reason")), now)
-        elif kind == "match_over":
-            pass  # always right after its game_over, which replayed it
+        elif kind in ("match_over", "resumed"):
+            # match_over: always right after its game_over, which replayed it; resumed: its
+            # new deadlines are in its state.
+            pass
         else:
             raise KeyError(f"unknown event type {kind!r}")
 
@@ -1156,13 +1313,16 @@ __all__ = [
     "FIBS",
     "GRACE",
     "GUEST_PREFIX",
+    "HOLD_RETRY_AFTER",
     "NEXT_GAME",
     "TABLE42",
     "Deadline",
+    "Hold",
     "MachineSettings",
     "Seat",
     "Settlement",
     "Step",
     "TableMachine",
     "TableStatus",
+    "merged",
 ]

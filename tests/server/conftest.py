@@ -14,11 +14,23 @@ from typing import Any, cast
 import pytest
 import redis.asyncio as aioredis
 from aiohttp import web
+from hardening_helpers import PrivateRedis
 from server_helpers import RunningServer, StartServer
 
 from server.app import create_app
 from server.config import Settings
 from server.rules import DiceSource
+
+
+@pytest.fixture
+async def private_redis() -> AsyncIterator[PrivateRedis]:
+    """A redis-server of the test's own (never the shared one), that it may stop, pause,
+    kill and start again (``hardening_helpers.PrivateRedis``)."""
+    redis = PrivateRedis().start()
+    try:
+        yield redis
+    finally:
+        redis.close()
 
 
 @pytest.fixture

@@ -67,6 +67,24 @@ class PrivateRedis:
         self._proc.wait(10)
         self._proc = None
 
+    def pause(self) -> None:
+        """SIGSTOP: the server stops answering, its connections stay open (a hung host)."""
+        assert self._proc is not None
+        self._proc.send_signal(signal.SIGSTOP)
+
+    def cont(self) -> None:
+        """SIGCONT after :meth:`pause`: it answers again, with everything it held."""
+        assert self._proc is not None
+        self._proc.send_signal(signal.SIGCONT)
+
+    def kill(self) -> None:
+        """SIGKILL: gone at once, with nothing flushed but the append-only file (fsync always);
+        :meth:`start` brings it back from that file."""
+        assert self._proc is not None
+        self._proc.kill()
+        self._proc.wait(10)
+        self._proc = None
+
     def wipe(self) -> None:
         """Forget every file of the stopped server: started again, it is a fresh, empty Redis
         on the same address (a replaced store)."""
@@ -83,6 +101,7 @@ class PrivateRedis:
 
     def close(self) -> None:
         if self._proc is not None:
+            self._proc.send_signal(signal.SIGCONT)  # a paused server cannot stop otherwise
             self._proc.terminate()
             self._proc.wait(10)
             self._proc = None
@@ -101,6 +120,10 @@ class ServerProcess:
     @property
     def http(self) -> str:
         return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def ws_url(self) -> str:
+        return f"ws://127.0.0.1:{self.port}/ws"
 
     async def start(self) -> ServerProcess:
         self.proc = subprocess.Popen(

@@ -15,7 +15,7 @@ import os
 import random
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from aiohttp import web
 
@@ -140,16 +140,24 @@ class Client(LibraryClient):
         return [m for m in self.messages if m.get("type") == kind]
 
 
-async def register(server: RunningServer, name: str, password: str = "correct horse") -> str:
+class Reachable(Protocol):
+    """A server the helpers below can reach: an in-process :class:`RunningServer` or a
+    ``python -m server`` process (``hardening_helpers.ServerProcess``)."""
+
+    @property
+    def ws_url(self) -> str: ...
+
+
+async def register(server: Reachable, name: str, password: str = "correct horse") -> str:
     return await library_register(server.ws_url, name, password)
 
 
-async def guest(server: RunningServer) -> str:
+async def guest(server: Reachable) -> str:
     return await guest_token(server.ws_url)
 
 
 async def connect(
-    server: RunningServer,
+    server: Reachable,
     token: str | None,
     *,
     binary: bool = False,
@@ -170,7 +178,7 @@ async def connect(
 
 
 async def seat_two(
-    server: RunningServer,
+    server: Reachable,
     a: Client,
     b: Client,
     *,

@@ -10,7 +10,6 @@ wiped and started again.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator
 
 import pytest
 import redis.asyncio as aioredis
@@ -23,15 +22,6 @@ from server.client.connection import ClientError, ConnectionLost
 from server.net.connection import CLOSE_TOKEN_ENDED
 
 TOLD_WITHIN = 10.0
-
-
-@pytest.fixture
-async def private_redis() -> AsyncIterator[PrivateRedis]:
-    redis = PrivateRedis().start()
-    try:
-        yield redis
-    finally:
-        redis.close()
 
 
 async def _flushall(url: str) -> None:

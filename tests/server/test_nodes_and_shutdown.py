@@ -138,7 +138,7 @@ async def test_python_m_server_stops_cleanly_on_sigterm(
         class Running:
             ws_url = f"ws://127.0.0.1:{port}/ws"
 
-        client = await connect(Running(), token)  # type: ignore[arg-type]
+        client = await connect(Running(), token)
         assert client.messages[0]["limits"]["decision_time"] == 45
         proc.send_signal(signal.SIGTERM)
         assert await client.wait_closed() == 1001

@@ -43,6 +43,7 @@ export function eventText(msg, name) {
     timeout: () => t("log.timeout", { name: who, strikes: msg.strikes[msg.side] }),
     player_disconnected: () => t("log.disconnected", { name: who }),
     player_reconnected: () => t("log.reconnected", { name: who }),
+    resumed: () => t("log.resumed"),
     game_over: () => t("log.game_over", { name: name(msg.winner_side), n: msg.points, kind: kindText(msg.kind), reason: reasonText(msg.reason) }),
     match_over: () => t("log.match_over", { score: msg.score.join("–") }),
     table_closed: () => t("log.table_closed"),
@@ -210,6 +211,11 @@ export class GameView {
     }
     if (msg.type === "chat") {
       this.chat.add(msg);
+      return;
+    }
+    if (msg.type === "held") {
+      // The server cannot store: no clock runs until "resumed" (a versioned event) comes.
+      toast(t("game.held"));
       return;
     }
     if (msg.type === "resume") {
