@@ -84,14 +84,18 @@ class Tick:
                 await task
 
     def halt(self) -> None:
-        """Run nothing more, as if the process were paused (tests freeze a node so): the
-        task and every run in progress are cancelled; :meth:`remove` still works."""
+        """Run nothing more, as if the process were paused (tests freeze a node so): every
+        duty is forgotten, the task and every run in progress cancelled. A part started
+        again adds its duties again."""
         if self._task is not None:
             self._task.cancel()
             self._task = None
         for run in self._runs.values():
             run.cancel()
         self._runs.clear()
+        self._schedule = Schedule()
+        self._steps.clear()
+        self._origin = None
 
     def running(self, name: str) -> bool:
         """Whether a run of ``name`` is in progress."""

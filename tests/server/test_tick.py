@@ -70,3 +70,24 @@ async def test_a_poke_runs_a_duty_at_once() -> None:
     tick.poke("scan")
     await asyncio.wait_for(ran.wait(), 10)
     await tick.remove("scan")
+
+
+async def test_a_halted_tick_runs_nothing_until_duties_are_added_again() -> None:
+    tick = Tick()
+    hung = asyncio.Event()
+    ran = asyncio.Event()
+
+    async def hang() -> None:
+        hung.set()
+        await asyncio.Event().wait()
+
+    async def beat() -> None:
+        ran.set()
+
+    tick.add("hang", 3600.0, hang, first=0)
+    await asyncio.wait_for(hung.wait(), 10)
+    tick.halt()
+    assert not tick.running("hang")
+    tick.add("hang", 3600.0, beat, first=0)  # the name is free again
+    await asyncio.wait_for(ran.wait(), 10)
+    await tick.remove("hang")
