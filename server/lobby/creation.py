@@ -23,7 +23,6 @@ from typing import TYPE_CHECKING
 
 from redis.exceptions import RedisError
 
-from server.config import Settings
 from server.lobby.delivery import retry_message
 from server.lobby.table import Table, TableStatus
 from server.matchmaking.policy import network_key
@@ -35,61 +34,13 @@ from server.protocol.node_messages import Actor
 from server.ratelimit import RateLimiter
 from server.store.accounts import GUEST_PREFIX, is_bot_id
 from server.store.persistence import FENCED_OUT
+from server.tables.machine import already_seated, check_new_table
 from server.tables.ratings import RatedPlayer, RatingPlan, counts_for_pair_limit, plan_rating
 
 if TYPE_CHECKING:
     from server.lobby.routing import Lobby
 
 log = logging.getLogger(__name__)
-
-
-def check_start(settings: Settings, first: str, second: str, match_length: int | None,
-                mode: TableMode, tournament_id: str | None) -> int:
-    """The checks of :meth:`TableCreation.start_rated_game`; returns the match length (0: a
-    single game). Raises ProtocolError."""
-    if first == second:
-        raise ProtocolError(ErrorCode.SAME_PLAYER, "a player cannot play themselves",
-                            field="second")
-    if mode not in (TableMode.COMPETITIVE, TableMode.BOOSTED, TableMode.TOURNAMENT):
-        raise ProtocolError(ErrorCode.BAD_FIELD,
-                            "mode must be competitive, boosted or tournament", field="mode")
-    if (mode is TableMode.TOURNAMENT) != (tournament_id is not None):
-        raise ProtocolError(ErrorCode.BAD_FIELD,
-                            "a tournament table (and only one) needs a tournament_id",
-                            field="tournament_id")
-    length = 0 if match_length is None else match_length
-    if not 0 <= length <= settings.max_match_length or match_length == 0:
-        raise ProtocolError(
-            ErrorCode.BAD_FIELD,
-            f"match_length must be None or 1..{settings.max_match_length}",
-            field="match_length",
-        )
-    return length
-
-
-def check_create(settings: Settings, actor: Actor, msg: CreateTable) -> None:
-    """The checks of a player's ``create_table`` on the table it asks for. Raises
-    ProtocolError."""
-    if msg.match_length > settings.max_match_length:
-        raise ProtocolError(
-            ErrorCode.BAD_FIELD,
-            f"field 'match_length' must be in 0..{settings.max_match_length}",
-            field="match_length",
-        )
-    if msg.mode is TableMode.TOURNAMENT and is_bot_id(actor.player):
-        raise ProtocolError(ErrorCode.BOT_NOT_ALLOWED,
-                            "computer players do not play in tournaments", field="mode")
-    if msg.mode is TableMode.TOURNAMENT and msg.tournament_id is None:
-        raise ProtocolError(ErrorCode.MISSING_FIELD,
-                            "field 'tournament_id' is required for a tournament table",
-                            field="tournament_id")
-    if msg.mode is TableMode.TOURNAMENT:
-        # A tournament's tables are opened by its bracket (or its runner) for the two
-        # players of a match; a player opening one would play a game the tournament
-        # never scheduled.
-        raise ProtocolError(ErrorCode.BAD_FIELD,
-                            "tournament tables are opened by the tournament, not by "
-                            "players", field="mode")
 
 
 class TableCreation:
@@ -132,7 +83,9 @@ class TableCreation:
         tournament_id: str | None = None,
     ) -> str:
         """See :meth:`server.lobby.routing.Lobby.start_rated_game`."""
-        length = check_start(self.settings, first, second, match_length, mode, tournament_id)
+        length = check_new_table(mode, match_length, tournament_id, (first, second),
+                                 max_match_length=self.settings.max_match_length,
+                                 by_player=False)
         persistence = self.persistence
         table_id = self.new_table_id()
         taken: list[str] = []
@@ -141,9 +94,7 @@ class TableCreation:
             if held is not None:
                 for p in taken:
                     await persistence.release_seat(p, table_id)
-                raise ProtocolError(ErrorCode.ALREADY_SEATED,
-                                    f"{player} already holds a seat at table {held}",
-                                    field=slot)
+                raise already_seated(held, player=player, field=slot)
             taken.append(player)
         seats: list[tuple[Actor, set[str]]] = []
         for i, player in enumerate((first, second)):
@@ -235,7 +186,8 @@ class TableCreation:
         the player seated; ``table_created`` answers."""
         settings = self.settings
         lobby = self.lobby
-        check_create(settings, actor, msg)
+        check_new_table(msg.mode, msg.match_length, msg.tournament_id, (actor.player,),
+                        max_match_length=settings.max_match_length, by_player=True)
         open_here = sum(1 for t in lobby.tables.values() if t.status is TableStatus.OPEN)
         if open_here + self._creating >= settings.max_open_tables:
             raise ProtocolError(ErrorCode.TOO_MANY_TABLES, "too many open tables; join one")
@@ -250,8 +202,7 @@ class TableCreation:
             table_id = self.new_table_id()
             held = await self.persistence.take_seat(actor.player, table_id)
             if held is not None:
-                raise ProtocolError(ErrorCode.ALREADY_SEATED,
-                                    f"you already hold a seat at table {held}", field="table")
+                raise already_seated(held)
             try:
                 await lobby.takeover.claim_new(table_id)
             except BaseException:

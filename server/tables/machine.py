@@ -2,7 +2,7 @@
 grace and versioned events. No asyncio, aiohttp or redis here; the time is an argument.
 
 Commands go in (:meth:`TableMachine.act`, :meth:`~TableMachine.seat`,
-:meth:`~TableMachine.connect`, :meth:`~TableMachine.disconnect`,
+:meth:`~TableMachine.leave`, :meth:`~TableMachine.connect`, :meth:`~TableMachine.disconnect`,
 :meth:`~TableMachine.forfeit`, :meth:`~TableMachine.close`, :meth:`~TableMachine.settled`) and
 timers come back as data: every call returns a :class:`Step` with
 
@@ -13,6 +13,20 @@ timers come back as data: every call returns a :class:`Step` with
 - ``settle``: a game just ended: the :class:`Settlement` the shell must make, once.
 
 When a deadline passes the shell calls :meth:`TableMachine.expire` with it.
+
+The machine makes every check of the table's rules; the shell asks before it awaits and
+carries out the answer:
+
+- a new table's specification (mode, match length, tournament, who opens it):
+  :func:`check_new_table`, for a table a player creates and for a pair seated by matchmaking,
+  a tournament or a game against the computer;
+- who may sit: :meth:`TableMachine.check_join` (before the shell takes the seat lock in
+  Redis) and :meth:`TableMachine.seat` (which checks again, after the awaits): an open table,
+  a free seat, no computer player at a tournament table; one seat per player
+  (:func:`already_seated`, from the seat lock's answer);
+- what leaving does: :meth:`TableMachine.leave` (:class:`LeaveKind`: close an open table,
+  forfeit a game in play, or give back only the seat);
+- what to settle: :attr:`Settlement.settles` and :attr:`Settlement.rated_id`.
 
 Clocks: each decision (roll or double, move, take or drop, answer a resignation) must come
 within ``decision_time``; its deadline is in every state. When it passes, the player gets a
@@ -100,6 +114,98 @@ STORE_LOST = "store_lost"
 TOURNAMENT_CANCELLED = "tournament_cancelled"
 HOLD_RETRY_AFTER = 1
 """Seconds a client is told to wait (``retry_after``) before it sends again while play is held."""
+
+
+#: :attr:`Settlement.settles` of a game that earns Boosted points.
+BOOSTED = "boosted"
+
+
+class LeaveKind(StrEnum):
+    """What :meth:`TableMachine.leave` did."""
+
+    CLOSE = "close"  # an open table closed (``table_closed``, reason ``left``): free every seat
+    FORFEIT = "forfeit"  # the leaver lost the game in play (a match: the match); seats go at
+    # the table's end
+    RELEASE = "release"  # nothing to lose (finished, or being settled): free the leaver's seat
+
+
+def already_seated(held: str, *, player: str | None = None,
+                   field: str = "table") -> ProtocolError:
+    """The refusal of a seat to a player whose seat lock is held at table ``held`` (a player
+    holds one seat at a time). ``player``: name the player (a pair seated by a server
+    component), else the message speaks to the player who asked."""
+    who = "you already hold" if player is None else f"{player} already holds"
+    return ProtocolError(ErrorCode.ALREADY_SEATED, f"{who} a seat at table {held}",
+                         field=field)
+
+
+def bot_not_allowed(field: str) -> ProtocolError:
+    """The refusal of a computer player at a tournament table (``field``: what names it)."""
+    return ProtocolError(ErrorCode.BOT_NOT_ALLOWED,
+                         "computer players do not play in tournaments", field=field)
+
+
+def check_new_table(
+    mode: TableMode,
+    match_length: int | None,
+    tournament_id: str | None,
+    players: Sequence[str],
+    *,
+    max_match_length: int,
+    by_player: bool,
+) -> int:
+    """Check a new table's specification before anything is stored; returns its match
+    length (0: a single game). Raises ProtocolError; validates everything it is given.
+
+    ``by_player``: a player opens it (``create_table``; ``players`` is the creator): any mode
+    but ``tournament`` (only a tournament opens its tables; a computer player asking is
+    ``bot_not_allowed``, no ``tournament_id`` is ``missing_field``), ``match_length``
+    0..``max_match_length``. Else a server component seats a pair (matchmaking, a
+    tournament, a game against the computer; ``players`` are the two, sides 0 and 1): two
+    different players (``same_player``), mode ``competitive``, ``boosted`` or ``tournament``,
+    a ``tournament_id`` exactly for a tournament table, ``match_length`` None (a single game)
+    or 1..``max_match_length``, no computer player at a tournament table."""
+    tournament = mode is TableMode.TOURNAMENT
+    if by_player:
+        if match_length is None or not 0 <= match_length <= max_match_length:
+            raise ProtocolError(ErrorCode.BAD_FIELD,
+                                f"field 'match_length' must be in 0..{max_match_length}",
+                                field="match_length")
+        if tournament:
+            if any(p.startswith(BOT_PREFIX) for p in players):
+                raise bot_not_allowed("mode")
+            if tournament_id is None:
+                raise ProtocolError(ErrorCode.MISSING_FIELD,
+                                    "field 'tournament_id' is required for a tournament table",
+                                    field="tournament_id")
+            # A tournament's tables are opened by its bracket (or its runner) for the two
+            # players of a match; a player opening one would play a game the tournament
+            # never scheduled.
+            raise ProtocolError(ErrorCode.BAD_FIELD,
+                                "tournament tables are opened by the tournament, not by "
+                                "players", field="mode")
+        return match_length
+    first, second = players
+    if first == second:
+        raise ProtocolError(ErrorCode.SAME_PLAYER, "a player cannot play themselves",
+                            field="second")
+    if mode not in (TableMode.COMPETITIVE, TableMode.BOOSTED, TableMode.TOURNAMENT):
+        raise ProtocolError(ErrorCode.BAD_FIELD,
+                            "mode must be competitive, boosted or tournament", field="mode")
+    if tournament != (tournament_id is not None):
+        raise ProtocolError(ErrorCode.BAD_FIELD,
+                            "a tournament table (and only one) needs a tournament_id",
+                            field="tournament_id")
+    length = 0 if match_length is None else match_length
+    if not 0 <= length <= max_match_length or match_length == 0:
+        raise ProtocolError(ErrorCode.BAD_FIELD,
+                            f"match_length must be None or 1..{max_match_length}",
+                            field="match_length")
+    if tournament:
+        for slot, player in (("first", first), ("second", second)):
+            if player.startswith(BOT_PREFIX):
+                raise bot_not_allowed(slot)
+    return length
 
 
 class TableStatus(StrEnum):
@@ -196,6 +302,31 @@ class Settlement:
     match_winner: str | None = None
     match_loser: str | None = None
 
+    @property
+    def settles(self) -> str | None:
+        """What this end settles: :data:`TABLE42` (a rated single game), :data:`FIBS` (a
+        rated match, once it is over), :data:`BOOSTED` (a counted Boosted game's points), or
+        None (nothing: unrated, a match not over yet, a Boosted match lost between games).
+        Only an end that settles something has rating events for the players' inboxes."""
+        if self.ladder == TABLE42:
+            return TABLE42
+        if self.ladder == FIBS:
+            return FIBS if self.match_over else None
+        if self.boosted and self.game_counted:
+            return BOOSTED
+        return None
+
+    @property
+    def rated_id(self) -> str | None:
+        """The id the rating store settles under (the game's for Table42, the match's for
+        FIBS); None when no rating is settled (:attr:`settles` is Boosted or None)."""
+        settles = self.settles
+        if settles == TABLE42:
+            return self.game_id
+        if settles == FIBS:
+            return self.match_id
+        return None
+
 
 @dataclass(slots=True)
 class Hold:
@@ -289,6 +420,9 @@ class TableMachine:
         self.clock: Deadline | None = None  # the decision clock in force
         self.next_game: Deadline | None = None
         self.finishing = False  # a game ended and is being settled
+        # The player the shell is seating (awaiting the seat lock or the pair limit): the
+        # seat is theirs until the shell seats them or sets this back to None.
+        self.joining: str | None = None
         self.settlement: Settlement | None = None  # the one being made
         self._dice_factory = dice_factory
         self._dice: DiceSource | None = None
@@ -543,16 +677,69 @@ class TableMachine:
 
     # --- seats -----------------------------------------------------------------------------
 
+    def free_side(self) -> int | None:
+        """The first free seat's side (None: both taken)."""
+        return next((side for side, seat in enumerate(self.seats) if seat is None), None)
+
+    def check_join(self, player: str, *, is_bot: bool) -> int | None:
+        """May ``player`` sit here? The side they would take, or None when they are seated
+        here already (the answer is a ``resume``). Changes nothing: the shell takes the
+        player's seat lock (refused: :func:`already_seated`), then calls :meth:`seat`, which
+        checks again. Raises ProtocolError: ``bot_not_allowed`` (a computer player at a
+        tournament table), ``table_full`` (not open, no free seat, or another player being
+        seated)."""
+        if self.side_of(player) is not None:
+            return None
+        if self.mode is TableMode.TOURNAMENT and is_bot:
+            raise bot_not_allowed("table")
+        side = self.free_side()
+        if self.status is not TableStatus.OPEN or side is None or self.joining is not None:
+            raise self._not_open()
+        return side
+
+    def _not_open(self) -> ProtocolError:
+        return ProtocolError(ErrorCode.TABLE_FULL, f"table {self.id} is not open",
+                             field="table")
+
     def seat(self, side: int, player: str, name: str, *, is_guest: bool, address: str,
              nodes: Iterable[str], now: float, is_bot: bool | None = None) -> Step:
-        """Seat ``player`` at ``side`` (the shell holds the seat lock); play starts when both
-        seats are taken and ``start`` is called."""
+        """Seat ``player`` at ``side`` (the shell holds the player's seat lock); play starts
+        when both seats are taken and :meth:`start` is called. Checks the seat: raises
+        ProtocolError (nothing changed) ``table_full`` (the table is not open, the seat is
+        taken, or another player is being seated), ``already_seated`` (the player sits here
+        already), ``bot_not_allowed`` (a computer player at a tournament table)."""
         bot = player.startswith(BOT_PREFIX) if is_bot is None else is_bot
+        if self.side_of(player) is not None:
+            raise already_seated(self.id)
+        if self.mode is TableMode.TOURNAMENT and bot:
+            raise bot_not_allowed("table")
+        if (self.status is not TableStatus.OPEN or side not in (0, 1)
+                or self.seats[side] is not None or self.joining not in (None, player)):
+            raise self._not_open()
         self.seats[side] = Seat(player, name, is_guest, address, bot, set(nodes))
         self.seats_changed()
         self._emit("seated", {"side": side, "player": player, "name": name}, now,
                    with_state=False)
         return self._step()
+
+    def leave(self, player: str, now: float) -> tuple[LeaveKind, Step]:
+        """``player`` leaves the table (:class:`LeaveKind`): an open table closes
+        (``table_closed``, reason ``left``); a game in play (or a match between its games) is
+        forfeited at the current cube, and the seats are freed when the table ends; else
+        (finished, or a game being settled) only the leaver's seat is given back. Raises
+        ProtocolError ``not_seated`` (nothing changed)."""
+        side = self.side_of(player)
+        if side is None:
+            raise ProtocolError(ErrorCode.NOT_SEATED, f"you are not at table {self.id}",
+                                field="table")
+        if self.status is TableStatus.OPEN:
+            self._close("left", now)
+            return LeaveKind.CLOSE, self._step()
+        if self.status is TableStatus.PLAYING and not self.finishing:
+            self._forfeit(side, EndReason.LEAVE, now)
+            if self.finishing:
+                return LeaveKind.FORFEIT, self._step()
+        return LeaveKind.RELEASE, self._step()
 
     @property
     def is_full(self) -> bool:
@@ -1307,6 +1494,7 @@ class TableMachine:
 
 
 __all__ = [
+    "BOOSTED",
     "BOT_PREFIX",
     "CLOCK",
     "EMPTY",
@@ -1318,11 +1506,15 @@ __all__ = [
     "TABLE42",
     "Deadline",
     "Hold",
+    "LeaveKind",
     "MachineSettings",
     "Seat",
     "Settlement",
     "Step",
     "TableMachine",
     "TableStatus",
+    "already_seated",
+    "bot_not_allowed",
+    "check_new_table",
     "merged",
 ]

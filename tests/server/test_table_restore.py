@@ -225,7 +225,7 @@ async def test_a_fenced_table_refuses_commands_and_announces_nothing(
     live.fenced()
     refused = await a.request({"type": "roll", "table": table})
     assert refused["type"] == "error" and refused["code"] == "unavailable", refused
-    assert live._clock is None and not live._timers
+    assert live.timers.is_idle
 
 
 async def test_a_match_restored_between_two_games_starts_the_next_game(

@@ -1,0 +1,112 @@
+"""Store before announce for one table, on its owner node.
+
+An event goes to the table's players and watchers only once Redis holds it, and so does every
+reply that carries the table's ``v`` (``ack``, ``sync``, ``resume``, ``watching``), after the
+events it follows: what waits is held, in order, until the write that stored it reports the
+version (:meth:`Announcer.stored`). From a game's end on, the events wait for its settlement
+too (:meth:`Announcer.hold_from`). So what any client has seen is a prefix of the stored log.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from typing import TYPE_CHECKING, Any
+
+from server.protocol.codec import Outgoing
+from server.protocol.errors import ErrorCode
+from server.tables.machine import TableMachine
+
+if TYPE_CHECKING:
+    from server.lobby.routing import Actor, Lobby
+
+__all__ = ["Announcer"]
+
+# A held announcement: (version it waits for, event or None, reply's actor, reply).
+_Held = tuple[int, Outgoing | None, "Actor | None", "dict[str, Any] | None"]
+
+
+class Announcer:
+    """The announcements of one table waiting for the store (see the module docstring).
+    ``watchers`` is the table's own map of watching sockets, read at each broadcast."""
+
+    def __init__(self, lobby: Lobby, machine: TableMachine,
+                 watchers: dict[tuple[str, str], str]) -> None:
+        self.lobby = lobby
+        self.machine = machine
+        self.watchers = watchers
+        self.stored_v = 0  # every version up to it is in Redis
+        self._held: deque[_Held] = deque()
+        self._hold_from: int | None = None
+        self.stopped = False  # the table is not this node's any more: nothing goes out
+
+    def event(self, version: int, out: Outgoing) -> None:
+        """Announce the event ``version`` once it is stored."""
+        self._held.append((version, out, None, None))
+
+    def reply(self, actor: Actor, message: dict[str, Any]) -> None:
+        """Answer ``actor`` with a message that carries the table's ``v``: at once when
+        everything up to it is stored and announced, else right after the events it follows."""
+        version = int(message.get("v") or 0)
+        if not self._held and version <= self.stored_v:
+            self.lobby.reply(actor, message)
+        else:
+            self._held.append((version, None, actor, message))
+
+    def stored(self, version: int) -> None:
+        """Every event of the table up to ``version`` is in Redis: announce what waited for
+        it (events, then the replies that follow them), in order."""
+        if version > self.stored_v:
+            self.stored_v = version
+        self._announce()
+
+    def hold_from(self, version: int | None) -> None:
+        """Hold the events from ``version`` on until a game's end is settled (None: that
+        is done; announce what is stored)."""
+        self._hold_from = version
+        if version is None:
+            self._announce()
+
+    def _announce(self) -> None:
+        held = self._held
+        if not held or self.stopped:
+            return
+        stored = self.stored_v
+        stop = self._hold_from
+        lobby = self.lobby
+        sent = False
+        while held:
+            version, out, actor, message = held[0]
+            if version > stored or (stop is not None and version >= stop):
+                break
+            held.popleft()
+            sent = True
+            if out is not None:
+                self.broadcast(out)
+            elif actor is not None and message is not None:
+                lobby.reply(actor, message)
+        if sent:
+            lobby.kick_flush()
+
+    def broadcast(self, out: Outgoing) -> None:
+        """Send ``out`` to the table's players wherever they are connected, and watchers."""
+        lobby = self.lobby
+        for seat in self.machine.seats:
+            if seat is not None and seat.nodes:
+                lobby.deliver_player(seat.player, seat.nodes, out)
+        if self.watchers:
+            lobby.deliver_conns(self.watchers.keys(), out)
+
+    def stop(self) -> None:
+        """Announce nothing more (what was not stored is not the table's), and give each
+        request still waiting for its answer one: ``unavailable``, to be sent again (it
+        reaches the table's new owner)."""
+        self.stopped = True
+        held, self._held = self._held, deque()
+        table = self.machine.id
+        for _version, _out, actor, message in held:
+            if actor is not None and message is not None and message.get("ref") is not None:
+                self.lobby.reply(actor, {
+                    "type": "error", "code": str(ErrorCode.UNAVAILABLE),
+                    "message": f"table {table} moved to another node; send it again",
+                    "ref": message["ref"], "table": table, "retry_after": 1.0,
+                })

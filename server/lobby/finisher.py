@@ -1,0 +1,428 @@
+"""The end of a table's games, on the table's owner node: the table driver
+(:class:`server.lobby.table.Table`) hands each :class:`~server.tables.machine.Settlement` the
+machine decides to its :class:`Finisher`. What is settled (Table42, FIBS, Boosted points or
+nothing) is the machine's answer (:attr:`Settlement.settles`); the finisher carries it out.
+
+The end of a game, in this order (nothing is announced before it is stored):
+
+1. at the same time, so that the two round trips to Redis overlap: settle ratings through the
+   rating store (Table42 for a Competitive single game, FIBS when a rated match ends, Boosted
+   points for a Boosted game), and, in one fenced script, write the table's buffered events
+   (``game_over``/``match_over`` included) and append the result to the table's results;
+   each is retried on Redis errors;
+2. once both are stored: broadcast ``game_over`` (and ``match_over``) to players and
+   watchers, then push the rating events to the players wherever they are connected;
+3. put each player's ``rating``/``boosted`` event (with its ``event_id``) in that player's
+   inbox, then push it live; the node that writes it to one of the player's sockets removes
+   it from the inbox, and a player connected nowhere gets it at the next connection: each
+   event is delivered once.
+
+Every write a finished game needs (the result with the buffered events, the inbox, the seat
+release) is retried with back-off until Redis has stored it (an outage delays the end of a
+game, it loses nothing); the settlement is retried the same way in the background.
+
+A table taken over by another node with a game ended in its log and not settled is finished
+there (:meth:`Finisher.resume`): the store applies a game id once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any
+
+import msgpack
+from redis.exceptions import RedisError
+
+from server.logs import game_id as log_game_id
+from server.rules.mat import export_mat
+from server.store.persistence import Fenced
+from server.tables.machine import BOOSTED, FIBS, TABLE42, Settlement, TableMachine
+from server.tables.ratings import boosted_events, rating_events
+from server.tables.records import game_events, game_record
+
+if TYPE_CHECKING:
+    from server.lobby.recent import RecentEvents
+    from server.lobby.routing import Lobby
+    from server.lobby.table import Table
+
+log = logging.getLogger(__name__)
+
+SETTLE_ATTEMPTS = 3
+#: The longest wait between two tries of an end-of-game write while Redis is away.
+STORE_MAX_DELAY = 1.0
+#: The longest wait between two tries of a settlement Redis refused at a game's end.
+LATE_SETTLE_MAX_DELAY = 30.0
+
+Pushes = list[tuple[str, dict[str, Any]]]
+
+__all__ = ["Finisher", "with_event_ids"]
+
+
+def with_event_ids(pushes: Pushes) -> Pushes:
+    """Each rating event with its ``event_id`` (``<game or match id>:<type>:<player>``): the
+    inbox removes a delivered event by it, and a client may acknowledge it."""
+    return [(player, {**event, "event_id": f"{event.get('game_id')}:{event.get('type')}:"
+                                           f"{player}"}) for player, event in pushes]
+
+
+class Finisher:
+    """Ends the games of one table (see the module docstring). It keeps no reference to the
+    table's driver (which holds it): the calls that need the driver are given it, so that a
+    forgotten table is freed at once, not by the garbage collector."""
+
+    def __init__(self, lobby: Lobby, machine: TableMachine, events: RecentEvents) -> None:
+        self.lobby = lobby
+        self.machine = machine
+        self.table_id = machine.id
+        self.events = events
+        # Another node owns the table now (fenced, or handed over unfinished): the writes a
+        # game's end still retries here stop (the new owner makes them).
+        self.gone = False
+        # The last game's end is fully stored (see wind_up): a drain gives the lease up as
+        # done; a finished table not yet wound up is handed on, for its peer to settle it.
+        self.wound_up = False
+        # A finished game's logged events (msgpack, as in the log), taken from the memory log
+        # when it ends, until its record is stored (None: read them from Redis then).
+        self._game_logs: dict[str, list[bytes] | None] = {}
+        self._ended_at = 0.0  # perf_counter of the last game's end (metrics)
+
+    def game_over(self, table: Table, settlement: Settlement, *,
+                  write_result: bool = True) -> None:
+        """A game of ``table`` ended (the machine's step said so): finish it in the
+        background; ``game_over`` and what follows are held until it is settled and stored."""
+        machine = self.machine
+        self._ended_at = time.perf_counter()
+        self._game_logs[settlement.game_id] = self.events.game_log(machine.game_starts,
+                                                                   machine.version)
+        table.announcer.hold_from(machine.version - (1 if settlement.match_over
+                                           and machine.match is not None else 0))
+        metrics = self.lobby.metrics
+        metrics.games.dec()
+        metrics.games_finished.inc()
+        metrics.settlements_pending.inc()
+        log_game_id.set(settlement.game_id)  # the task below, and its log lines, carry it
+        task = self.lobby.spawn(self._finish(table, settlement, write_result))
+        log_game_id.set("")
+        del task
+
+    async def _finish(self, table: Table, settlement: Settlement,
+                      write_result: bool = True) -> None:
+        try:
+            await self._settle_and_announce(table, settlement, write_result=write_result)
+        except Fenced:
+            log.warning("table %s: %s is finished by the table's new owner", self.table_id,
+                        settlement.game_id)
+        except Exception:
+            log.exception("table %s: finishing %s failed", self.table_id, settlement.game_id)
+        finally:
+            self.lobby.metrics.settlements_pending.dec()
+            await self.lobby.flush()
+
+    async def _settle_and_announce(self, table: Table, settlement: Settlement, *,
+                                   write_result: bool = True) -> None:
+        game_id = settlement.game_id
+        # The result first (a fenced write, with the game's last events), then the rating:
+        # a node that lost the table (paused past its lease, the game over only in its own
+        # memory) is refused there (Fenced) and settles nothing. The announcements are sent
+        # once both are stored. The settlement's inputs are fixed now, so a late retry does
+        # not depend on the table any more.
+        settle_once = self._settlement_call(settlement)
+        persistence = self.lobby.persistence
+        if write_result:
+            await self.retry(game_id, "the result", persistence.write_result, table.id,
+                             settlement.result, ())
+        settling = asyncio.ensure_future(self._settle(settle_once))
+        self.lobby.metrics.settlements.inc()
+        if settlement.match_over:
+            # Every event is in the table's Redis log now; a finished table lingers for a
+            # while, and sync reads the log instead of holding the events in memory.
+            self.events.clear(self.machine.last_state)
+        pushes: Pushes = []
+        note: dict[str, Any] | None = None
+        try:
+            pushes = await settling
+        except (RedisError, OSError) as exc:
+            # Redis is away: keep settling in the background until it is back (idempotent by
+            # game id), so the rating change is delayed, never lost.
+            log.warning("table %s: settlement of %s failed (%s); retrying in the background",
+                        table.id, game_id, exc)
+            self.lobby.spawn(self._settle_late(game_id, settle_once))
+        except Exception as exc:
+            log.exception("table %s: settlement of %s failed", table.id, game_id)
+            note = {"game_id": game_id, "rating_error": str(exc)[:200]}
+        pushes = with_event_ids(pushes)
+        # The record too, before game_over goes out: whoever saw the end can replay it.
+        await self.retry(game_id, "the game record", self.save_record, settlement, pushes)
+        table.announcer.hold_from(None)
+        await self.lobby.flush()
+        # The rating events are settled in the rating store; each goes to its player's inbox
+        # first, then live: the node that writes it to a socket takes it out of the inbox,
+        # and a player connected nowhere gets it at the next connection (once).
+        if pushes or note is not None:
+            await self.retry(game_id, "the rating inbox", persistence.write_inbox, pushes,
+                             table=table.id, note=note, game=game_id)
+        self._push_ratings(pushes)
+        await self.lobby.flush()
+        table.settled()
+        if settlement.match_over:
+            await self.wind_up(table)
+
+    # --- the game's record ---------------------------------------------------------------
+
+    def _mat_texts(self) -> tuple[str, str | None]:
+        """The current game, and its match so far, as .mat text (empty when it fails: a
+        record without its .mat is better than none)."""
+        machine = self.machine
+        names = [s.name if s is not None else f"Player{i}" for i, s in enumerate(machine.seats)]
+        try:
+            game = machine.game
+            match = machine.match
+            game_text = "" if game is None else export_mat(game, names=names)
+            match_text = None if match is None else export_mat(match, names=names)
+        except Exception:
+            log.exception("table %s: .mat export failed", self.table_id)
+            return "", None
+        return game_text, match_text
+
+    async def save_record(self, settlement: Settlement, pushes: Pushes) -> None:
+        """Store the finished game's record (its logged events, result, rating changes and
+        .mat text) and index it in both players' histories: once per game id. Called before
+        the match's next game starts (``machine.game`` is the finished one)."""
+        machine = self.machine
+        table_id = self.table_id
+        game_id = settlement.game_id
+        packed = self._game_logs.get(game_id)
+        if packed is None:
+            start = max((v for v in machine.game_starts if v <= machine.version), default=1)
+            log_events = await self.lobby.persistence.events_since(table_id, start - 1)
+            packed = [msgpack.packb(e) for e in game_events(log_events, game_id)]
+        changes = {player: event["change"] for player, event in pushes
+                   if event.get("type") == "rating" and event.get("change") is not None}
+        seats = [s for s in machine.seats if s is not None]
+        mat_game, mat_match = self._mat_texts()
+        try:
+            record = game_record(
+                table=table_id, mode=str(machine.mode), match_length=machine.match_length,
+                tournament_id=machine.tournament_id, result=settlement.result,
+                players=[s.player for s in seats], names=[s.name or s.player for s in seats],
+                events=packed, changes=changes, mat_game=mat_game, mat_match=mat_match)
+        except Exception:
+            # A fault of the record must not hold the game's end back.
+            log.exception("table %s: the record of %s could not be built", table_id, game_id)
+            return
+        await self.lobby.records.save(record)
+        self._game_logs.pop(game_id, None)
+
+    # --- writes retried until stored --------------------------------------------------------
+
+    async def retry(self, game_id: str, what: str, write: Callable[..., Awaitable[Any]],
+                    *args: Any, **kwargs: Any) -> None:
+        """``await write(*args, **kwargs)``, tried again on Redis errors with back-off (up to
+        ``STORE_MAX_DELAY`` between tries) until it is stored; only a node shutdown (the task
+        is cancelled) stops it, and that is logged with the game id. Raises Fenced once
+        another node owns the table (it makes the write)."""
+        delay = 0.05
+        attempt = 0
+        table_id = self.table_id
+        while True:
+            if self.gone:
+                raise Fenced(table_id)
+            try:
+                await write(*args, **kwargs)
+                return
+            except (RedisError, OSError) as exc:
+                attempt += 1
+                self.lobby.metrics.settlement_retries.inc()
+                if attempt == SETTLE_ATTEMPTS:
+                    log.warning("table %s: %s of %s not stored yet (%s); retrying until it is",
+                                table_id, what, game_id, exc)
+                try:
+                    await asyncio.sleep(delay)
+                except asyncio.CancelledError:
+                    log.error("table %s: node stopping with %s of %s NOT stored", table_id,
+                              what, game_id)
+                    raise
+                delay = min(delay * 2, STORE_MAX_DELAY)
+
+    # --- the settlement ---------------------------------------------------------------------
+
+    def _settlement_call(self, s: Settlement) -> Callable[[], Awaitable[Pushes]]:
+        """One attempt at settling this game (or match), with every input fixed now: the
+        rating store call for what the machine says it settles, returning the
+        ``(player, event)`` pushes."""
+        store = self.lobby.ratings
+        reason = str(s.outcome.reason)
+        table = self.table_id
+        settles = s.settles
+
+        async def nothing() -> Pushes:
+            return []
+
+        if settles == TABLE42:
+            async def table42() -> Pushes:
+                settlement = await store.settle(
+                    s.game_id, ladder=TABLE42, winner=s.winner, loser=s.loser,
+                    cube=s.outcome.cube, finished_at=s.finished_at, reason=reason,
+                )
+                return rating_events(settlement, table=table)
+            return table42
+        if settles == FIBS:
+            assert s.match_winner is not None and s.match_loser is not None
+            match_winner, match_loser = s.match_winner, s.match_loser
+
+            async def fibs() -> Pushes:
+                settlement = await store.settle(
+                    s.match_id, ladder=FIBS, winner=match_winner, loser=match_loser,
+                    match_length=s.match_length, finished_at=s.finished_at, reason=reason,
+                )
+                return rating_events(settlement, table=table)
+            return fibs
+        if settles == BOOSTED:
+            async def boosted() -> Pushes:
+                result = await store.add_boosted_points(
+                    s.game_id, winner=s.winner, loser=s.loser,
+                    points=s.outcome.points, finished_at=s.finished_at,
+                )
+                return boosted_events(result, table=table)
+            return boosted
+        return nothing
+
+    async def _settle(self, settle_once: Callable[[], Awaitable[Pushes]]) -> Pushes:
+        """``settle_once()``, tried up to ``SETTLE_ATTEMPTS`` times on Redis errors."""
+        for attempt in range(SETTLE_ATTEMPTS):
+            try:
+                return await settle_once()
+            except (RedisError, OSError):
+                if attempt == SETTLE_ATTEMPTS - 1:
+                    raise
+                await asyncio.sleep(0.05 * (attempt + 1))
+        return []
+
+    async def _settle_late(self, game_id: str,
+                           settle_once: Callable[[], Awaitable[Pushes]]) -> None:
+        """Keep trying a settlement that failed at the game's end, backing off up to
+        ``LATE_SETTLE_MAX_DELAY``; then push the rating events and store them in the inboxes.
+        A node stopped before Redis came back logs the game id, so it can be settled by hand
+        (the store applies a game id once, whenever it comes)."""
+        delay = 0.5
+        persistence = self.lobby.persistence
+        table_id = self.table_id
+        try:
+            while True:
+                # Back off, but try at once when the health check sees Redis come back.
+                was_down = not persistence.redis_up
+                waited = 0.0
+                while waited < delay and not (was_down and persistence.redis_up):
+                    await asyncio.sleep(0.1)
+                    waited += 0.1
+                if self.gone:
+                    log.warning("table %s: %s is settled by the table's new owner", table_id,
+                                game_id)
+                    return
+                try:
+                    pushes = await settle_once()
+                    break
+                except (RedisError, OSError) as exc:
+                    log.warning("table %s: settlement of %s still failing: %s", table_id,
+                                game_id, exc)
+                    delay = min(delay * 2, LATE_SETTLE_MAX_DELAY)
+        except asyncio.CancelledError:
+            log.error("table %s: node stopping with %s NOT settled: settle it again", table_id,
+                      game_id)
+            raise
+        log.info("table %s: %s settled late", table_id, game_id)
+        pushes = with_event_ids(pushes)
+        if pushes:
+            await self.retry(game_id, "the rating inbox", persistence.write_inbox,
+                             pushes, table=table_id, note=None, game=game_id)
+        self._push_ratings(pushes)
+        await self.lobby.flush()
+
+    def _push_ratings(self, pushes: Pushes) -> None:
+        if pushes:
+            self.lobby.metrics.rating_delay.observe(time.perf_counter() - self._ended_at)
+        for player, event in pushes:
+            self.lobby.deliver_rating(player, self._nodes_of(player), event)
+
+    def _nodes_of(self, player: str) -> set[str]:
+        machine = self.machine
+        side = machine.side_of(player)
+        if side is None:
+            return set()
+        seat = machine.seats[side]
+        return set() if seat is None else set(seat.nodes)
+
+    # --- the table's end ----------------------------------------------------------------------
+
+    async def wind_up(self, table: Table) -> None:
+        """The table is finished: free the seats, leave the lobby, linger, then go."""
+        self.wound_up = True  # result, settlement and inbox stored: nothing left to hand on
+        table.shutdown()
+        self.lobby.table_changed(table)
+        machine = self.machine
+        for player in machine.seated_players():
+            await self.retry(machine.game_id(), f"the seat release of {player}",
+                             self.lobby.persistence.release_seat, player, self.table_id)
+        self.lobby.forget_later(table)
+
+    async def release(self, players: list[str]) -> None:
+        """Give back the seat locks of ``players`` (a closed table), retried until stored."""
+        for player in players:
+            await self.retry(self.table_id, f"the seat release of {player}",
+                             self.lobby.persistence.release_seat, player, self.table_id)
+
+    # --- after a takeover ----------------------------------------------------------------------
+
+    async def resume(self, table: Table, settlement: Settlement) -> None:
+        """A table rebuilt here (a takeover) whose log ends with ``settlement``'s game, not
+        settled when the old owner stopped: finish what is missing, once. Done only when the
+        rating events reached the inboxes too: a node may die after settling and before that
+        (the store gives the same settlement back; each event keeps its event_id)."""
+        stored = await self._result_stored(settlement.game_id)
+        if (stored and not await self._rating_missing(settlement)
+                and not await self._inbox_missing(settlement)):
+            if not await self._record_stored(settlement.game_id):
+                # Its node died after the settlement, before the record: written now
+                # (without the rating changes, which the record would only repeat).
+                await self.retry(settlement.game_id, "the game record", self.save_record,
+                                 settlement, [])
+            table.settled()
+            if settlement.match_over:
+                self.lobby.spawn(self.wind_up(table))
+        else:
+            # The result and the rating are written at the same time at a game's end: a
+            # node may die between the two. The store applies a game id once.
+            self.game_over(table, settlement, write_result=not stored)
+
+    async def _rating_missing(self, s: Settlement) -> bool:
+        """Whether the rating store has no settlement of this rated game (match) yet."""
+        rated_id = s.rated_id
+        if rated_id is None:
+            return False
+        try:
+            return await self.lobby.ratings.settlement(rated_id) is None
+        except (RedisError, OSError):
+            return True  # settle again: the store gives back the same settlement
+
+    async def _inbox_missing(self, s: Settlement) -> bool:
+        """Whether the game's rating events may not be in the players' inboxes yet (only
+        an end that settles something writes them)."""
+        if s.settles is None:
+            return False
+        try:
+            return not await self.lobby.persistence.inboxed(self.table_id, s.game_id)
+        except (RedisError, OSError):
+            return True
+
+    async def _record_stored(self, game_id: str) -> bool:
+        try:
+            return await self.lobby.records.exists(game_id)
+        except (RedisError, OSError):
+            return False
+
+    async def _result_stored(self, game_id: str) -> bool:
+        """Whether the table's results hold ``game_id`` (its settlement was made)."""
+        return await self.lobby.persistence.has_result(self.table_id, game_id)
