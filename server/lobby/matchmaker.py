@@ -1,5 +1,5 @@
 """Lobby matchmaking on a live node: the ``queue`` / ``cancel_queue`` / ``queue_status``
-messages, the pairing loop that starts the games, and ``GET /api/matchmaking``.
+messages, the pairing passes that start the games, and ``GET /api/matchmaking``.
 
 The thin I/O shell around :mod:`server.matchmaking` (the pure policy and the Redis queue that
 every node shares). What it adds is what only a server knows: who the player is (the socket's
@@ -346,7 +346,7 @@ class Matchmaker:
     async def on_pass(self, result: PassResult) -> None:
         """Start a game for each claimed pair; tell the owners of expired tickets.
 
-        The work is shielded: cancelling the pairing loop on shutdown never leaves claimed
+        The work is shielded: stopping the pairing passes on shutdown never leaves claimed
         players without their game or their ticket (:meth:`stop` waits for it)."""
         task = asyncio.ensure_future(self._handle_pass(result))
         self._handling.add(task)

@@ -75,7 +75,7 @@ SCAN = "takeover-scan"
 
 
 class Ownership:
-    """The ownership loops of one node. Needs the node's settings, persistence and lobby."""
+    """The ownership duties of one node. Needs the node's settings, persistence and lobby."""
 
     def __init__(self, settings: Settings, persistence: Persistence, lobby: Lobby, *,
                  tick: Tick | None = None) -> None:
