@@ -559,9 +559,12 @@ class MatchmakingQueue:
                       skip_empty: bool = False) -> list[PassResult]:
         """:meth:`run_pass` over every pool; pools another node is pairing are skipped, and
         with ``skip_empty`` the pools with no ticket (one read for all of them: a pass over
-        an empty pool pairs and removes nothing, and costs three round trips)."""
+        an empty pool pairs and removes nothing, and costs three round trips; none at all
+        when the player index is empty, as every ticket is in it: one ``HLEN``)."""
         pools: Iterable[Pool] = POOLS
         if skip_empty:
+            if not await self.redis.hlen(self.keys.players):  # type: ignore[misc]
+                return []
             sizes = await self.sizes()
             pools = [pool for pool in POOLS if sizes.get(pool.id)]
         results: list[PassResult] = []
