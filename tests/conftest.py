@@ -10,6 +10,7 @@ shared server.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import uuid
 from collections.abc import AsyncIterator, Iterator
@@ -77,6 +78,13 @@ def key_prefix() -> str:
 
 @pytest.fixture
 async def redis_client(redis_url: str, key_prefix: str) -> AsyncIterator[aioredis.Redis]:
+    async with prefixed_redis(redis_url, key_prefix) as client:
+        yield client
+
+
+@contextlib.asynccontextmanager
+async def prefixed_redis(redis_url: str, key_prefix: str) -> AsyncIterator[aioredis.Redis]:
+    """A client of ``redis_url``; every key under ``key_prefix`` is deleted at the end."""
     if redis_url.startswith(CLUSTER_SCHEME):
         # The server's own cluster client (pub/sub through the seed node, as the nodes do).
         cluster = cast(aioredis.RedisCluster, server_redis_client(redis_url))

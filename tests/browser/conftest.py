@@ -5,6 +5,11 @@ Chromium: ``/usr/bin/chromium`` (or ``TABLE42_CHROMIUM``); Playwright's own brow
 is never used. When it cannot start, the tests FAIL under ``CI=true`` and are skipped on a
 developer's machine with a message saying how to install it.
 
+One Chromium per worker process (session): every test of this folder runs in that session's
+event loop (``pytest_collection_modifyitems``, the async fixtures here with
+``loop_scope="session"``), gets the browser through ``browser``, and each browser context a
+test opened is closed after it, so tests share nothing but the browser process.
+
 Every page records its console errors and uncaught exceptions (``Player.errors``) and every
 WebSocket frame it receives (``Player.frames``, decoded JSON), so a test can compare what the
 page shows with what the server pushed.
@@ -21,12 +26,14 @@ from pathlib import Path
 from typing import Any, cast
 
 import pytest
+import pytest_asyncio
 import redis.asyncio as aioredis
 from aiohttp import web
 
 from server.app import create_app
 from server.config import Settings
 from server.rules import DiceSource
+from tests.conftest import prefixed_redis
 
 CHROMIUM = os.environ.get("TABLE42_CHROMIUM", "/usr/bin/chromium")
 CHROMIUM_ARGS = [
@@ -58,7 +65,25 @@ class BrowserServer:
         return f"http://127.0.0.1:{self.port}"
 
 
-@pytest.fixture
+HERE = Path(__file__).resolve().parent
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The async tests of this folder run in the session's event loop (the browser's)."""
+    session_loop = pytest.mark.asyncio(loop_scope="session")
+    for item in items:
+        if Path(str(item.fspath)).resolve().parent == HERE and pytest_asyncio.is_async_test(item):
+            item.add_marker(session_loop, append=False)
+
+
+@pytest_asyncio.fixture(loop_scope="session")
+async def redis_client(redis_url: str, key_prefix: str) -> AsyncIterator[aioredis.Redis]:
+    """The suite's ``redis_client``, in the session's event loop."""
+    async with prefixed_redis(redis_url, key_prefix) as client:
+        yield client
+
+
+@pytest_asyncio.fixture(loop_scope="session")
 async def start_browser_server(
     redis_url: str, key_prefix: str, redis_client: aioredis.Redis
 ) -> AsyncIterator[Callable[..., Awaitable[BrowserServer]]]:
@@ -133,8 +158,9 @@ class Player:
         await page.goto(url)
 
 
-@pytest.fixture
-async def browser() -> AsyncIterator[Any]:
+@pytest_asyncio.fixture(scope="session", loop_scope="session")
+async def shared_browser() -> AsyncIterator[Any]:
+    """This worker's Chromium, started once."""
     try:
         from playwright.async_api import async_playwright
     except ImportError:
@@ -158,6 +184,16 @@ async def browser() -> AsyncIterator[Any]:
             await launched.close()
     finally:
         await manager.__aexit__(None, None, None)
+
+
+@pytest_asyncio.fixture(loop_scope="session")
+async def browser(shared_browser: Any) -> AsyncIterator[Any]:
+    """The worker's Chromium; every browser context the test opened is closed after it."""
+    try:
+        yield shared_browser
+    finally:
+        for context in list(shared_browser.contexts):
+            await context.close()
 
 
 _addresses = iter(range(1, 250))

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import aiohttp
-import pytest
+import pytest_asyncio
 import redis.asyncio as aioredis
 
 from rating_plugin.store import RatingStore
@@ -32,7 +32,7 @@ def dice() -> Callable[[], DiceSource]:
     return lambda: ScriptedDice(values)
 
 
-@pytest.fixture
+@pytest_asyncio.fixture(loop_scope="session")  # the browser tests' loop (conftest.py)
 async def server(start_browser_server: StartServer) -> AsyncIterator[Any]:
     yield await start_browser_server(dice())
 

@@ -1,14 +1,21 @@
-"""The rules tests in the other build: the move generator compiled with mypyc (setup.py) and
-the pure-Python ``.py`` file must behave the same. This run uses one of them; this test runs
-``tests/rules`` again in a subprocess with the other, on a copy of the sources:
+"""The rules in the other build: the move generator compiled with mypyc (setup.py) and the
+pure-Python ``.py`` file must behave the same. This run uses one of them; this test makes the
+other on a copy of the sources:
 
 - compiled here: the copy leaves the ``.so`` files out, so the ``.py`` module runs;
 - pure here: the copy is compiled first (``setup.py build_ext --inplace``), skipped when
   there is no C compiler or mypyc (or ``TABLE42_NO_MYPYC=1``).
+
+In the other build it runs the rules tests (``tests/rules``) but the comparison with the slow
+reference generator (``test_rules_reference.py``, most of their time): instead, the other
+build's answers over ``build_outputs``'s corpus (the reference test's game positions and as
+many random positions of its shapes) must equal this build's, which this run checks against
+the reference.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -16,6 +23,7 @@ import sys
 import sysconfig
 from pathlib import Path
 
+import build_outputs
 import pytest
 
 import server.rules.moves
@@ -46,6 +54,12 @@ def _run(args: list[str], cwd: Path, env: dict[str, str], timeout: float) -> str
     return done.stdout
 
 
+def _finish(proc: subprocess.Popen[str], timeout: float) -> str:
+    out, err = proc.communicate(timeout=timeout)
+    assert proc.returncode == 0, out[-3000:] + err[-3000:]
+    return out
+
+
 @pytest.mark.timeout(900)
 def test_rules_tests_pass_in_the_other_build(tmp_path: Path) -> None:
     _copy_sources(tmp_path)
@@ -63,8 +77,28 @@ def test_rules_tests_pass_in_the_other_build(tmp_path: Path) -> None:
     where = _run([sys.executable, "-c", PROBE], tmp_path, env, 60).strip()
     assert where.startswith(str(tmp_path))
     assert where.endswith(".py") == COMPILED, where  # the other build really runs
-    _run([sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider",
-          "tests/rules", "--ignore", "tests/rules/test_rules_builds.py"], tmp_path, env, 800)
+    # Both at once, while this process works out its own answers.
+    tests = subprocess.Popen(
+        [sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", "-o", "addopts=",
+         "tests/rules", "--ignore", "tests/rules/test_rules_builds.py",
+         "--ignore", "tests/rules/test_rules_reference.py"],
+        cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    answers = subprocess.Popen(
+        [sys.executable, str(Path("tests") / "rules" / "build_outputs.py")],
+        cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        mine = build_outputs.digests()
+        theirs = json.loads(_finish(answers, 600))
+        assert " passed" in _finish(tests, 800)
+    finally:
+        for proc in (tests, answers):
+            if proc.poll() is None:
+                proc.kill()
+                proc.communicate()
+    assert len(theirs) == len(mine)
+    differ = [i for i, (a, b) in enumerate(zip(mine, theirs, strict=True)) if a != b]
+    corpus = list(build_outputs.corpus())
+    assert not differ, [corpus[i] for i in differ[:5]]
 
 
 @pytest.mark.timeout(300)

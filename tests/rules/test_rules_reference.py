@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import random
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from rules_reference import Board, reference_results, single_steps
@@ -68,6 +69,7 @@ def check_against_reference(position: Position, roll: tuple[int, int]) -> None:
         assert board in expected
 
 
+@pytest.mark.timeout(600)  # 3,000 positions through the slow reference: minutes when loaded
 @settings(max_examples=3000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(positions(), rolls)
 def test_fast_generator_matches_reference(position: Position, roll: tuple[int, int]) -> None:

@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Callable
+from pathlib import Path
 from typing import Any, cast
 
 import pytest
 import redis.asyncio as aioredis
+import server_helpers
 from aiohttp import web
 from hardening_helpers import PrivateRedis
 from server_helpers import RunningServer, StartServer
@@ -20,6 +22,35 @@ from server_helpers import RunningServer, StartServer
 from server.app import create_app
 from server.config import Settings
 from server.rules import DiceSource
+
+BOTH_FORMS = frozenset({
+    "test_games.py",
+    "test_nodes_and_shutdown.py",
+    "test_hardening_outage.py",
+    "test_hardening_ratings.py",
+    "test_client_library.py",
+    "test_lobby.py",
+    "test_matchmaking_live.py",
+})
+"""The modules that play games, sync, resume and reconnect: each of their tests runs with
+the test clients in both table-event forms (PROTOCOL.md §5.1), ``[lean]`` (protocol 2) and
+``[full]`` (protocol 1). The other modules do not depend on the event form (HTTP, bad input,
+pure code) or test both forms themselves (``test_lean_events.py``). With
+``TABLE42_TEST_PROTOCOL=1`` every test runs once, in the full form."""
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if (Path(str(metafunc.definition.fspath)).name in BOTH_FORMS
+            and server_helpers.TEST_PROTOCOL == 2):
+        metafunc.parametrize("event_form", [2, 1], ids=["lean", "full"], indirect=True)
+
+
+@pytest.fixture(autouse=True)
+def event_form(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> int:
+    """The table-event form of this test's clients (``server_helpers.TEST_PROTOCOL``)."""
+    form = int(getattr(request, "param", server_helpers.TEST_PROTOCOL))
+    monkeypatch.setattr(server_helpers, "TEST_PROTOCOL", form)
+    return form
 
 
 @pytest.fixture

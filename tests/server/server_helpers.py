@@ -197,6 +197,22 @@ async def seat_two(
     return table, start
 
 
+async def eventually(check: Callable[[], Awaitable[bool] | bool], timeout: float = TIMEOUT
+                     ) -> None:
+    """Wait until ``check()`` holds (for state that no message announces, such as the lobby
+    index a node updates in the background); fails after ``timeout`` seconds."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while True:
+        result = check()
+        if isinstance(result, Awaitable):
+            result = await result
+        if result:
+            return
+        assert loop.time() < deadline, "condition never held"
+        await asyncio.sleep(0.02)
+
+
 def latest_state(client: Client, table: str) -> dict[str, Any] | None:
     for message in reversed(client.messages):
         if message.get("table") == table and isinstance(message.get("state"), dict):

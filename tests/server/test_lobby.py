@@ -5,7 +5,16 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from server_helpers import StartServer, connect, guest, play_out, register, scripted, seat_two
+from server_helpers import (
+    StartServer,
+    connect,
+    eventually,
+    guest,
+    play_out,
+    register,
+    scripted,
+    seat_two,
+)
 
 
 async def test_list_join_watch_and_unlisted_private_rooms(start_server: StartServer) -> None:
@@ -30,9 +39,13 @@ async def test_list_join_watch_and_unlisted_private_rooms(start_server: StartSer
     await b.send({"type": "join", "table": public["table"]})
     start = await w.expect("game_start", table=public["table"])
     assert start["players"] == ["alice", "bob"]
-    listed = await w.request({"type": "list_tables"})
-    entry = next(t for t in listed["tables"] if t["table"] == public["table"])
-    assert entry["status"] == "playing"
+
+    async def listed_playing() -> bool:
+        listed = await w.request({"type": "list_tables"})
+        entry = next(t for t in listed["tables"] if t["table"] == public["table"])
+        return bool(entry["status"] == "playing")
+
+    await eventually(listed_playing)  # the node updates the lobby index in the background
     await b.request({"type": "leave", "table": public["table"]})  # forfeits the boosted game
     over = await w.expect("game_over", table=public["table"])
     assert (over["reason"], over["winner"]) == ("leave", "alice")

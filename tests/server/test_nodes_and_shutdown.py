@@ -125,13 +125,18 @@ async def test_python_m_server_stops_cleanly_on_sigterm(
     )
     try:
         async with aiohttp.ClientSession() as http:
-            for _ in range(200):
+            # Until the process answers (a fresh interpreter: seconds on a loaded machine).
+            deadline = asyncio.get_running_loop().time() + 60
+            while True:
+                assert proc.returncode is None, "python -m server exited"
                 try:
                     async with http.get(f"http://127.0.0.1:{port}/healthz") as resp:
                         if resp.status == 200:
                             break
                 except aiohttp.ClientError:
-                    await asyncio.sleep(0.05)
+                    pass
+                assert asyncio.get_running_loop().time() < deadline, "never answered"
+                await asyncio.sleep(0.05)
             async with http.post(f"http://127.0.0.1:{port}/api/guest") as resp:
                 token = (await resp.json())["token"]
 

@@ -3,8 +3,9 @@ real running server and real Redis: requests generated from the spec, valid ones
 mode) ones that break it, each response checked (no 5xx; status, headers, content type and
 body as the spec says).
 
-Bounded: at most ``MAX_EXAMPLES`` generated requests per operation and mode, no example
-database, derandomized (the same requests every run).
+One test per operation (so the workers share them out), each against its own server. Bounded:
+at most ``MAX_EXAMPLES`` generated requests per operation and mode, no example database,
+derandomized (the same requests every run).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import time
 from typing import Any
 
 import hypothesis
+import pytest
 import redis.asyncio as aioredis
 import schemathesis
 from hypothesis import HealthCheck
@@ -22,8 +24,9 @@ from schemathesis import GenerationMode
 from server_helpers import StartServer, register
 
 from rating_plugin.store import RatingStore
+from server.net.public_api import load_openapi
 
-MAX_EXAMPLES = 40
+MAX_EXAMPLES = 20
 CHECKS = [
     schemathesis.checks.not_a_server_error,
     schemathesis.checks.status_code_conformance,
@@ -37,35 +40,52 @@ wants every schema-valid request accepted; a spec cannot say that ``k`` and
 requests are answered 400 naming the parameter, as documented."""
 
 
-def _fuzz(document: dict[str, object], base_url: str) -> list[str]:
-    """Run every operation of ``document`` against ``base_url``; returns the failures."""
+def _operations(document: dict[str, Any]) -> list[Any]:
     schema = schemathesis.openapi.from_dict(document)
+    found = [result.ok() for result in schema.get_all_operations()]  # type: ignore[union-attr]
+    # The WebSocket upgrade: the socket tests drive it with real clients.
+    return [operation for operation in found if operation.path != "/ws"]
+
+
+LABELS = [operation.label for operation in _operations(load_openapi())]
+"""Every operation of the document the server serves (``test_the_served_document_is_fuzzed``
+checks that it is this one)."""
+
+
+def _fuzz(document: dict[str, Any], label: str, base_url: str) -> list[str]:
+    """Run operation ``label`` of ``document`` against ``base_url``; returns the failures."""
     failures: list[str] = []
-    operations = [result.ok() for result in schema.get_all_operations()]  # type: ignore[union-attr]
-    for operation in operations:
-        if operation.path == "/ws":
-            continue  # the WebSocket upgrade: the socket tests drive it with real clients
-        for mode in (GenerationMode.POSITIVE, GenerationMode.NEGATIVE):
+    [operation] = [op for op in _operations(document) if op.label == label]
+    for mode in (GenerationMode.POSITIVE, GenerationMode.NEGATIVE):
 
-            @hypothesis.settings(
-                max_examples=MAX_EXAMPLES, deadline=None, database=None, derandomize=True,
-                suppress_health_check=list(HealthCheck), phases=[hypothesis.Phase.generate],
-            )
-            @hypothesis.given(case=operation.as_strategy(generation_mode=mode))
-            def check(case: schemathesis.Case[Any]) -> None:
-                case.call_and_validate(base_url=base_url, checks=CHECKS, timeout=10)
+        @hypothesis.settings(
+            max_examples=MAX_EXAMPLES, deadline=None, database=None, derandomize=True,
+            suppress_health_check=list(HealthCheck), phases=[hypothesis.Phase.generate],
+        )
+        @hypothesis.given(case=operation.as_strategy(generation_mode=mode))
+        def check(case: schemathesis.Case[Any]) -> None:
+            case.call_and_validate(base_url=base_url, checks=CHECKS, timeout=10)
 
-            try:
-                check()
-            except hypothesis.errors.Unsatisfiable:
-                assert mode is GenerationMode.NEGATIVE  # nothing to break: no parameters
-            except (Exception, BaseExceptionGroup) as exc:  # collect them all, then report
-                failures.append(f"{operation.label} ({mode.value}): {exc}")
+        try:
+            check()
+        except hypothesis.errors.Unsatisfiable:
+            assert mode is GenerationMode.NEGATIVE  # nothing to break: no parameters
+        except (Exception, BaseExceptionGroup) as exc:  # collect them all, then report
+            failures.append(f"{operation.label} ({mode.value}): {exc}")
     return failures
 
 
+async def test_the_served_document_is_fuzzed(start_server: StartServer) -> None:
+    server = await start_server()
+    status, document = await get(server, "/api/openapi.json")
+    assert status == 200
+    assert document == load_openapi()
+    assert len(LABELS) == len(set(LABELS)) > 0
+
+
+@pytest.mark.parametrize("label", LABELS)
 async def test_every_endpoint_matches_the_spec(
-    start_server: StartServer, redis_client: aioredis.Redis, key_prefix: str
+    start_server: StartServer, redis_client: aioredis.Redis, key_prefix: str, label: str
 ) -> None:
     server = await start_server(http_rate_limit=100_000.0, http_rate_burst=100_000)
     for name in ("alice", "bob"):
@@ -75,5 +95,5 @@ async def test_every_endpoint_matches_the_spec(
                        finished_at=time.time())
     status, document = await get(server, "/api/openapi.json")
     assert status == 200
-    failures = await asyncio.to_thread(_fuzz, document, server.http)
+    failures = await asyncio.to_thread(_fuzz, document, label, server.http)
     assert not failures, "\n\n".join(failures)

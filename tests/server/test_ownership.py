@@ -21,6 +21,7 @@ from server_helpers import (
     StartServer,
     connect,
     default_decision,
+    eventually,
     guest,
     register,
     scripted,
@@ -35,20 +36,6 @@ from server.store.queue import MatchmakingQueue
 from server.tick import TICK
 
 StartNodes = Callable[..., Awaitable[list[RunningServer]]]
-
-
-async def eventually(check: Callable[[], Awaitable[bool] | bool], timeout: float = 10.0
-                     ) -> None:
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while True:
-        result = check()
-        if isinstance(result, Awaitable):
-            result = await result
-        if result:
-            return
-        assert loop.time() < deadline, "condition never held"
-        await asyncio.sleep(0.02)
 
 
 def freeze(server: RunningServer) -> None:

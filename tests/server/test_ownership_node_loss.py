@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import time
 
-from server_helpers import connect, register, scripted, seat_two
-from test_ownership import StartNodes, _claimed, eventually, freeze
+from server_helpers import connect, eventually, register, scripted, seat_two
+from test_ownership import StartNodes, _claimed, freeze
 
 from server.app import BUS, OWNERSHIP
 
