@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import ipaddress
+import os
 import secrets
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
@@ -188,6 +189,12 @@ class Settings:
     bot_decision_timeout: float = 15.0  # a bot slower than this forfeits
     bot_workers: int = 1  # processes for the strong bot's search (0 = a thread)
 
+    # Processes (docs/deployment.md "Every core"): node processes python -m server runs on
+    # one port (each a node of the cluster), and the event loop's implementation.
+    workers: int = 1
+    reuse_port: bool = False  # set for each worker of --workers
+    uvloop: bool = True
+
     def __post_init__(self) -> None:
         _check(self)
 
@@ -305,6 +312,8 @@ def _check(s: Settings) -> None:
         positive(name)
     if not s.lease_ttl >= 2 * s.lease_renew:
         raise SettingsError("lease_ttl must be at least twice lease_renew")
+    if not 1 <= s.workers <= 1024:
+        raise SettingsError(f"workers must be 1..1024 or auto, got {s.workers!r}")
     if not s.tournament_lease > 2 * s.tournament_tick:
         raise SettingsError("tournament_lease must be more than twice tournament_tick")
 
@@ -334,6 +343,14 @@ class Option:
 
 def _csv(raw: str) -> tuple[str, ...]:
     return tuple(part.strip() for part in raw.split(",") if part.strip())
+
+
+def _workers(raw: str) -> int:
+    """A count of processes, or ``auto``: one per core this process may run on."""
+    if raw.strip().lower() == "auto":
+        return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") \
+            else os.cpu_count() or 1
+    return int(raw)
 
 
 def _flag(raw: str) -> bool:
@@ -490,6 +507,11 @@ OPTIONS: tuple[Option, ...] = (
            "seconds a computer player may think; slower, it forfeits"),
     Option("bot_workers", int, "processes running the strong computer player's search "
            "(0 = a thread of the server)"),
+    Option("workers", _workers, "node processes sharing the port (SO_REUSEPORT), each a node "
+           "of the cluster with its own id; auto = one per core"),
+    Option("reuse_port", _flag, "1/0: listen with SO_REUSEPORT, sharing the port with other "
+           "processes that do (each worker of --workers does)"),
+    Option("uvloop", _flag, "1/0: run the event loop on uvloop when it is installed"),
 )
 
 assert {o.name for o in OPTIONS} == {f.name for f in fields(Settings)}, "OPTIONS out of sync"

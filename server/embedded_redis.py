@@ -240,8 +240,11 @@ class EmbeddedRedis:
         if self.cluster:
             args += ["--cluster-enabled", "yes",
                      "--cluster-config-file", str(folder / "nodes.conf")]
+        # Its own process group: a Ctrl-C in a terminal reaches the server, which stops this
+        # store last (after its final writes), not both at once.
         self._process = subprocess.Popen(
-            args, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+            args, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+            process_group=0,
         )
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:

@@ -156,7 +156,8 @@ async def start_site(app: web.Application, settings: Settings, metrics: Metrics,
     assert runner.server is not None
     guard = ConnectionGuard(runner.server, settings, metrics, tick=tick)
     guard.start()
-    site = web.TCPSite(runner, settings.host, settings.port, backlog=1024)
+    site = web.TCPSite(runner, settings.host, settings.port, backlog=1024,
+                       reuse_port=settings.reuse_port or None)
     await site.start()
     server: Any = site._server
     port = int(server.sockets[0].getsockname()[1]) if server is not None else settings.port

@@ -1257,10 +1257,10 @@ class TableMachine:
         table_id: str,
         mode: TableMode,
         match_length: int,
-        tournament_id: str | None = None,
-        created_at: float = 0.0,
         settings: MachineSettings,
         dice_factory: Callable[[], DiceSource],
+        tournament_id: str | None = None,
+        created_at: float = 0.0,
     ) -> TableMachine:
         """The machine whose events are ``events`` (lean or full, in version order, from
         ``v=1`` or from a ``game_start``: earlier events of a trimmed log are skipped).
