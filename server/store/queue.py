@@ -70,7 +70,7 @@ __all__ = [
     "QueueSettings",
     "decode_ticket",
     "encode_ticket",
-    "pairing_loop",
+    "pairing_pass",
 ]
 
 log = logging.getLogger(__name__)
@@ -114,9 +114,9 @@ class QueueSettings:
 
     ``lease_ms``: longest a pass may hold its pool's lease (a pass normally ends far sooner);
     ``hold_ms``: how long the lease stays after a pass, so the pool is paired about once per
-    ``hold_ms`` however many nodes run :func:`pairing_loop` (0: release at once);
+    ``hold_ms`` however many nodes run :func:`pairing_pass` (0: release at once);
     ``claim_batch``: pairs per claim script call (bounds how long one script blocks Redis);
-    ``pass_interval``: seconds between one node's passes in :func:`pairing_loop`;
+    ``pass_interval``: seconds between one node's passes (:func:`pairing_pass`);
     ``max_tickets``: most tickets one pool may hold (0 = no limit).
     """
 
@@ -551,9 +551,12 @@ class MatchmakingQueue:
                       skip_empty: bool = False) -> list[PassResult]:
         """:meth:`run_pass` over every pool; pools another node is pairing are skipped, and
         with ``skip_empty`` the pools with no ticket (one read for all of them: a pass over
-        an empty pool pairs and removes nothing, and costs three round trips)."""
+        an empty pool pairs and removes nothing, and costs three round trips; none at all
+        when the player index is empty, as every ticket is in it: one ``HLEN``)."""
         pools: Iterable[Pool] = POOLS
         if skip_empty:
+            if not await self.redis.hlen(self.keys.players):  # type: ignore[misc]
+                return []
             sizes = await self.sizes()
             pools = [pool for pool in POOLS if sizes.get(pool.id)]
         results: list[PassResult] = []
@@ -611,38 +614,24 @@ def _text(value: Any) -> str:
     return str(value)
 
 
-async def pairing_loop(
+async def pairing_pass(
     queue: MatchmakingQueue,
     on_result: Callable[[PassResult], Awaitable[None]],
-    *,
-    interval: float | None = None,
 ) -> None:
-    """Pair every pool every ``interval`` seconds (default ``queue_settings.pass_interval``)
-    until cancelled; ``on_result`` gets each pass that claimed pairs or removed tickets.
+    """Pair every pool once; ``on_result`` gets each pass that claimed pairs or removed
+    tickets.
 
-    Run one per node (``asyncio.create_task`` in the app's cleanup context, cancelled on
-    shutdown); leases keep the nodes from pairing one pool at the same time. A failed pass
-    (Redis unreachable, say) is logged and the next one tried an interval later; an error
-    raised by ``on_result`` is logged and does not stop the loop either.
+    Run by one node's tick every ``queue_settings.pass_interval`` seconds (each node's tick
+    keeps its own start time, so the nodes' passes do not line up); leases keep the nodes from
+    pairing one pool at the same time. A failed pass (Redis unreachable, say) raises, for the
+    tick to log; an error raised by ``on_result`` is logged and the other pools' results are
+    handed over all the same.
     """
-    period = queue.queue_settings.pass_interval if interval is None else interval
-    while True:
-        started = time.monotonic()
-        try:
-            for result in await queue.run_all(skip_empty=True):
-                if result.pairs or result.expired or result.dropped:
-                    try:
-                        await on_result(result)
-                    except asyncio.CancelledError:
-                        raise
-                    except Exception:
-                        log.exception("matchmaking: handling a pass over %s", result.pool.id)
-        except (RedisError, OSError) as error:
-            log.warning("matchmaking pass failed: %s", error)
-        except asyncio.CancelledError:
-            raise
-        except Exception:  # a fault in one pass must not end matchmaking on this node
-            log.exception("matchmaking pass failed")
-        # A little jitter keeps the nodes' passes from lining up.
-        pause = period * (0.9 + 0.2 * secrets.randbelow(1000) / 1000)
-        await asyncio.sleep(max(0.0, pause - (time.monotonic() - started)))
+    for result in await queue.run_all(skip_empty=True):
+        if result.pairs or result.expired or result.dropped:
+            try:
+                await on_result(result)
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                log.exception("matchmaking: handling a pass over %s", result.pool.id)
