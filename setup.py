@@ -1,9 +1,10 @@
-"""Build hook: the hot rules module (the legal-play generator, ``server/rules/moves.py``) is
-compiled with mypyc when it can be; otherwise the same ``.py`` file runs as it is.
+"""Build hook: the table core (the modules listed in ``server/builds.py``: the legal-play
+generator, the game, the lean event form and the table machine) is compiled with mypyc when it
+can be; otherwise the same ``.py`` files run as they are.
 
 - ``TABLE42_NO_MYPYC=1`` turns compilation off (``pip install -e .`` then builds nothing);
 - no C compiler, or mypyc missing: a note on stderr, and a pure-Python install;
-- a compilation that fails is skipped (the extension is optional), never the install.
+- a compilation that fails is skipped (the extensions are optional), never the install.
 
 Everything else (name, dependencies, packages) is in pyproject.toml. See docs/wire.md.
 """
@@ -11,6 +12,7 @@ Everything else (name, dependencies, packages) is in pyproject.toml. See docs/wi
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import os
 import shutil
 import sys
@@ -19,7 +21,17 @@ from typing import Any
 
 from setuptools import setup
 
-COMPILED = ["server/rules/moves.py"]
+
+def _compiled_list() -> list[str]:
+    """``server.builds.COMPILED``, read without importing the package."""
+    spec = importlib.util.spec_from_file_location("table42_builds", "server/builds.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return list(module.COMPILED)
+
+
+COMPILED = _compiled_list()
 
 
 def _compiler_found() -> bool:
@@ -31,12 +43,14 @@ def ext_modules() -> list[Any]:
     if os.environ.get("TABLE42_NO_MYPYC", "").strip() not in ("", "0"):
         return []
     if not _compiler_found():
-        print("table42: no C compiler found; the rules run as pure Python", file=sys.stderr)
+        print("table42: no C compiler found; the table core runs as pure Python",
+              file=sys.stderr)
         return []
     try:
         from mypyc.build import mypycify
     except ImportError:
-        print("table42: mypyc not installed; the rules run as pure Python", file=sys.stderr)
+        print("table42: mypyc not installed; the table core runs as pure Python",
+              file=sys.stderr)
         return []
     extensions = mypycify(COMPILED, opt_level="3")
     for ext in extensions:
@@ -47,7 +61,7 @@ def ext_modules() -> list[Any]:
 extensions = ext_modules()
 setup(ext_modules=extensions)
 if extensions:
-    # What the compiled module was built from (server/rules/build.py ignores an extension
+    # What each compiled module was built from (server/builds.py ignores an extension
     # whose source has changed since). Written next to the sources (in-place and editable
     # builds); a wheel without it trusts its extension.
     for source in COMPILED:

@@ -18,6 +18,8 @@ from typing import Any
 
 from aiohttp import WSMsgType, web
 
+from server.net.event_loop import run
+
 MAX_MSG_SIZE = 16 * 1024
 HEARTBEAT = 20.0
 
@@ -60,8 +62,10 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=0, help="0 picks a free port")
+    parser.add_argument("--uvloop", type=int, choices=(0, 1), default=1,
+                        help="1: uvloop's event loop when installed, as the node's default")
     args = parser.parse_args(argv)
-    asyncio.run(serve(args.host, args.port))
+    run(serve(args.host, args.port), use_uvloop=bool(args.uvloop))
     return 0
 
 

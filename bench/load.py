@@ -110,6 +110,15 @@ def cpu_seconds(pid: int) -> float:
     return sum(cpu_times(pid))
 
 
+def child_pids(pid: int) -> list[int]:
+    """The processes ``pid`` started (the workers of ``python -m server --workers N``)."""
+    try:
+        with open(f"/proc/{pid}/task/{pid}/children") as f:
+            return [int(word) for word in f.read().split()]
+    except OSError:
+        return []
+
+
 def rss_bytes(pid: int) -> int:
     with open(f"/proc/{pid}/statm", encoding="ascii") as f:
         return int(f.read().split()[1]) * PAGE
@@ -143,6 +152,7 @@ class Bot:
     address: str
     ws: Any = None  # a server.client.Client
     pending: float | None = None  # send time of the command awaiting its event
+    last: dict[str, Any] | None = None  # the roll or play awaiting its event
     state: dict[str, Any] | None = None  # the table state, kept from either event form
     inbox: asyncio.Queue[dict[str, Any]] = field(default_factory=asyncio.Queue)
 
@@ -320,7 +330,10 @@ class Worker:
         return {"open": len(self.echo)}
 
     async def op_echo_run(self, active: int, start: float, measure_from: float,
-                          measure_to: float, end: float, fmt: str) -> dict[str, Any]:
+                          measure_to: float, end: float, fmt: str, think: float = 0.0,
+                          think_max: float = 0.0) -> dict[str, Any]:
+        """``active`` sockets each make round trips back to back, or at the bots' pace: a
+        pause like a bot's before each one (``think``/``think_max``)."""
         self.fmt = fmt
         payload = self.encode({"type": "play", "table": "kB9rMFnnuYBV", "play": "24/18 13/8"})
         done: list[tuple[float, float]] = []
@@ -328,6 +341,8 @@ class Worker:
         async def loop(ws: Any) -> None:
             await asyncio.sleep(max(0.0, start - time.monotonic()))
             while True:
+                if think:
+                    await asyncio.sleep(self.rng.uniform(think, max(think, think_max)))
                 sent = time.monotonic()
                 if sent >= end:
                     return
@@ -403,6 +418,11 @@ class Worker:
         await self._send(slot.bots[0], {"type": "create_table", "mode": "competitive",
                                         "id": slot.requests})
 
+    async def _resend(self, bot: Bot, message: dict[str, Any], delay: float) -> None:
+        await asyncio.sleep(delay)
+        if bot.last is message and time.monotonic() < self.stop_at:
+            await self._send(bot, message)
+
     async def _send(self, bot: Bot, message: dict[str, Any]) -> None:
         with contextlib.suppress(Exception):
             await bot.ws.send(message)
@@ -420,6 +440,7 @@ class Worker:
                         if time.monotonic() >= self.stop_at:
                             continue
                         target.pending = time.monotonic()
+                        target.last = message
                     await self._send(target, message)
 
     def _on_message(self, slot: Slot, bot: Bot,
@@ -431,6 +452,7 @@ class Worker:
             bot.state = apply_event(bot.state, msg)
         if kind in ("rolled", "moved"):
             if msg.get("side") == bot.side and bot.pending is not None:
+                bot.last = None
                 stats.moves.append((now, now - bot.pending))
                 if kind == "moved":
                     stats.plays.append(now)
@@ -466,6 +488,13 @@ class Worker:
                 # The previous table frees its seats just after the rating events.
                 stats.seat_retries += 1
                 self._spawn(self._new_table(slot, delay=0.01))
+            elif code == "unavailable":  # "retry" (an overloaded node's store check): again
+                stats.errors[code] += 1  # after a pause like a decision's, never a storm
+                pause = max(0.2, self.rng.uniform(self.think, max(self.think, self.think_max)))
+                if slot.game_id is None and bot.side == 0:
+                    self._spawn(self._new_table(slot, delay=pause))
+                elif bot.last is not None:
+                    self._spawn(self._resend(bot, bot.last, pause))
             else:
                 stats.errors[code] += 1
 
@@ -551,6 +580,19 @@ class Pool:
                 proc.join(2)
 
 
+def wait_workers(url: str, workers: int, timeout: float) -> None:
+    """Until ``workers`` distinct nodes have answered ``url`` (each new connection lands on
+    one of the workers sharing the port)."""
+    seen: set[str] = set()
+    deadline = time.monotonic() + timeout
+    while len(seen) < workers:
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"only {len(seen)} of {workers} workers answered")
+        with contextlib.suppress(OSError), urllib.request.urlopen(url, timeout=5) as resp:
+            seen.add(str(json.loads(resp.read())["node"]))
+        time.sleep(0.05)
+
+
 def split(total: int, parts: int) -> list[int]:
     return [total // parts + (1 if i < total % parts else 0) for i in range(parts)]
 
@@ -560,11 +602,11 @@ def measure_window(pids: dict[str, list[int]], measure_from: float,
     """CPU seconds each group of processes spent between the two instants."""
     time.sleep(max(0.0, measure_from - time.monotonic()))
     before = {k: sum(cpu_seconds(p) for p in v) for k, v in pids.items()}
-    server_before = cpu_times(pids["server"][0])
+    server_before = [sum(t) for t in zip(*map(cpu_times, pids["server"]), strict=True)]
     started = time.monotonic()
     time.sleep(max(0.0, measure_to - time.monotonic()))
     after = {k: sum(cpu_seconds(p) for p in v) for k, v in pids.items()}
-    server_after = cpu_times(pids["server"][0])
+    server_after = [sum(t) for t in zip(*map(cpu_times, pids["server"]), strict=True)]
     spent = {k: after[k] - before[k] for k in pids}
     spent["server_user"] = server_after[0] - server_before[0]
     spent["server_system"] = server_after[1] - server_before[1]
@@ -597,6 +639,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     embedded: EmbeddedRedis | None = None
     pool: Pool | None = None
     result: dict[str, Any] = {"games": games, "clients": clients, "format": args.format,
+                              "target": args.target, "workers": args.workers,
                               "hardening": args.hardening,
                               "duration": args.duration, "warmup": args.warmup,
                               "think_ms": args.think * 1000,
@@ -623,15 +666,23 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             "--decision-time", str(args.decision_time), "--grace-period",
             str(args.decision_time), "--rate-limit", "100000", "--rate-burst", "100000",
             "--max-open-tables", str(max(10_000, 4 * games)), "--http-rate-limit", "0",
-            *hardening_args(args.hardening),
+            *hardening_args(args.hardening), "--uvloop", str(args.uvloop),
+            "--workers", str(args.workers),
         ]
+        if args.target == "floor":
+            server_cmd = [sys.executable, str(ROOT / "bench" / "floor_server.py"), "--host",
+                          "127.0.0.1", "--port", str(port), "--redis-url", redis_url,
+                          "--key-prefix", prefix, "--uvloop", str(args.uvloop)]
         server = subprocess.Popen(server_cmd, cwd=ROOT, env=env, stdout=server_log,
                                   stderr=subprocess.STDOUT)
         procs.append(server)
         wait_http(f"http://127.0.0.1:{port}/healthz", 30, server)
+        if args.workers > 1:
+            wait_workers(f"http://127.0.0.1:{port}/readyz", args.workers, 120)
         echo = subprocess.Popen(
-            [sys.executable, str(ROOT / "bench" / "echo_server.py"), "--port", "0"],
-            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+            [sys.executable, str(ROOT / "bench" / "echo_server.py"), "--port", "0",
+             "--uvloop", str(args.uvloop)],
+            cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
         )
         procs.append(echo)
         assert echo.stdout is not None
@@ -677,8 +728,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         times["end"] = times["measure_to"] + 0.2
         say(args, f"echo: {echo_conns} sockets, {echo_active} active, "
                   f"{args.echo_duration:.0f}s ...")
-        per_worker = [dict(times, active=n, fmt=args.format)
-                      for n in split(echo_active, clients)]
+        per_worker = [dict(times, active=n, fmt=args.format, think=args.think,
+                           think_max=args.think_max) for n in split(echo_active, clients)]
         for conn, a in zip(pool.conns, per_worker, strict=True):
             conn.send({"op": "echo_run", "args": a})
         spent = measure_window({"server": [echo.pid], "clients": pool.pids},
@@ -708,7 +759,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         for conn in pool.conns:
             conn.send({"op": "games_run", "args": dict(times, think=args.think,
                                                        think_max=args.think_max)})
-        groups = {"server": [server.pid], "clients": pool.pids}
+        groups = {"server": [server.pid, *child_pids(server.pid)], "clients": pool.pids}
         if redis_pid is not None:
             groups["redis"] = [redis_pid]
         rss_games0 = rss_bytes(server.pid)
@@ -770,7 +821,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         echo_cost = result["echo"]["server_cpu_per_rt_us"]
         result["ratio"] = result["load"]["server_cpu_per_move_us"] / echo_cost
         result["ratio_per_play"] = result["load"]["server_cpu_per_play_us"] / echo_cost
-        result["capacity"] = capacity(args.games, result["load"])
+        result["capacity"] = capacity(args.games, result["load"], args.workers)
         result["server_log_tail"] = tail(work / "server.log")
         return result
     finally:
@@ -790,9 +841,10 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             delete_keys(args.redis_url, prefix)
 
 
-def capacity(games: int, load: dict[str, Any]) -> dict[str, Any]:
+def capacity(games: int, load: dict[str, Any], workers: int = 1) -> dict[str, Any]:
     """The capacity of one node at the measured pace: the concurrent games at which the
-    server process would be :data:`CAPACITY_BUSY` busy (of one core), from this run.
+    server process would be :data:`CAPACITY_BUSY` busy (of one core), from this run; with
+    ``--workers N``, its N processes :data:`CAPACITY_BUSY` busy each (N cores).
 
     Method: the run measured ``games`` games making ``moves_per_second`` moves at
     ``server_cpu_per_move_us`` each, so one game costs the server
@@ -807,7 +859,7 @@ def capacity(games: int, load: dict[str, Any]) -> dict[str, Any]:
     share = load["server_utilisation"] / max(1, games)
     p99 = load["move_rt_p99_ms"]
     return {
-        "games_at_75pct_busy": int(CAPACITY_BUSY / share) if share > 0 else None,
+        "games_at_75pct_busy": int(workers * CAPACITY_BUSY / share) if share > 0 else None,
         "core_share_per_game": share,
         "moves_per_game_per_second": load["moves_per_second"] / max(1, games),
         "measured_games": games,
@@ -976,6 +1028,16 @@ def main(argv: list[str] | None = None) -> int:
                              "default: an embedded redis-server")
     parser.add_argument("--timeout", type=float, default=900.0,
                         help="hard limit for the whole run, seconds")
+    parser.add_argument("--target", choices=("node", "floor"), default="node",
+                        help="the server the bots play on: the node (python -m server) or "
+                             "the floor (bench/floor_server.py: the minimal correct move "
+                             "server)")
+    parser.add_argument("--workers", type=int, default=1,
+                        help="the node's --workers: its processes on the port (CPU and "
+                             "utilisation are summed over them)")
+    parser.add_argument("--uvloop", type=int, choices=(0, 1), default=1,
+                        help="1: the server under test and the echo on uvloop when installed "
+                             "(the node's default), 0: asyncio's loop")
     parser.add_argument("--hardening", choices=("on", "off"), default="on",
                         help="the server's per-address limits and metrics (hardening limits)")
     parser.add_argument("--seed", type=int, default=1)
@@ -992,8 +1054,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.games < 1 or args.clients < 1 or args.duration <= 0 or args.idle < 0:
         parser.error("--games and --clients must be >= 1, --duration > 0, --idle >= 0")
-    if args.echo_duration is None:
-        args.echo_duration = max(2.0, args.duration / 2)
+    if args.echo_duration is None:  # at human pace as long as the games: as many samples
+        args.echo_duration = args.duration if args.think else max(2.0, args.duration / 2)
 
     def on_alarm(signum: int, frame: FrameType | None) -> None:
         raise TimeoutError(f"the benchmark took longer than --timeout {args.timeout:.0f}s")

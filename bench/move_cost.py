@@ -1,26 +1,29 @@
-"""Every figure of the lean move path in one command: instructions per move and per echo round trip
-(callgrind), and server CPU per move against the echo over real sockets at full speed and at
-human pace, with the capacity of one node at human pace.
+"""The node's CPU per paced move against two yardsticks in one command: the echo at the same
+pace over the same sockets, and the floor (``bench/floor_server.py``, the minimal correct move
+server), in alternating runs of ``bench/load.py``; optionally the instruction counts
+(callgrind) and the node with ``--workers``.
 
-Run from the repository root (valgrind installed; about 15-30 minutes on a busy machine)::
+Run from the repository root (about 3 minutes per 1,000-game run on a busy machine)::
 
-    python3 bench/move_cost.py                   # everything, a Markdown summary at the end
-    python3 bench/move_cost.py --skip-callgrind  # only the socket runs (bench/load.py)
-    python3 bench/move_cost.py --json out.json   # also keep every figure
+    python3 bench/move_cost.py                     # 1,000 games at 2-5 s a decision, N F F N
+    python3 bench/move_cost.py --workers 2         # also the node with --workers 2 (W runs)
+    python3 bench/move_cost.py --callgrind         # first bench/callgrind.py all
+    python3 bench/move_cost.py --json out.json     # also keep every figure
 
-It runs, one after the other (never two at once: they would share the cores):
-
-1. ``bench/callgrind.py all`` (moves on protocol 2 and 1, and the echo; ``--small``/``--large``
-   measured moves, 200 and 700 by default);
-2. ``bench/load.py`` at full speed: ``--games`` (100) games, bots without pause;
-3. ``bench/load.py`` at human pace: the same games, each decision 2-5 s after the event
-   (``--think 2 --think-max 5``), with the capacity extrapolated as ``bench/load.py`` states.
+The runs alternate node and floor (N F F N for ``--rounds 2``; with ``--workers`` each round
+adds a run of the node with that many workers after the node's), never two at once. Every run
+measures its own echo phase at the same pace first (``--think``/``--think-max`` before each
+round trip, one socket in flight per game, two sockets per game), so the echo figure is the
+median over all runs. Reported: the median server CPU per move of each target, node / floor
+and node / echo, and each target's capacity at 75% of a core (``bench/load.py``: linear in
+CPU per move, at the measured number of games).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import statistics
 import subprocess
 import sys
 from pathlib import Path
@@ -44,53 +47,85 @@ def run_json(args: list[str], timeout: float) -> dict[str, Any]:
     return dict(json.loads(text[text.find("{"):]))
 
 
-def load_row(name: str, r: dict[str, Any]) -> str:
-    load, echo = r["load"], r["echo"]
-    return (f"| {name} | {load['moves_per_second']:,.0f} | {load['move_rt_p50_ms']:.1f} / "
-            f"{load['move_rt_p99_ms']:.1f} ms | {load['server_cpu_per_move_us']:.1f} µs "
-            f"({load['server_utilisation'] * 100:.0f}% busy) | "
-            f"{echo['server_cpu_per_rt_us']:.1f} µs | {r['ratio']:.2f}× |")
+def order(rounds: int, workers: int) -> list[str]:
+    """The runs, alternating: node floor | floor node | ..., ``nodeW`` after each node."""
+    runs: list[str] = []
+    for i in range(rounds):
+        pair = ["node", "floor"] if i % 2 == 0 else ["floor", "node"]
+        for target in pair:
+            runs.append(target)
+            if target == "node" and workers > 1:
+                runs.append(f"node{workers}")
+    return runs
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--games", type=int, default=100)
-    parser.add_argument("--small", type=int, default=200)
-    parser.add_argument("--large", type=int, default=700)
-    parser.add_argument("--duration", type=float, default=20.0,
-                        help="full-speed window, seconds (human pace: 3x, after 15 s)")
-    parser.add_argument("--skip-callgrind", action="store_true")
-    parser.add_argument("--skip-load", action="store_true")
+    parser.add_argument("--games", type=int, default=1000)
+    parser.add_argument("--clients", type=int, default=3)
+    parser.add_argument("--rounds", type=int, default=2, help="node and floor runs each")
+    parser.add_argument("--duration", type=float, default=60.0, help="measured seconds")
+    parser.add_argument("--warmup", type=float, default=15.0)
+    parser.add_argument("--think", type=float, default=2.0)
+    parser.add_argument("--think-max", type=float, default=5.0)
+    parser.add_argument("--workers", type=int, default=1,
+                        help="also run the node with this many --workers (W)")
+    parser.add_argument("--uvloop", type=int, choices=(0, 1), default=1)
+    parser.add_argument("--callgrind", action="store_true",
+                        help="first bench/callgrind.py all (--small 200 --large 1700)")
     parser.add_argument("--json", type=Path, default=None, help="write every figure here")
     args = parser.parse_args(argv)
-    figures: dict[str, Any] = {}
+    figures: dict[str, Any] = {"runs": []}
     lines: list[str] = []
-    if not args.skip_callgrind:
-        cg = run_json(["bench/callgrind.py", "all", "--small", str(args.small), "--large",
-                       str(args.large), "--json"], 7200)
+    if args.callgrind:
+        cg = run_json(["bench/callgrind.py", "all", "--small", "200", "--large", "1700",
+                       "--json"], 7200)
         figures["callgrind"] = cg
-        lines += ["| instructions | per move (protocol 2) | per move (protocol 1) | "
-                  "per echo round trip | ratio (2 / 1) |", "|---|---|---|---|---|",
-                  f"| callgrind | {cg['move_protocol_2']:,} | {cg['move_protocol_1']:,} | "
-                  f"{cg['echo']:,} | {cg['move_protocol_2'] / cg['echo']:.1f}× / "
-                  f"{cg['move_protocol_1'] / cg['echo']:.1f}× |", ""]
-    if not args.skip_load:
-        common = ["bench/load.py", "--games", str(args.games), "--clients", "3", "--idle", "0",
-                  "--json", "--quiet"]
-        fast = run_json([*common, "--duration", str(args.duration)], 1800)
-        human = run_json([*common, "--duration", str(3 * args.duration), "--warmup", "15",
-                          "--think", "2", "--think-max", "5"], 1800)
-        figures["full_speed"], figures["human_pace"] = fast, human
-        cap = human["capacity"]
-        lines += ["| run | moves/s | move RT p50 / p99 | server CPU per move | "
-                  "echo CPU per round trip | ratio |", "|---|---|---|---|---|---|",
-                  load_row(f"{args.games} games, full speed", fast),
-                  load_row(f"{args.games} games, 2-5 s a decision", human), "",
-                  f"Capacity at human pace: {cap['games_at_75pct_busy']:,} games at 75% of a "
-                  f"core ({cap['core_share_per_game'] * 1e6:.0f} µs of server CPU per game "
-                  f"per second, measured at {cap['measured_games']} games, "
-                  f"{cap['measured_busy'] * 100:.1f}% busy; p99 < 50 ms at the measured load: "
-                  f"{'yes' if cap['p99_ok'] else 'no'})."]
+        lines += ["| instructions | per move (protocol 2) | per echo round trip | ratio |",
+                  "|---|---|---|---|",
+                  f"| callgrind | {cg['move_protocol_2']:,} | {cg['echo']:,} | "
+                  f"{cg['move_protocol_2'] / cg['echo']:.1f}× |", ""]
+    common = ["bench/load.py", "--games", str(args.games), "--clients", str(args.clients),
+              "--idle", "0", "--json", "--quiet", "--duration", str(args.duration),
+              "--warmup", str(args.warmup), "--think", str(args.think), "--think-max",
+              str(args.think_max), "--uvloop", str(args.uvloop),
+              "--timeout", str(args.duration * 4 + 900)]
+    per: dict[str, list[float]] = {}
+    echo: list[float] = []
+    rows = ["| run | target | moves/s | move RT p50 / p99 | server CPU per move | busy | "
+            "echo CPU per round trip | capacity at 75% |", "|---|---|---|---|---|---|---|---|"]
+    for i, name in enumerate(order(args.rounds, args.workers), 1):
+        extra = (["--target", "floor"] if name == "floor" else
+                 ["--workers", name[4:]] if name != "node" else [])
+        print(f"run {i}: {name} ...", file=sys.stderr, flush=True)
+        r = run_json([*common, *extra], args.duration * 4 + 1000)
+        figures["runs"].append({"name": name, **r})
+        load, cap = r["load"], r["capacity"]
+        per.setdefault(name, []).append(load["server_cpu_per_move_us"])
+        echo.append(r["echo"]["server_cpu_per_rt_us"])
+        if not load["moves"]:
+            raise RuntimeError(f"run {i} ({name}) made no move: {load['errors']}")
+        rows.append(f"| {i} | {name} | {load['moves_per_second']:,.0f} | "
+                    f"{load['move_rt_p50_ms']:.1f} / {load['move_rt_p99_ms']:.1f} ms | "
+                    f"{load['server_cpu_per_move_us']:.0f} µs | "
+                    f"{load['server_utilisation'] * 100:.1f}% | "
+                    f"{r['echo']['server_cpu_per_rt_us']:.0f} µs | "
+                    f"{cap['games_at_75pct_busy']:,} |")
+    med = {name: statistics.median(values) for name, values in per.items()}
+    echo_med = statistics.median(echo)
+    figures["median_cpu_per_move_us"] = med
+    figures["median_echo_cpu_per_rt_us"] = echo_med
+    figures["node_over_floor"] = med["node"] / med["floor"]
+    figures["node_over_echo"] = med["node"] / echo_med
+    lines += [*rows, "", f"Medians: node {med['node']:.0f} µs, floor {med['floor']:.0f} µs, "
+                     f"echo {echo_med:.0f} µs a move; node / floor "
+                     f"**{figures['node_over_floor']:.2f}×**, node / echo "
+                     f"**{figures['node_over_echo']:.2f}×**."]
+    if args.workers > 1:
+        w = f"node{args.workers}"
+        figures["workers_over_one"] = med[w] / med["node"]
+        lines.append(f"With --workers {args.workers}: {med[w]:.0f} µs a move over all "
+                     f"workers ({figures['workers_over_one']:.2f}× one worker's).")
     print("\n".join(lines))
     if args.json is not None:
         args.json.write_text(json.dumps(figures, indent=2))

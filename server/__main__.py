@@ -6,27 +6,30 @@ Settings come from flags and environment variables (``python -m server --help`` 
 for the life of the process; it keeps its data in the data folder (``--data-dir``) and finds it
 again at the next start. SIGTERM and SIGINT shut down cleanly: sockets are closed with 1001,
 in-flight settlements and the write-behind buffer are flushed, then Redis (if embedded) stops.
+
+``--workers N`` (``auto``: one per core) runs N such nodes on the port instead, one process
+each, sharing the embedded redis-server (``server/workers.py``). The event loop is uvloop's
+when uvloop is installed, unless ``--uvloop 0``.
 """
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import gc
 import logging
-import os
 import sys
 from collections.abc import Sequence
-from pathlib import Path
 
 from aiohttp import web
 
 from server.app import METRICS, create_app
 from server.config import SettingsError, settings_from
-from server.embedded_redis import EmbeddedRedis, EmbeddedRedisError, default_data_dir
+from server.embedded_redis import EmbeddedRedis, EmbeddedRedisError
 from server.logs import setup_logging
+from server.net.event_loop import loop_factory, run
 from server.net.http_server import raise_fd_limit, serve
 from server.tournaments.cli import main as runner_key_main
+from server.workers import main_with_workers
 
 log = logging.getLogger("server")
 
@@ -52,32 +55,39 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     if args[:1] == ["runner-key"]:
         # python -m server runner-key create NAME | list | revoke NAME
-        return runner_key_main(args[1:], os.environ)
+        return runner_key_main(args[1:])
     try:
-        settings = settings_from(argv, os.environ)
+        settings = settings_from(argv)
     except SettingsError as exc:
         print(f"python -m server: {exc}", file=sys.stderr)
         return 2
-    setup_logging(os.environ.get("TABLE42_LOG_LEVEL", "INFO"), json_lines=settings.json_logs)
+    setup_logging(settings.log_level, json_lines=settings.json_logs)
     raise_fd_limit()
     embedded: EmbeddedRedis | None = None
     if not settings.redis_url:
-        data_dir = Path(settings.data_dir) if settings.data_dir else default_data_dir(os.environ)
         try:
-            embedded = EmbeddedRedis(data_dir=data_dir).start()
+            embedded = EmbeddedRedis(data_dir=settings.data_folder()).start()
         except EmbeddedRedisError as exc:
             print(f"python -m server: {exc}", file=sys.stderr)
             return 1
         settings = settings.with_changes(redis_url=embedded.url)
         log.info("REDIS_URL not set: the embedded redis-server keeps its data in %s (%s)",
                  embedded.data_dir, embedded.url)
+    if settings.workers > 1:
+        try:
+            return main_with_workers(args, settings, embedded.url if embedded else None)
+        finally:
+            if embedded is not None:
+                embedded.stop()
     try:
         app = create_app(settings)
         app.on_startup.append(_settle_heap)
         # Like web.run_app, with the connection guard (server/net/http_server.py) installed;
         # SIGTERM and SIGINT end serve() normally, so everything closes in order.
+        uvloop = loop_factory(settings.uvloop) is not None
+        log.info("event loop: %s", "uvloop" if uvloop else "asyncio")
         with contextlib.suppress(KeyboardInterrupt):
-            asyncio.run(serve(app, settings, app[METRICS]))
+            run(serve(app, settings, app[METRICS]), use_uvloop=uvloop)
     finally:
         if embedded is not None:
             embedded.stop()

@@ -21,7 +21,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import os
 import sys
 import time
 from collections.abc import Awaitable, Callable, Sequence
@@ -30,7 +29,7 @@ from typing import Any, TypeVar
 from redis.exceptions import RedisError
 
 from rating_plugin.store import RatingStore
-from server.config import Settings
+from server.config import STORE_SETTINGS, Settings, SettingsError, add_arguments, settings_from_args
 from server.embedded_redis import EmbeddedRedisError, command_store
 from server.store.accounts import BOT_PREFIX, GUEST_PREFIX, Accounts
 from server.store.games import GameRecords
@@ -82,18 +81,18 @@ def _text(raw: Any) -> str:
     return raw.decode() if isinstance(raw, bytes) else str(raw)
 
 
-async def _suspicious(args: argparse.Namespace, url: str) -> str:
+async def _suspicious(args: argparse.Namespace, url: str, prefix: str) -> str:
     redis = redis_client(url)
     try:
         now = time.time()
-        ratings = RatingStore(redis, args.key_prefix)
+        ratings = RatingStore(redis, prefix)
         games = [
             Game(s.winner.player, s.loser.player, str(s.ladder), s.finished_at)
             for ladder in ("table42", "fibs")
             async for s in ratings.settled_since(ladder, now - args.days * 86400)
         ]
         pairs = lopsided_pairs(games, min_games=args.min_games, min_share=args.min_share)
-        keys = Keys(args.key_prefix)
+        keys = Keys(prefix)
         since_ms = (now - args.address_days * 86400) * 1000
         seen: dict[str, dict[str, float]] = {}
         async for raw in redis.scan_iter(match=keys.addresses_pattern, count=1000):
@@ -140,10 +139,7 @@ _share = _bounded(float, 0.5, 1)
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog=PROG, description="Operator commands.")
-    parser.add_argument("--redis-url", default=os.environ.get("REDIS_URL"))
-    parser.add_argument("--data-dir", default=os.environ.get("TABLE42_DATA_DIR"),
-                        help="the embedded store's folder when no Redis URL is given")
-    parser.add_argument("--key-prefix", default=os.environ.get("TABLE42_KEY_PREFIX", "t42:"))
+    add_arguments(parser, STORE_SETTINGS)
     commands = parser.add_subparsers(dest="command", required=True)
     revoke = commands.add_parser("revoke", help="end every token of an account")
     revoke.add_argument("player")
@@ -178,8 +174,13 @@ def _parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
-        with command_store(args.redis_url, args.data_dir, os.environ) as url:
-            return _run(args, url, args.key_prefix)
+        settings = settings_from_args(args)
+    except SettingsError as exc:
+        print(f"{PROG}: {exc}", file=sys.stderr)
+        return 2
+    try:
+        with command_store(settings.redis_url, settings.data_folder()) as url:
+            return _run(args, url, settings.key_prefix)
     except EmbeddedRedisError as exc:
         print(f"{PROG}: {exc}", file=sys.stderr)
         return 2
@@ -208,7 +209,7 @@ def _run(args: argparse.Namespace, url: str, prefix: str) -> int:
               else f"{args.player}: no failed logins to forget")
         return 0
     if args.command == "suspicious":
-        print(asyncio.run(_suspicious(args, url)))
+        print(asyncio.run(_suspicious(args, url, prefix)))
         return 0
     ended = asyncio.run(_revoke(url, prefix, args.player))
     print(f"{ended} token(s) of {args.player} ended")

@@ -50,6 +50,7 @@ from server.store.accounts import Accounts
 from server.store.keys import Keys
 from server.store.persistence import Persistence
 from server.store.redis_client import redis_client
+from server.tick import TICK, Tick
 from server.tournaments.api import TournamentRoutes
 from server.tournaments.driver import BracketDriver
 from server.tournaments.keys import TournamentKeys
@@ -94,6 +95,7 @@ def create_app(settings: Settings, *, dice_factory: DiceFactory | None = None) -
     app[SETTINGS] = settings
     app[METRICS] = metrics
     app[DICE_FACTORY] = dice_factory if dice_factory is not None else SecretDice
+    app[TICK] = Tick()  # every periodic duty of the node runs on it
     app.cleanup_ctx.append(_services)
     app.on_shutdown.append(_stop_brackets)
     app.on_shutdown.append(_close_sockets)
@@ -121,17 +123,18 @@ async def _services(app: web.Application) -> AsyncIterator[None]:
     redis = redis_client(settings.redis_url)  # a cluster client for redis+cluster://
     keys = Keys(settings.key_prefix)
     metrics = app[METRICS]
+    tick = app[TICK]
     # The lobby, built below, hears what each flush did (through ``app``, as its listeners).
     persistence = Persistence(
         redis, keys, settings, metrics,
         on_stored=lambda table, version: app[LOBBY].takeover.table_stored(table, version),
         on_fenced=lambda table: app[LOBBY].takeover.table_fenced(table),
         on_store_lost=lambda: app[LOBBY].takeover.store_lost(),
-        on_health=lambda up: app[LOBBY].store_health(up))
+        on_health=lambda up: app[LOBBY].store_health(up), tick=tick)
     accounts = Accounts(redis, keys, settings)
     ratings = RatingStore(redis, settings.key_prefix)
     bus = NodeBus(redis, keys, settings.node_id, alive_ttl=settings.lease_ttl,
-                  alive_refresh=settings.lease_renew)
+                  alive_refresh=settings.lease_renew, tick=tick)
     hub = Hub(settings.max_send_buffer,
               on_token_end=lambda reason: metrics.tokens_ended.labels(reason).inc())
     lobby = Lobby(settings, persistence, bus, hub, ratings, app[DICE_FACTORY], metrics,
@@ -143,9 +146,9 @@ async def _services(app: web.Application) -> AsyncIterator[None]:
     app[BUS] = bus
     app[HUB] = hub
     app[LOBBY] = lobby
-    ownership = Ownership(settings, persistence, lobby)
+    ownership = Ownership(settings, persistence, lobby, tick=tick)
     app[OWNERSHIP] = ownership
-    matchmaker = Matchmaker(settings, redis, lobby, hub, ratings, persistence)
+    matchmaker = Matchmaker(settings, redis, lobby, hub, ratings, persistence, tick=tick)
     app[MATCHMAKER] = matchmaker
     account_routes = AccountRoutes(accounts, persistence, settings.node_id,
                                    settings.list_limit, settings=settings, metrics=metrics)
@@ -161,8 +164,9 @@ async def _services(app: web.Application) -> AsyncIterator[None]:
                               ratings)
     TournamentRoutes(tournaments, RunnerKeys(redis, tournament_keys),
                      settings.max_match_length).add_to(app)
-    brackets = BracketDriver(tournaments, bus, settings.node_id, tick=settings.tournament_tick,
-                             lease=settings.tournament_lease)
+    brackets = BracketDriver(tournaments, bus, settings.node_id,
+                             period=settings.tournament_tick, lease=settings.tournament_lease,
+                             tick=tick)
     app[BRACKETS] = brackets
     computer = ComputerOpponents(settings, accounts, lobby, hub)
     app[COMPUTER] = computer

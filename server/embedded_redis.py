@@ -24,7 +24,7 @@ import socket
 import subprocess
 import tempfile
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from pathlib import Path
 from types import TracebackType
 from typing import IO
@@ -34,21 +34,10 @@ class EmbeddedRedisError(RuntimeError):
     """The embedded redis-server could not be started."""
 
 
-DATA_DIR_ENV = "TABLE42_DATA_DIR"
 SOCKET_NAME = "redis.sock"
 LOCK_NAME = "table42.lock"
 #: A unix socket's path must fit in ``sockaddr_un.sun_path`` (108 bytes with its NUL).
 MAX_SOCKET_PATH = 107
-
-
-def default_data_dir(environ: Mapping[str, str] | None = None) -> Path:
-    """The data folder of the embedded store when ``--data-dir``/``TABLE42_DATA_DIR`` is not
-    given: ``$XDG_DATA_HOME/table42``, else ``~/.local/share/table42``."""
-    env = os.environ if environ is None else environ
-    if env.get(DATA_DIR_ENV):
-        return Path(env[DATA_DIR_ENV]).expanduser()
-    base = env.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
-    return Path(base).expanduser() / "table42"
 
 
 def socket_path(data_dir: Path) -> Path:
@@ -240,8 +229,11 @@ class EmbeddedRedis:
         if self.cluster:
             args += ["--cluster-enabled", "yes",
                      "--cluster-config-file", str(folder / "nodes.conf")]
+        # Its own process group: a Ctrl-C in a terminal reaches the server, which stops this
+        # store last (after its final writes), not both at once.
         self._process = subprocess.Popen(
-            args, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+            args, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+            process_group=0,
         )
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
@@ -336,14 +328,12 @@ def store_url(data_dir: Path, timeout: float = 10.0) -> Iterator[str]:
 
 
 @contextlib.contextmanager
-def command_store(redis_url: str | None, data_dir: str | None,
-                  environ: Mapping[str, str]) -> Iterator[str]:
+def command_store(redis_url: str | None, data_folder: Path) -> Iterator[str]:
     """The Redis an admin command talks to, found as ``python -m server`` finds it:
-    ``redis_url`` when given, else the kept store of ``data_dir`` (default
-    :func:`default_data_dir`), see :func:`store_url`."""
+    ``redis_url`` when given, else the kept store of ``data_folder``
+    (``Settings.data_folder()``), see :func:`store_url`."""
     if redis_url:
         yield redis_url
         return
-    folder = Path(data_dir).expanduser() if data_dir else default_data_dir(environ)
-    with store_url(folder) as url:
+    with store_url(data_folder) as url:
         yield url

@@ -8,16 +8,12 @@ context carries them (asyncio copies the context into the tasks it starts).
 
 from __future__ import annotations
 
-import asyncio
 import contextvars
 import json
 import logging
 import time
-from collections.abc import Awaitable, Callable
 
-from redis.exceptions import RedisError
-
-__all__ = ["JsonFormatter", "every", "game_id", "request_id", "setup_logging"]
+__all__ = ["JsonFormatter", "game_id", "request_id", "setup_logging"]
 
 request_id: contextvars.ContextVar[str] = contextvars.ContextVar("request_id", default="")
 game_id: contextvars.ContextVar[str] = contextvars.ContextVar("game_id", default="")
@@ -55,18 +51,3 @@ def setup_logging(level: str, *, json_lines: bool) -> None:
         root.removeHandler(old)
     root.addHandler(handler)
     root.setLevel(level.upper())
-
-
-async def every(interval: float, step: Callable[[], Awaitable[object]], what: str,
-                logger: logging.Logger) -> None:
-    """``await step()`` every ``interval`` seconds until cancelled. A failure is logged as
-    ``what`` failed and the loop goes on: Redis or the network away is a warning, anything
-    else a bug, logged with its traceback."""
-    while True:
-        await asyncio.sleep(interval)
-        try:
-            await step()
-        except (RedisError, OSError) as exc:
-            logger.warning("%s failed: %s", what, exc)
-        except Exception:
-            logger.exception("%s failed", what)

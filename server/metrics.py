@@ -17,7 +17,7 @@ from __future__ import annotations
 import time
 from bisect import bisect_left
 from collections.abc import Iterator
-from typing import Any, Protocol
+from typing import Any
 
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
@@ -29,14 +29,6 @@ __all__ = ["CONTENT_TYPE_LATEST", "Metrics"]
 
 _FAST = (0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1.0)
 _SLOW = (0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
-
-
-class _Metric(Protocol):
-    def inc(self, amount: float = 1) -> None: ...
-    def dec(self, amount: float = 1) -> None: ...
-    def set(self, value: float) -> None: ...
-    def observe(self, amount: float) -> None: ...
-    def labels(self, *values: str) -> Any: ...
 
 
 class _Null:

@@ -9,11 +9,12 @@ one publisher task drains the queue with pipelined ``PUBLISH`` calls, so a burst
 costs one round trip. A message for a node that is gone is simply lost (pub/sub has no
 backlog); clients recover with ``sync`` (versioned events are kept in Redis).
 
-Each node also refreshes ``{prefix}node:<id>:alive`` (expiring) so others can tell a dead owner
-from a quiet one (the tournament driver asks :meth:`NodeBus.is_alive`; table ownership goes by
-the heartbeat of ``server/lobby/ownership.py``, seen through ``liveness.py``). Messages are the
-typed structs of ``server/protocol/node_messages.py`` (msgpack maps with an ``op``), decoded
-there in one place; the lobby dispatches them (``Lobby.on_node_message``).
+Each node also refreshes ``{prefix}node:<id>:alive`` (expiring; a duty of the node's tick) so
+others can tell a dead owner from a quiet one (the tournament driver asks
+:meth:`NodeBus.is_alive`; table ownership goes by the heartbeat of
+``server/lobby/ownership.py``, seen through ``liveness.py``). Messages are the typed structs of
+``server/protocol/node_messages.py`` (msgpack maps with an ``op``), decoded there in one place;
+the lobby dispatches them (``Lobby.on_node_message``).
 """
 
 from __future__ import annotations
@@ -28,15 +29,20 @@ from typing import Any
 import redis.asyncio as aioredis
 from redis.exceptions import RedisError
 
-from server.logs import every
 from server.protocol.node_messages import NodeMessage, decode, encode
 from server.store.keys import Keys
+from server.tick import Tick
 
 log = logging.getLogger(__name__)
 
 ALIVE_TTL = 15.0
 ALIVE_REFRESH = 5.0
 MAX_BATCH = 512
+ALIVE = "bus-alive"
+"""The name of the alive refresh on the node's tick."""
+LISTEN_TIMEOUT = 30.0
+"""Seconds the listener waits for a message before it asks again (no polling: the read
+blocks; each ask lets redis-py check the connection's health)."""
 
 Handler = Callable[[NodeMessage], Awaitable[None]]
 
@@ -59,8 +65,12 @@ class NodeBus:
     """Publish to other nodes' channels; deliver this node's channel to ``handler``."""
 
     def __init__(self, redis: aioredis.Redis, keys: Keys, node_id: str, *,
-                 alive_ttl: float = ALIVE_TTL, alive_refresh: float = ALIVE_REFRESH) -> None:
+                 alive_ttl: float = ALIVE_TTL, alive_refresh: float = ALIVE_REFRESH,
+                 tick: Tick | None = None) -> None:
+        """``tick``: the node's tick, which refreshes the alive key (one of its own if not
+        given)."""
         self._redis = redis
+        self.tick = tick if tick is not None else Tick()
         # On a cluster, pub/sub and PUBLISH use a plain client of one node
         # (server/store/redis_client.py).
         self._pubsub_redis: aioredis.Redis = getattr(redis, "seed", redis)
@@ -85,8 +95,9 @@ class NodeBus:
         self._tasks = [
             asyncio.create_task(self._listen(), name="bus-listen"),
             asyncio.create_task(self._publish_loop(), name="bus-publish"),
-            asyncio.create_task(self._keep_alive(), name="bus-alive"),
         ]
+        self.tick.add(ALIVE, self._alive_refresh, self._refresh_alive, logger=log,
+                      what="bus: alive refresh")
 
     async def stop(self) -> None:
         """Send what is queued, stop listening, and say this node is gone."""
@@ -94,6 +105,7 @@ class NodeBus:
         self._wake.set()
         with contextlib.suppress(RedisError, OSError):
             await self._drain()
+        await self.tick.remove(ALIVE)
         for task in self._tasks:
             task.cancel()
         for task in self._tasks:
@@ -145,7 +157,7 @@ class NodeBus:
         while True:
             try:
                 message = await self._pubsub.get_message(
-                    ignore_subscribe_messages=True, timeout=1.0
+                    ignore_subscribe_messages=True, timeout=LISTEN_TIMEOUT
                 )
             except (RedisError, OSError) as exc:
                 log.warning("bus: listen failed, retrying: %s", exc)
@@ -163,10 +175,5 @@ class NodeBus:
             except Exception:
                 log.exception("bus: handling a node message failed")
 
-    async def _keep_alive(self) -> None:
-        key = self._keys.node_alive(self.node_id)
-
-        async def refresh() -> None:
-            await self._redis.set(key, "1", px=self._alive_ttl_ms)
-
-        await every(self._alive_refresh, refresh, "bus: alive refresh", log)
+    async def _refresh_alive(self) -> None:
+        await self._redis.set(self._keys.node_alive(self.node_id), "1", px=self._alive_ttl_ms)

@@ -1,6 +1,6 @@
 """Which other nodes are alive, as this node last read the node set.
 
-The ownership loop (``server/lobby/ownership.py``) reads the node set (node -> epoch seconds
+The takeover scan (``server/lobby/ownership.py``) reads the node set (node -> epoch seconds
 until which it counts as alive, renewed by each node's heartbeat) every ``takeover_scan`` and
 keeps it in :attr:`NodeLiveness.peers`; the lobby, the forwarding and the matchmaker ask
 :meth:`NodeLiveness.is_live` and :meth:`NodeLiveness.is_fresh` in between without a Redis
@@ -34,7 +34,7 @@ class NodeLiveness:
 
     def is_live(self, node: str) -> bool:
         """Whether ``node`` counts as alive (this node always does; an unknown one does
-        until the ownership loop has heard of it, so a new node is not shunned)."""
+        until the takeover scan has heard of it, so a new node is not shunned)."""
         if node == self.node_id:
             return True
         if node in self.dead_nodes:

@@ -13,7 +13,7 @@ from collections import deque
 from typing import TYPE_CHECKING, Any
 
 from server.protocol.codec import Outgoing
-from server.protocol.errors import ErrorCode
+from server.protocol.errors import ErrorCode, ProtocolError, error_message, retry_later
 from server.tables.machine import TableMachine
 
 if TYPE_CHECKING:
@@ -105,8 +105,6 @@ class Announcer:
         table = self.machine.id
         for _version, _out, actor, message in held:
             if actor is not None and message is not None and message.get("ref") is not None:
-                self.lobby.reply(actor, {
-                    "type": "error", "code": str(ErrorCode.UNAVAILABLE),
-                    "message": f"table {table} moved to another node; send it again",
-                    "ref": message["ref"], "table": table, "retry_after": 1.0,
-                })
+                self.lobby.reply(actor, error_message(retry_later(ProtocolError(
+                    ErrorCode.UNAVAILABLE, f"table {table} moved to another node; send it again"),
+                    1.0), message["ref"], table))

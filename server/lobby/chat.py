@@ -20,12 +20,11 @@ from typing import TYPE_CHECKING, Any
 
 from redis.exceptions import RedisError
 
-from server.lobby.delivery import retry_message
 from server.net.connection import Connection
 from server.protocol import node_messages as ops
 from server.protocol.chat import PLAYERS, WATCHERS, ChatRate, clean_text, players_see, visible
 from server.protocol.codec import Outgoing
-from server.protocol.errors import ErrorCode, ProtocolError
+from server.protocol.errors import ErrorCode, ProtocolError, retry_later
 from server.protocol.messages import Chat, Mute, Report, Unmute
 from server.tables.machine import TableStatus
 
@@ -155,7 +154,7 @@ class LobbyChat:
             exc = ProtocolError(ErrorCode.CHAT_RATE_LIMITED,
                                 f"at most {settings.chat_rate} chat messages per "
                                 f"{settings.chat_window:g} seconds")
-            raise retry_message(exc, wait)
+            raise retry_later(exc, wait)
 
     def checked(self, conn: Connection, msg: Chat) -> Chat:
         """``msg`` with its text cleaned, once the text, the operator mute and the rate

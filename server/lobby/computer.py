@@ -39,7 +39,8 @@ from server.bot.player import BotPlayer, BotStalled, Choice, Think, think_here, 
 from server.bot.strategy import Level
 from server.client import Client, ClientError, Format
 from server.config import Settings
-from server.lobby.routing import Actor, Lobby, error_message, store_away
+from server.lobby.refusals import error_reply, store_away
+from server.lobby.routing import Actor, Lobby
 from server.lobby.table import Table
 from server.matchmaking.policy import network_key
 from server.net.connection import Connection, Hub
@@ -107,17 +108,10 @@ class ComputerOpponents:
     async def on_message(self, conn: Connection, msg: PlayComputer) -> None:
         try:
             reply = await self._start(conn, msg)
-        except ProtocolError as exc:
-            reply = error_message(exc, msg.ref)
-        except RedisError:
-            reply = error_message(ProtocolError(ErrorCode.UNAVAILABLE,
-                                                "storage unavailable, retry"), msg.ref)
-        except Exception:
-            log.exception("play_computer failed for %s", conn.player)
-            reply = error_message(ProtocolError(ErrorCode.INTERNAL, "internal error"), msg.ref)
+        except Exception as exc:
+            reply = error_reply(exc, msg.ref, None, doing=f"starting a game against the "
+                                f"computer for {conn.player}", metrics=self.lobby.metrics)
         if reply is not None:
-            if reply.get("type") == "error":
-                self.lobby.metrics.error(str(reply.get("code")))
             self.hub.push(conn, Outgoing(reply))
         await self.hub.flush()
 

@@ -23,17 +23,17 @@ from typing import TYPE_CHECKING
 
 from redis.exceptions import RedisError
 
-from server.lobby.delivery import retry_message
 from server.lobby.table import Table, TableStatus
 from server.matchmaking.policy import network_key
 from server.net.connection import Connection
 from server.protocol.codec import Outgoing
-from server.protocol.errors import ErrorCode, ProtocolError
+from server.protocol.errors import ErrorCode, ProtocolError, retry_later
 from server.protocol.messages import CreateTable, ListTables, TableMode
 from server.protocol.node_messages import Actor
 from server.ratelimit import RateLimiter
 from server.store.accounts import GUEST_PREFIX, is_bot_id
 from server.store.persistence import FENCED_OUT
+from server.store.retry import REDIS_AWAY, Backoff, retry_redis
 from server.tables.machine import already_seated, check_new_table
 from server.tables.ratings import RatedPlayer, RatingPlan, counts_for_pair_limit, plan_rating
 
@@ -234,7 +234,7 @@ class TableCreation:
         if self._open_by_address.get(address, 0) >= \
                 self.settings.max_open_tables_per_address:
             metrics.refused("open_tables_per_address")
-            raise retry_message(ProtocolError(
+            raise retry_later(ProtocolError(
                 ErrorCode.RATE_LIMITED,
                 f"at most {self.settings.max_open_tables_per_address} open tables per address"),
                 self.settings.decision_time)
@@ -244,7 +244,7 @@ class TableCreation:
             wait = self._create_limit.take(key, now)
             if wait > 0:
                 metrics.refused(limit)
-                raise retry_message(ProtocolError(
+                raise retry_later(ProtocolError(
                     ErrorCode.RATE_LIMITED, "creating tables too fast; retry later"), wait)
 
     def table_opened_elsewhere(self, table: Table) -> None:
@@ -353,12 +353,10 @@ class TableCreation:
             lobby.spawn(self._release_done(table.id))
 
     async def _release_done(self, table_id: str) -> None:
-        delay = 0.05
-        for _ in range(30):  # Redis away: tried for a while; else the lease just expires
-            try:
-                await self.persistence.flush()
-                await self.persistence.release(table_id, done=True)
-                return
-            except (RedisError, OSError):
-                await asyncio.sleep(delay)
-                delay = min(delay * 2, 1.0)
+        async def release() -> None:
+            await self.persistence.flush()
+            await self.persistence.release(table_id, done=True)
+
+        # Redis away: tried for a while; else the lease just expires.
+        with contextlib.suppress(*REDIS_AWAY):
+            await retry_redis(release, Backoff(attempts=30))

@@ -11,8 +11,8 @@ next connection (:meth:`Delivery.deliver_inbox`).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
-import math
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -21,9 +21,8 @@ from redis.exceptions import RedisError
 from server.net.connection import Connection
 from server.protocol import node_messages as ops
 from server.protocol.codec import Outgoing
-from server.protocol.errors import ProtocolError
-from server.protocol.messages import RequestId
 from server.protocol.node_messages import Actor
+from server.store.retry import REDIS_AWAY, Backoff, retry_redis
 
 if TYPE_CHECKING:
     from server.lobby.routing import Lobby
@@ -34,30 +33,6 @@ INBOX_EVENTS = frozenset({"rating", "boosted", "tournament_pairing", "tournament
                            "tournament_result", "tournament_over"})
 """Events kept in a player's inbox until delivered once (they carry an ``event_id``): the
 rating events and the tournament events."""
-
-
-def retry_message(exc: ProtocolError, retry_after: float) -> ProtocolError:
-    """``exc`` with the seconds to wait (``rate_limited``: the reply's ``retry_after``)."""
-    exc.retry_after = max(1, math.ceil(retry_after))
-    return exc
-
-
-def error_message(
-    exc: ProtocolError, ref: RequestId | None = None, table: str | None = None
-) -> dict[str, Any]:
-    """The ``error`` reply for ``exc`` (to request ``ref``, about ``table``)."""
-    message: dict[str, Any] = {"type": "error", "code": exc.code, "message": exc.message}
-    if exc.field is not None:
-        message["field"] = exc.field
-    if ref is not None:
-        message["ref"] = ref
-    if table is not None:
-        message["table"] = table
-    if exc.retry_after is not None:
-        message["retry_after"] = exc.retry_after
-    if exc.until is not None:
-        message["until"] = exc.until
-    return message
 
 
 class Delivery:
@@ -168,14 +143,10 @@ class Delivery:
         return written
 
     async def _remove_from_inbox(self, player: str, ids: list[str]) -> None:
-        delay = 0.05
-        for _ in range(60):  # Redis away: tried again for about a minute, then left there
-            try:
-                await self.lobby.persistence.inbox_remove(player, ids)
-                return
-            except (RedisError, OSError):
-                await asyncio.sleep(delay)
-                delay = min(delay * 2, 1.0)
+        # Redis away: tried again for about a minute, then left there.
+        with contextlib.suppress(*REDIS_AWAY):
+            await retry_redis(lambda: self.lobby.persistence.inbox_remove(player, ids),
+                              Backoff(attempts=60))
 
     async def push_to_player(self, player: str, message: Mapping[str, Any]) -> bool:
         """Send ``message`` (a dict with a ``type``) to every socket of ``player``, on any

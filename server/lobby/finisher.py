@@ -1,7 +1,7 @@
 """The end of a table's games, on the table's owner node: the table driver
-(:class:`server.lobby.table.Table`) hands each :class:`~server.tables.machine.Settlement` the
+(:class:`server.lobby.table.Table`) hands each :class:`~server.tables.machine.FinishedGame` the
 machine decides to its :class:`Finisher`. What is settled (Table42, FIBS, Boosted points or
-nothing) is the machine's answer (:attr:`Settlement.settles`); the finisher carries it out.
+nothing) is the machine's answer (:attr:`FinishedGame.settles`); the finisher carries it out.
 
 The end of a game, in this order (nothing is announced before it is stored):
 
@@ -39,7 +39,8 @@ from redis.exceptions import RedisError
 from server.logs import game_id as log_game_id
 from server.rules.mat import export_mat
 from server.store.persistence import Fenced
-from server.tables.machine import BOOSTED, FIBS, TABLE42, Settlement, TableMachine
+from server.store.retry import Backoff, retry_redis
+from server.tables.machine import BOOSTED, FIBS, TABLE42, FinishedGame, TableMachine
 from server.tables.ratings import boosted_events, rating_events
 from server.tables.records import game_events, game_record
 
@@ -89,7 +90,7 @@ class Finisher:
         self._game_logs: dict[str, list[bytes] | None] = {}
         self._ended_at = 0.0  # perf_counter of the last game's end (metrics)
 
-    def game_over(self, table: Table, settlement: Settlement, *,
+    def game_over(self, table: Table, settlement: FinishedGame, *,
                   write_result: bool = True) -> None:
         """A game of ``table`` ended (the machine's step said so): finish it in the
         background; ``game_over`` and what follows are held until it is settled and stored."""
@@ -108,7 +109,7 @@ class Finisher:
         log_game_id.set("")
         del task
 
-    async def _finish(self, table: Table, settlement: Settlement,
+    async def _finish(self, table: Table, settlement: FinishedGame,
                       write_result: bool = True) -> None:
         try:
             await self._settle_and_announce(table, settlement, write_result=write_result)
@@ -121,7 +122,7 @@ class Finisher:
             self.lobby.metrics.settlements_pending.dec()
             await self.lobby.flush()
 
-    async def _settle_and_announce(self, table: Table, settlement: Settlement, *,
+    async def _settle_and_announce(self, table: Table, settlement: FinishedGame, *,
                                    write_result: bool = True) -> None:
         game_id = settlement.game_id
         # The result first (a fenced write, with the game's last events), then the rating:
@@ -187,7 +188,7 @@ class Finisher:
             return "", None
         return game_text, match_text
 
-    async def save_record(self, settlement: Settlement, pushes: Pushes) -> None:
+    async def save_record(self, settlement: FinishedGame, pushes: Pushes) -> None:
         """Store the finished game's record (its logged events, result, rating changes and
         .mat text) and index it in both players' histories: once per game id. Called before
         the match's next game starts (``machine.game`` is the finished one)."""
@@ -224,32 +225,29 @@ class Finisher:
         ``STORE_MAX_DELAY`` between tries) until it is stored; only a node shutdown (the task
         is cancelled) stops it, and that is logged with the game id. Raises Fenced once
         another node owns the table (it makes the write)."""
-        delay = 0.05
-        attempt = 0
         table_id = self.table_id
-        while True:
-            if self.gone:
+
+        def still_mine() -> None:
+            if self.gone:  # another node owns the table now: it makes this write
                 raise Fenced(table_id)
-            try:
-                await write(*args, **kwargs)
-                return
-            except (RedisError, OSError) as exc:
-                attempt += 1
-                self.lobby.metrics.settlement_retries.inc()
-                if attempt == SETTLE_ATTEMPTS:
-                    log.warning("table %s: %s of %s not stored yet (%s); retrying until it is",
-                                table_id, what, game_id, exc)
-                try:
-                    await asyncio.sleep(delay)
-                except asyncio.CancelledError:
-                    log.error("table %s: node stopping with %s of %s NOT stored", table_id,
-                              what, game_id)
-                    raise
-                delay = min(delay * 2, STORE_MAX_DELAY)
+
+        def failed(tries: int, exc: Exception) -> None:
+            self.lobby.metrics.settlement_retries.inc()
+            if tries == SETTLE_ATTEMPTS:
+                log.warning("table %s: %s of %s not stored yet (%s); retrying until it is",
+                            table_id, what, game_id, exc)
+
+        try:
+            await retry_redis(lambda: write(*args, **kwargs), Backoff(most=STORE_MAX_DELAY),
+                              before=still_mine, failed=failed)
+        except asyncio.CancelledError:
+            log.error("table %s: node stopping with %s of %s NOT stored", table_id, what,
+                      game_id)
+            raise
 
     # --- the settlement ---------------------------------------------------------------------
 
-    def _settlement_call(self, s: Settlement) -> Callable[[], Awaitable[Pushes]]:
+    def _settlement_call(self, s: FinishedGame) -> Callable[[], Awaitable[Pushes]]:
         """One attempt at settling this game (or match), with every input fixed now: the
         rating store call for what the machine says it settles, returning the
         ``(player, event)`` pushes."""
@@ -292,14 +290,7 @@ class Finisher:
 
     async def _settle(self, settle_once: Callable[[], Awaitable[Pushes]]) -> Pushes:
         """``settle_once()``, tried up to ``SETTLE_ATTEMPTS`` times on Redis errors."""
-        for attempt in range(SETTLE_ATTEMPTS):
-            try:
-                return await settle_once()
-            except (RedisError, OSError):
-                if attempt == SETTLE_ATTEMPTS - 1:
-                    raise
-                await asyncio.sleep(0.05 * (attempt + 1))
-        return []
+        return await retry_redis(settle_once, Backoff(attempts=SETTLE_ATTEMPTS))
 
     async def _settle_late(self, game_id: str,
                            settle_once: Callable[[], Awaitable[Pushes]]) -> None:
@@ -307,28 +298,31 @@ class Finisher:
         ``LATE_SETTLE_MAX_DELAY``; then push the rating events and store them in the inboxes.
         A node stopped before Redis came back logs the game id, so it can be settled by hand
         (the store applies a game id once, whenever it comes)."""
-        delay = 0.5
         persistence = self.lobby.persistence
         table_id = self.table_id
+
+        async def pause(delay: float) -> None:
+            # Back off, but try at once when the health check sees Redis come back.
+            was_down = not persistence.redis_up
+            waited = 0.0
+            while waited < delay and not (was_down and persistence.redis_up):
+                await asyncio.sleep(0.1)
+                waited += 0.1
+
+        def still_mine() -> None:
+            if self.gone:
+                raise Fenced(table_id)
+
+        def failed(_tries: int, exc: Exception) -> None:
+            log.warning("table %s: settlement of %s still failing: %s", table_id, game_id, exc)
+
         try:
-            while True:
-                # Back off, but try at once when the health check sees Redis come back.
-                was_down = not persistence.redis_up
-                waited = 0.0
-                while waited < delay and not (was_down and persistence.redis_up):
-                    await asyncio.sleep(0.1)
-                    waited += 0.1
-                if self.gone:
-                    log.warning("table %s: %s is settled by the table's new owner", table_id,
-                                game_id)
-                    return
-                try:
-                    pushes = await settle_once()
-                    break
-                except (RedisError, OSError) as exc:
-                    log.warning("table %s: settlement of %s still failing: %s", table_id,
-                                game_id, exc)
-                    delay = min(delay * 2, LATE_SETTLE_MAX_DELAY)
+            await pause(0.5)
+            pushes = await retry_redis(settle_once, Backoff(1.0, LATE_SETTLE_MAX_DELAY),
+                                       before=still_mine, failed=failed, pause=pause)
+        except Fenced:
+            log.warning("table %s: %s is settled by the table's new owner", table_id, game_id)
+            return
         except asyncio.CancelledError:
             log.error("table %s: node stopping with %s NOT settled: settle it again", table_id,
                       game_id)
@@ -376,7 +370,7 @@ class Finisher:
 
     # --- after a takeover ----------------------------------------------------------------------
 
-    async def resume(self, table: Table, settlement: Settlement) -> None:
+    async def resume(self, table: Table, settlement: FinishedGame) -> None:
         """A table rebuilt here (a takeover) whose log ends with ``settlement``'s game, not
         settled when the old owner stopped: finish what is missing, once. Done only when the
         rating events reached the inboxes too: a node may die after settling and before that
@@ -397,7 +391,7 @@ class Finisher:
             # node may die between the two. The store applies a game id once.
             self.game_over(table, settlement, write_result=not stored)
 
-    async def _rating_missing(self, s: Settlement) -> bool:
+    async def _rating_missing(self, s: FinishedGame) -> bool:
         """Whether the rating store has no settlement of this rated game (match) yet."""
         rated_id = s.rated_id
         if rated_id is None:
@@ -407,7 +401,7 @@ class Finisher:
         except (RedisError, OSError):
             return True  # settle again: the store gives back the same settlement
 
-    async def _inbox_missing(self, s: Settlement) -> bool:
+    async def _inbox_missing(self, s: FinishedGame) -> bool:
         """Whether the game's rating events may not be in the players' inboxes yet (only
         an end that settles something writes them)."""
         if s.settles is None:

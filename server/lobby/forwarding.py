@@ -20,10 +20,10 @@ import logging
 from collections import OrderedDict
 from typing import TYPE_CHECKING, Any
 
-from server.lobby.delivery import error_message, retry_message
+from server.lobby.refusals import error_reply
 from server.protocol import node_messages as ops
 from server.protocol.codec import Outgoing
-from server.protocol.errors import ErrorCode, ProtocolError
+from server.protocol.errors import ErrorCode, ProtocolError, error_message, retry_later
 from server.protocol.messages import Message, TableMessage, parse_message
 from server.protocol.node_messages import Actor
 
@@ -109,7 +109,7 @@ class Forwarding:
     def takeover_pending(self, table_id: str) -> ProtocolError:
         """The error for a request to a table whose owner is gone and that another node
         will take over: retry after about the documented takeover time."""
-        return retry_message(ProtocolError(
+        return retry_later(ProtocolError(
             ErrorCode.UNAVAILABLE,
             f"table {table_id}: its server is gone; another takes it over, retry"),
             self.settings.lease_ttl + self.settings.takeover_scan)
@@ -151,7 +151,7 @@ class Forwarding:
             if len(self._answered) > ANSWERED_MAX:
                 self._answered.popitem(last=False)
             conn_id, ref = key
-            err = retry_message(ProtocolError(
+            err = retry_later(ProtocolError(
                 ErrorCode.UNAVAILABLE, f"table {table_id}: no answer from its server, retry"),
                 wait)
             hub.push_conn_id(conn_id, Outgoing(error_message(err, ref, table_id)))
@@ -260,16 +260,12 @@ class Forwarding:
                                              hops=message.hops + 1))
                 return
             await table.handle(actor, msg)
-        except ProtocolError as exc:
-            ref = None if msg is None else msg.ref
-            table_id = msg.table if isinstance(msg, TableMessage) else None
-            self.lobby.reply(actor, error_message(exc, ref, table_id))
-        except Exception:
-            log.exception("internal error handling a command from node %s", actor.node)
-            self.lobby.reply(actor, error_message(
-                ProtocolError(ErrorCode.INTERNAL, "internal error"),
-                None if msg is None else msg.ref,
-                msg.table if isinstance(msg, TableMessage) else None))
+        except Exception as exc:
+            self.lobby.reply(actor, error_reply(
+                exc, None if msg is None else msg.ref,
+                msg.table if isinstance(msg, TableMessage) else None,
+                doing=f"handling a command from node {actor.node}",
+                metrics=self.lobby.metrics))
 
     async def attached(self, message: ops.Attach) -> None:
         table = await self.lobby.creation.started(message.table)

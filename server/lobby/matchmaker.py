@@ -1,5 +1,5 @@
 """Lobby matchmaking on a live node: the ``queue`` / ``cancel_queue`` / ``queue_status``
-messages, the pairing loop that starts the games, and ``GET /api/matchmaking``.
+messages, the pairing passes that start the games, and ``GET /api/matchmaking``.
 
 The thin I/O shell around :mod:`server.matchmaking` (the pure policy and the Redis queue that
 every node shares). What it adds is what only a server knows: who the player is (the socket's
@@ -16,11 +16,12 @@ it is paired, or it waits longer than the ticket lifetime (``queue_expired``). A
 the tickets queued through it when it starts (left by an earlier run under the same node id)
 and when it stops.
 
-Lifecycle (``app.py``'s cleanup context): :meth:`Matchmaker.start` runs
-:func:`~server.store.queue.pairing_loop` (a pass over every pool each
-``matchmaking_pass_interval``; a per-pool lease makes nodes take turns, the claim script makes
-sure nobody is handed two games) and a status loop (``queue_status`` to every player waiting
-through this node each ``matchmaking_status_interval``); :meth:`Matchmaker.stop` cancels both.
+Lifecycle (``app.py``'s cleanup context): :meth:`Matchmaker.start` puts two duties on the
+node's tick (``server/tick.py``): :func:`~server.store.queue.pairing_pass` (a pass over every
+pool each ``matchmaking_pass_interval``; a per-pool lease makes nodes take turns, the claim
+script makes sure nobody is handed two games) and the statuses (``queue_status`` to every
+player waiting through this node each ``matchmaking_status_interval``);
+:meth:`Matchmaker.stop` takes both off.
 
 On each pair (:meth:`Matchmaker.on_pass`): start the game on this node (``start_rated_game``
 for the Competitive and rated-match pools, ``start_boosted_game`` for ``boosted``); once both
@@ -33,7 +34,6 @@ original queue time.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import time
 from collections.abc import Callable
@@ -46,12 +46,11 @@ from redis.exceptions import RedisError
 from rating_plugin import table42
 from rating_plugin.store import RatingStore
 from server.config import Settings
-from server.lobby.routing import Lobby, error_message
+from server.lobby.refusals import error_reply
+from server.lobby.routing import Lobby
 from server.lobby.table import TableStatus
-from server.logs import every
 from server.matchmaking import (
     GameMode,
-    MatchmakingError,
     Pairing,
     Pool,
     Ticket,
@@ -66,14 +65,19 @@ from server.matchmaking import (
 from server.matchmaking.messages import QUEUED
 from server.net.connection import Connection, Hub
 from server.protocol.codec import Outgoing
-from server.protocol.errors import ErrorCode, ProtocolError
+from server.protocol.errors import UNAVAILABLE_MESSAGE, ErrorCode, ProtocolError, http_error_body
 from server.protocol.messages import CancelQueue, JoinQueue, Message, QueueStatus
 from server.store.accounts import Identity
 from server.store.persistence import Persistence
-from server.store.queue import MatchmakingQueue, PassResult, QueueSettings, pairing_loop
+from server.store.queue import MatchmakingQueue, PassResult, QueueSettings, pairing_pass
 from server.tables.ratings import RatingPlan
+from server.tick import Tick
 
 log = logging.getLogger(__name__)
+
+PAIRING = "matchmaking-pairing"
+STATUS = "matchmaking-status"
+"""The names of the matchmaking duties on the node's tick."""
 
 QUEUE_CANCELLED = "queue_cancelled"
 """Sent when a ticket is taken away: ``reason`` ``cancelled`` (you asked) or ``seated``."""
@@ -86,13 +90,6 @@ def queue_settings(settings: Settings) -> QueueSettings:
         pass_interval=settings.matchmaking_pass_interval,
         max_tickets=settings.matchmaking_max_tickets,
     )
-
-
-def _as_protocol_error(error: MatchmakingError) -> ProtocolError:
-    """The wire error; ``field`` only when it is one the client sent (``pool``): a ticket's
-    other fields come from the server, and the message names them."""
-    field = error.field if error.field == "pool" else None
-    return ProtocolError(error.code, str(error), field=field)
 
 
 class Matchmaker:
@@ -109,8 +106,12 @@ class Matchmaker:
         persistence: Persistence,
         *,
         clock: Callable[[], float] = time.time,
+        tick: Tick | None = None,
     ) -> None:
+        """``tick``: the node's tick, which runs the passes and statuses (one of its own if
+        not given)."""
         self.settings = settings
+        self.tick = tick if tick is not None else Tick()
         self.policy = settings.matchmaking
         self.node_id = settings.node_id
         self.queue = MatchmakingQueue(
@@ -127,7 +128,6 @@ class Matchmaker:
         self.persistence = persistence
         self.clock = clock
         self._waiting: set[str] = set()  # players who queued through this node
-        self._tasks: list[asyncio.Task[None]] = []
         self._handling: set[asyncio.Task[None]] = set()
         self._stopping = False
 
@@ -136,21 +136,16 @@ class Matchmaker:
     async def start(self) -> None:
         """Drop tickets an earlier run of this node left, then start pairing and status."""
         await self._remove_node_tickets("start-up")
-        self._tasks = [
-            asyncio.create_task(pairing_loop(self.queue, self.on_pass), name="mm-pairing"),
-            asyncio.create_task(self._status_loop(), name="mm-status"),
-        ]
+        self.tick.add(PAIRING, self.queue.queue_settings.pass_interval, self.pairing_pass,
+                      logger=log, what="matchmaking pass")
+        self.tick.add(STATUS, self.settings.matchmaking_status_interval, self.push_statuses,
+                      logger=log, what="matchmaking: status update")
 
     async def stop(self) -> None:
         """Stop pairing (a pair claimed meanwhile is put back, not started) and remove the
         tickets queued through this node."""
         self._stopping = True
-        for task in self._tasks:
-            task.cancel()
-        for task in self._tasks:
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
-        self._tasks = []
+        await self.tick.remove(PAIRING, STATUS)
         if self._handling:  # the passes in hand finish (they put their pairs back) first
             await asyncio.wait(set(self._handling), timeout=self.settings.shutdown_timeout)
         await self._remove_node_tickets("shutdown")
@@ -205,17 +200,9 @@ class Matchmaker:
                 raise ProtocolError(ErrorCode.UNKNOWN_TYPE, f"not a matchmaking message: "
                                     f"{msg.TYPE}", field="type")
             reply["ref"] = msg.ref
-        except MatchmakingError as exc:
-            reply = error_message(_as_protocol_error(exc), msg.ref)
-        except ProtocolError as exc:
-            reply = error_message(exc, msg.ref)
-        except (RedisError, OSError) as exc:
-            log.warning("Redis error handling %s: %s", msg.TYPE, exc)
-            err = ProtocolError(ErrorCode.UNAVAILABLE, "storage unavailable, retry")
-            reply = error_message(err, msg.ref)
-        except Exception:
-            log.exception("internal error handling %s from %s", msg.TYPE, conn.player)
-            reply = error_message(ProtocolError(ErrorCode.INTERNAL, "internal error"), msg.ref)
+        except Exception as exc:
+            reply = error_reply(exc, msg.ref, None, doing=f"handling {msg.TYPE} from "
+                                f"{conn.player}", metrics=self.lobby.metrics)
         self.hub.push(conn, Outgoing(reply))
         await self.hub.flush()
 
@@ -344,7 +331,7 @@ class Matchmaker:
     async def on_pass(self, result: PassResult) -> None:
         """Start a game for each claimed pair; tell the owners of expired tickets.
 
-        The work is shielded: cancelling the pairing loop on shutdown never leaves claimed
+        The work is shielded: stopping the pairing passes on shutdown never leaves claimed
         players without their game or their ticket (:meth:`stop` waits for it)."""
         task = asyncio.ensure_future(self._handle_pass(result))
         self._handling.add(task)
@@ -439,9 +426,9 @@ class Matchmaker:
 
     # --- status pushes -------------------------------------------------------------------
 
-    async def _status_loop(self) -> None:
-        await every(self.settings.matchmaking_status_interval, self.push_statuses,
-                    "matchmaking: status update", log)
+    async def pairing_pass(self) -> None:
+        """Pair every pool once (:meth:`on_pass` gets what each pass did)."""
+        await pairing_pass(self.queue, self.on_pass)
 
     async def push_statuses(self) -> None:
         """Send ``queue_status`` to every player waiting through this node (one read)."""
@@ -467,10 +454,8 @@ class Matchmaker:
         try:
             sizes = await self.queue.sizes()
         except (RedisError, OSError):
-            return web.json_response(
-                {"error": {"code": str(ErrorCode.UNAVAILABLE), "message": "Redis unavailable"}},
-                status=503,
-            )
+            return web.json_response(http_error_body(ProtocolError(
+                ErrorCode.UNAVAILABLE, UNAVAILABLE_MESSAGE)), status=503)
         body = overview(sizes, self.policy)
         limit = self.settings.max_match_length
         for entry in body["pools"]:

@@ -10,7 +10,7 @@ so an idle table costs no Redis command. The node that makes a table claims its 
 a hint, the record is the truth). Every write of the table is fenced by the epoch
 (``fenced_append.lua``, ``fenced_result.lua``; the lobby listing reads the record first).
 
-:class:`Ownership` then
+:class:`Ownership` then, on the node's tick (``server/tick.py``),
 
 * beats the heart each ``lease_renew``. A heartbeat that finds the node's time had run out
   (paused past it, cut off from Redis) reads the record of each table it owns once and lets
@@ -49,7 +49,6 @@ of it: milliseconds.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import logging
 import random
@@ -59,9 +58,9 @@ from redis.exceptions import RedisError
 
 from server.config import Settings
 from server.lobby.routing import Lobby
-from server.logs import every
 from server.protocol.node_messages import Released
 from server.store.persistence import Lease, Persistence
+from server.tick import Tick
 
 log = logging.getLogger(__name__)
 
@@ -70,18 +69,23 @@ READ_CHUNK = 256
 DEAD_NODE_KEEP = 3600.0
 """Seconds a dead node stays in the node set at least (so every peer sees it dead once); it
 stays longer while its table set still names tables."""
+HEARTBEAT = "heartbeat"
+SCAN = "takeover-scan"
+"""The names of the ownership duties on the node's tick."""
 
 
 class Ownership:
-    """The ownership loops of one node. Needs the node's settings, persistence and lobby."""
+    """The ownership duties of one node. Needs the node's settings, persistence and lobby."""
 
-    def __init__(self, settings: Settings, persistence: Persistence, lobby: Lobby) -> None:
+    def __init__(self, settings: Settings, persistence: Persistence, lobby: Lobby, *,
+                 tick: Tick | None = None) -> None:
+        """``tick``: the node's tick, which runs the heartbeat and the scan (one of its own
+        if not given)."""
         self.settings = settings
+        self.tick = tick if tick is not None else Tick()
         self.node_id = settings.node_id
         self.persistence = persistence
         self.lobby = lobby
-        self._tasks: list[asyncio.Task[None]] = []
-        self._scan_now = asyncio.Event()
         self._claiming: set[str] = set()
         self._handed: set[str] = set()  # peers that said they handed tables over
         self._emptied: set[str] = set()  # dead nodes whose table set was found empty
@@ -91,23 +95,21 @@ class Ownership:
         self._beat_at = -float("inf")  # monotonic time of this node's last heartbeat
 
     async def start(self) -> None:
-        """Say this node is alive (once, at once), then run the loops."""
+        """Say this node is alive (once, at once), then beat every ``lease_renew`` and scan
+        every ``takeover_scan`` (on the tick)."""
         await self.beat_once()
         self._claim_after = 0.0  # a restart under the same id is not a pause
         self._started = True
-        self._tasks = [
-            asyncio.create_task(self._heartbeat_loop(), name="heartbeat"),
-            asyncio.create_task(self._scan_loop(), name="takeover-scan"),
-        ]
+        self.tick.add(HEARTBEAT, self.settings.lease_renew, self.beat_once, logger=log,
+                      what="ownership: heartbeat")
+        self.tick.add(SCAN, self.settings.takeover_scan, self.scan_once, logger=log,
+                      what="ownership: takeover scan",
+                      first=0 if self._handed else None)  # a peer handed tables over already
 
     async def stop(self) -> None:
-        """Stop the loops and say this node is gone (peers clean up after it at once)."""
-        for task in self._tasks:
-            task.cancel()
-        for task in self._tasks:
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
-        self._tasks = []
+        """Stop beating and scanning, and say this node is gone (peers clean up after it at
+        once)."""
+        await self.tick.remove(HEARTBEAT, SCAN)
         with contextlib.suppress(RedisError, OSError):
             await self.persistence.node_gone(self.node_id)
 
@@ -140,29 +142,12 @@ class Ownership:
         # with its old view of them).
         await self.lobby.takeover.reattach()
 
-    async def _heartbeat_loop(self) -> None:
-        await every(self.settings.lease_renew, self.beat_once, "ownership: heartbeat", log)
-
     # --- takeover ----------------------------------------------------------------------------
 
     def tables_released(self, node: str) -> None:
         """A peer handed tables over (drain): look at its table set at once."""
         self._handed.add(node)
-        self._scan_now.set()
-
-    async def _scan_loop(self) -> None:
-        interval = self.settings.takeover_scan
-        while True:
-            with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout(interval):
-                    await self._scan_now.wait()
-            self._scan_now.clear()
-            try:
-                await self.scan_once()
-            except (RedisError, OSError) as exc:
-                log.warning("ownership: takeover scan failed: %s", exc)
-            except Exception:
-                log.exception("ownership: takeover scan failed")
+        self.tick.poke(SCAN)
 
     async def scan_once(self) -> list[str]:
         """Look at the node set once; claim the tables of dead nodes and the ones handed

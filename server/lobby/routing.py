@@ -46,15 +46,15 @@ from server.cluster.liveness import NodeLiveness
 from server.config import Settings
 from server.lobby.chat import LobbyChat
 from server.lobby.creation import TableCreation
-from server.lobby.delivery import Delivery, error_message, retry_message
+from server.lobby.delivery import Delivery
 from server.lobby.forwarding import Forwarding
+from server.lobby.refusals import error_reply, store_away
 from server.lobby.table import Table
 from server.lobby.takeover import Takeover
 from server.metrics import Metrics
 from server.net.connection import Connection, Hub
 from server.protocol import node_messages as ops
 from server.protocol.codec import Outgoing
-from server.protocol.errors import ErrorCode, ProtocolError
 from server.protocol.messages import (
     AckEvents,
     Chat,
@@ -76,19 +76,11 @@ from server.rules import DiceSource
 from server.store.accounts import BOT_PREFIX, Identity
 from server.store.games import GameRecords
 from server.store.persistence import Persistence
-from server.tables.machine import HOLD_RETRY_AFTER
 from server.tables.ratings import RatedPlayer, RatingPlan
 
-__all__ = ["Actor", "Lobby", "LobbyListeners", "error_message", "store_away"]
+__all__ = ["Actor", "Lobby", "LobbyListeners", "store_away"]
 
 log = logging.getLogger(__name__)
-
-
-def store_away() -> ProtocolError:
-    """The refusal of a request while this node cannot store (Redis away: its tables are
-    held): ``unavailable`` with ``retry_after``."""
-    return retry_message(ProtocolError(ErrorCode.UNAVAILABLE, "storage unavailable, retry"),
-                         HOLD_RETRY_AFTER)
 
 
 @dataclass(frozen=True, slots=True)
@@ -393,19 +385,10 @@ class Lobby:
         table_id = msg.table if isinstance(msg, TableMessage) else None
         try:
             await self._dispatch(conn, msg)
-        except ProtocolError as exc:
-            self.metrics.error(exc.code)
-            self.hub.push(conn, Outgoing(error_message(exc, msg.ref, table_id)))
-        except (RedisError, OSError) as exc:
-            log.warning("Redis error handling %s: %s", msg.TYPE, exc)
-            self.metrics.error(ErrorCode.UNAVAILABLE)
-            err = store_away()
-            self.hub.push(conn, Outgoing(error_message(err, msg.ref, table_id)))
-        except Exception:
-            log.exception("internal error handling %s from %s", msg.TYPE, conn.player)
-            self.metrics.error(ErrorCode.INTERNAL)
-            err = ProtocolError(ErrorCode.INTERNAL, "internal error; the game is unchanged")
-            self.hub.push(conn, Outgoing(error_message(err, msg.ref, table_id)))
+        except Exception as exc:
+            self.hub.push(conn, Outgoing(error_reply(
+                exc, msg.ref, table_id, doing=f"handling {msg.TYPE} from {conn.player}",
+                metrics=self.metrics)))
         await self.hub.flush()
 
     async def _dispatch(self, conn: Connection, msg: Message) -> None:

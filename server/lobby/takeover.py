@@ -1,6 +1,6 @@
 """Takeover: tables this node gains from other nodes and loses to them, and dead nodes.
 
-The ownership loops (``ownership.py``: heartbeat, takeover scan) decide when; this module does
+The ownership duties (``ownership.py``: heartbeat, takeover scan) decide when; this module does
 the lobby's part. A table made here gets its first owner record (:meth:`Takeover.claim_new`);
 a table claimed from a dead or draining node is rebuilt from its log, or cleaned up when it
 has no game to carry on (:meth:`Takeover.restore_table`), and every node is told

@@ -42,9 +42,8 @@ import heapq
 import ipaddress
 import math
 import operator
-import os
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Literal
@@ -219,39 +218,6 @@ class MatchmakingSettings:
         if self.window_rate == 0:
             return 0.0
         return (self.window_cap - self.window_base) / self.window_rate
-
-    @classmethod
-    def from_env(
-        cls, environ: Mapping[str, str] | None = None, *, prefix: str = "MATCHMAKING_"
-    ) -> MatchmakingSettings:
-        """Settings from ``MATCHMAKING_WINDOW_BASE``, ``..._WINDOW_RATE``, ``..._WINDOW_CAP``,
-        ``..._NEW_PLAYERS_PAIR_ANYONE`` (0/1), ``..._TICKET_TTL`` (seconds, or "none"),
-        ``..._SCAN_LIMIT`` and ``..._IPV6_PREFIX``; unset ones keep their defaults."""
-        env = os.environ if environ is None else environ
-        values: dict[str, object] = {}
-
-        def read(name: str) -> str | None:
-            raw = env.get(prefix + name.upper())
-            return None if raw is None or raw.strip() == "" else raw.strip()
-
-        try:
-            for name in ("window_base", "window_rate", "window_cap"):
-                raw = read(name)
-                if raw is not None:
-                    values[name] = float(raw)
-            raw = read("new_players_pair_anyone")
-            if raw is not None:
-                values["new_players_pair_anyone"] = raw.lower() in ("1", "true", "yes", "on")
-            raw = read("ticket_ttl")
-            if raw is not None:
-                values["ticket_ttl"] = None if raw.lower() == "none" else float(raw)
-            for name in ("scan_limit", "ipv6_prefix"):
-                raw = read(name)
-                if raw is not None:
-                    values[name] = int(raw)
-        except ValueError as error:
-            raise ValueError(f"{prefix}*: {error}") from None
-        return cls(**values)  # type: ignore[arg-type]
 
 
 DEFAULT_SETTINGS = MatchmakingSettings()

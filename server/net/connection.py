@@ -17,7 +17,7 @@ import contextlib
 import itertools
 import logging
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from aiohttp import web
 
@@ -40,6 +40,18 @@ close reason says which. Get a new token before reconnecting."""
 _ids = itertools.count(1)
 
 
+def writable(transport: asyncio.BaseTransport | None) -> asyncio.WriteTransport | None:
+    """The socket's transport as something frames are written to, or None (no transport, or
+    one that cannot write). uvloop's transports do not subclass ``asyncio.WriteTransport``:
+    what is checked is that the methods this module calls are there."""
+    if isinstance(transport, asyncio.WriteTransport):
+        return transport
+    if transport is not None and all(callable(getattr(transport, name, None)) for name in (
+            "write", "get_write_buffer_size", "is_closing", "abort")):
+        return cast("asyncio.WriteTransport", transport)
+    return None
+
+
 class Connection:
     """One authenticated (or authenticating) WebSocket on this node."""
 
@@ -57,7 +69,7 @@ class Connection:
         self.ws = ws
         self.session = session
         self.address = address
-        self.transport = transport if isinstance(transport, asyncio.WriteTransport) else None
+        self.transport = writable(transport)
         self.identity: Identity | None = None
         self.actor: Actor | None = None  # who sends on this socket (made once, by the lobby)
         self.watching: set[str] = set()
@@ -75,10 +87,6 @@ class Connection:
     @property
     def format(self) -> WireFormat:
         return self.session.format
-
-    def buffered(self) -> int:
-        transport = self.transport
-        return 0 if transport is None else transport.get_write_buffer_size()
 
     def is_writable(self) -> bool:
         transport = self.transport

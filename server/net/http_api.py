@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import math
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -34,7 +33,7 @@ from server.matchmaking.policy import network_key
 from server.metrics import CONTENT_TYPE_LATEST, Metrics
 from server.net.addresses import client_address
 from server.net.ws import bearer_token
-from server.protocol.errors import ErrorCode, ProtocolError
+from server.protocol.errors import ErrorCode, ProtocolError, http_error_body, wait_seconds
 from server.protocol.messages import has_lone_surrogate
 from server.ratelimit import RateLimiter
 from server.store.accounts import AccountError, Accounts
@@ -66,13 +65,10 @@ STATUS = {
 
 
 def error_response(exc: ProtocolError) -> web.Response:
-    body: dict[str, Any] = {"code": exc.code, "message": exc.message}
-    if exc.field is not None:
-        body["field"] = exc.field
-    response = web.json_response({"error": body},
+    response = web.json_response(http_error_body(exc),
                                  status=STATUS.get(ErrorCode(exc.code), 400))
     if exc.retry_after is not None:
-        response.headers["Retry-After"] = str(max(1, math.ceil(exc.retry_after)))
+        response.headers["Retry-After"] = str(wait_seconds(exc.retry_after))
     return response
 
 

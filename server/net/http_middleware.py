@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import hashlib
 import logging
-import math
 import os
 import time
 from collections.abc import Awaitable, Callable
@@ -42,7 +41,7 @@ from server.matchmaking.policy import network_key
 from server.metrics import Metrics
 from server.net.addresses import client_address
 from server.net.http_api import error_response
-from server.protocol.errors import ErrorCode, ProtocolError
+from server.protocol.errors import ErrorCode, ProtocolError, http_error_body, wait_seconds
 from server.ratelimit import RateLimiter
 from server.tables.ratings import SAME_NETWORK_IPV6_PREFIX
 
@@ -83,7 +82,7 @@ def _new_request_id() -> str:
 
 def retry_after(seconds: float) -> str:
     """``Retry-After`` in whole seconds, at least 1."""
-    return str(max(1, math.ceil(seconds)))
+    return str(wait_seconds(seconds))
 
 
 def _error(code: ErrorCode, message: str, **headers: str) -> web.Response:
@@ -103,9 +102,7 @@ def _from_http_exception(exc: web.HTTPException) -> web.Response:
         message = "the request body is too big"
     else:
         message = exc.reason or "bad request"
-    response = web.json_response(
-        {"error": {"code": str(code), "message": message}}, status=status
-    )
+    response = web.json_response(http_error_body(ProtocolError(code, message)), status=status)
     allow = exc.headers.get("Allow")
     if allow is not None:
         response.headers["Allow"] = allow

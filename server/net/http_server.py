@@ -34,8 +34,12 @@ from aiohttp.web_protocol import RequestHandler
 
 from server.config import Settings
 from server.metrics import Metrics
+from server.tick import TICK, Tick
 
 log = logging.getLogger(__name__)
+
+SWEEP = "connection-sweep"
+"""The name of the guard's sweep on the node's tick."""
 
 FD_RESERVE = 512 + 128
 """Descriptors kept out of the cap: the Redis pool (REDIS_MAX_CONNECTIONS) and a margin."""
@@ -64,14 +68,16 @@ def raise_fd_limit(target: int = 65536) -> None:
 class ConnectionGuard:
     """Installed on an aiohttp ``web.Server``: header timeout and connection cap."""
 
-    def __init__(self, server: web.Server, settings: Settings, metrics: Metrics) -> None:
+    def __init__(self, server: web.Server, settings: Settings, metrics: Metrics, *,
+                 tick: Tick | None = None) -> None:
+        """``tick``: the node's tick, which runs the sweep (one of its own if not given)."""
         self.server = server
+        self.tick = tick if tick is not None else Tick()
         self.cap = connection_cap(settings)
         self.header_timeout = settings.http_header_timeout
         self.metrics = metrics
         self._idle_since: dict[RequestHandler, float] = {}
         self._original = server.connection_made
-        self._task: asyncio.Task[None] | None = None
         # The handler calls ``self._manager.connection_made``: an instance attribute wins.
         server.connection_made = self._connection_made  # type: ignore[method-assign]
 
@@ -126,35 +132,32 @@ class ConnectionGuard:
         self.metrics.http_connections.set(len(connections))
         return closed
 
-    async def run(self) -> None:
-        interval = min(1.0, self.header_timeout / 4)
-        while True:
-            await asyncio.sleep(interval)
-            self.sweep()
+    async def _sweep(self) -> None:
+        self.sweep()
 
     def start(self) -> None:
-        self._task = asyncio.create_task(self.run(), name="connection-guard")
+        """Sweep every ``min(1, header timeout / 4)`` seconds (on the tick)."""
+        self.tick.add(SWEEP, min(1.0, self.header_timeout / 4), self._sweep, logger=log,
+                      what="connection sweep")
 
     async def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
-            self._task = None
+        await self.tick.remove(SWEEP)
 
 
 async def start_site(app: web.Application, settings: Settings, metrics: Metrics, *,
-                     shutdown_timeout: float, handle_signals: bool = False
-                     ) -> tuple[web.AppRunner, ConnectionGuard, int]:
-    """Set up the runner, the guard and the TCP site; the runner, guard and bound port."""
+                     shutdown_timeout: float, handle_signals: bool = False,
+                     tick: Tick | None = None) -> tuple[web.AppRunner, ConnectionGuard, int]:
+    """Set up the runner, the guard (its sweep on ``tick``, the node's) and the TCP site;
+    the runner, guard and bound port."""
     runner = web.AppRunner(app, handle_signals=handle_signals, access_log=None,
                            shutdown_timeout=shutdown_timeout,
                            keepalive_timeout=settings.http_header_timeout)
     await runner.setup()
     assert runner.server is not None
-    guard = ConnectionGuard(runner.server, settings, metrics)
+    guard = ConnectionGuard(runner.server, settings, metrics, tick=tick)
     guard.start()
-    site = web.TCPSite(runner, settings.host, settings.port, backlog=1024)
+    site = web.TCPSite(runner, settings.host, settings.port, backlog=1024,
+                       reuse_port=settings.reuse_port or None)
     await site.start()
     server: Any = site._server
     port = int(server.sockets[0].getsockname()[1]) if server is not None else settings.port
@@ -168,7 +171,7 @@ async def serve(app: web.Application, settings: Settings, metrics: Metrics) -> N
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(signum, stop.set)
-    runner, guard, port = await start_site(app, settings, metrics,
+    runner, guard, port = await start_site(app, settings, metrics, tick=app.get(TICK),
                                            shutdown_timeout=settings.shutdown_timeout)
     log.info("listening on http://%s:%d (at most %d connections, header timeout %g s)",
              settings.host, port, guard.cap, settings.http_header_timeout)

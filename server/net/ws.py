@@ -24,11 +24,17 @@ from redis.exceptions import RedisError
 
 from server.config import Settings
 from server.lobby.matchmaker import Matchmaker
-from server.lobby.routing import Lobby, error_message, store_away
+from server.lobby.refusals import error_reply, store_away
+from server.lobby.routing import Lobby
 from server.net.addresses import client_address
 from server.net.connection import Connection, Hub
 from server.protocol.codec import Outgoing, WireFormat
-from server.protocol.errors import ErrorCode, ProtocolError
+from server.protocol.errors import (
+    ErrorCode,
+    ProtocolError,
+    error_message,
+    http_error_body,
+)
 from server.protocol.lean import PROTOCOL_LEAN, PROTOCOLS
 from server.protocol.messages import MATCHMAKING_MESSAGES, MESSAGE_TYPES, Hello, PlayComputer
 from server.protocol.session import Accepted, CloseConnection, Refused, Session, SessionLimits
@@ -128,10 +134,9 @@ class SocketHandler:
                 not (self.computer is not None and self.computer.owns_token(
                     bearer_token(request.headers.get("Authorization")))):
             self.lobby.metrics.refused("sockets_per_address")
-            return web.json_response(
-                {"error": {"code": str(ErrorCode.RATE_LIMITED),
-                           "message": f"at most {settings.max_sockets_per_address} sockets "
-                                      "per address"}},
+            return web.json_response(http_error_body(ProtocolError(
+                ErrorCode.RATE_LIMITED,
+                f"at most {settings.max_sockets_per_address} sockets per address")),
                 status=429, headers={"Retry-After": "10"},
             )
         # The place is taken before the first await (the token look-up, the upgrade), so
@@ -149,17 +154,12 @@ class SocketHandler:
                 if not self.lobby.persistence.redis_up:
                     self.hub.release_address(address)
                     return web.json_response(
-                        {"error": {"code": str(ErrorCode.UNAVAILABLE),
-                                   "message": "storage unavailable, retry"}},
-                        status=503, headers={"Retry-After": str(HOLD_RETRY_AFTER)},
-                    )
+                        http_error_body(store_away()), status=503,
+                        headers={"Retry-After": str(HOLD_RETRY_AFTER)})
                 if live is None:
                     self.hub.release_address(address)
-                    return web.json_response(
-                        {"error": {"code": str(ErrorCode.AUTH_FAILED),
-                                   "message": "unknown or expired token"}},
-                        status=401,
-                    )
+                    return web.json_response(http_error_body(ProtocolError(
+                        ErrorCode.AUTH_FAILED, "unknown or expired token")), status=401)
             fmt = WireFormat.MSGPACK if request.query.get("format") == "msgpack" \
                 else WireFormat.JSON
             ws = web.WebSocketResponse(
@@ -291,9 +291,9 @@ class SocketHandler:
                         await self._send(conn, {"type": "pong", "ref": message.ref})
                     elif isinstance(message, MATCHMAKING_MESSAGES) and self.matchmaker is not None:
                         if not lobby.persistence.redis_up:  # as the lobby does (Redis outage)
-                            err = store_away()
-                            lobby.metrics.error(err.code)
-                            await self._send(conn, error_message(err, message.ref))
+                            await self._send(conn, error_reply(
+                                store_away(), message.ref, None, doing="queueing",
+                                metrics=lobby.metrics))
                         else:
                             await self.matchmaker.on_message(conn, message)
                     elif isinstance(message, PlayComputer) and self.computer is not None:
@@ -301,10 +301,11 @@ class SocketHandler:
                     else:
                         await on_message(conn, message)
                 elif isinstance(outcome, Refused):
-                    lobby.metrics.error(outcome.error.code)
                     if outcome.error.code == ErrorCode.RATE_LIMITED:
                         lobby.metrics.refused("socket_messages")
-                    hub.push(conn, Outgoing(error_message(outcome.error, outcome.ref)))
+                    hub.push(conn, Outgoing(error_reply(outcome.error, outcome.ref, None,
+                                                        doing="reading a message",
+                                                        metrics=lobby.metrics)))
                     await hub.flush()
                 elif isinstance(outcome, CloseConnection):
                     await conn.close(outcome.code, outcome.reason)

@@ -25,10 +25,6 @@ class WireFormat(StrEnum):
     JSON = "json"  # text frames
     MSGPACK = "msgpack"  # binary frames
 
-    @property
-    def is_binary(self) -> bool:
-        return self is WireFormat.MSGPACK
-
 
 _MSGPACK = WireFormat.MSGPACK
 

@@ -8,11 +8,18 @@ Exception tree::
 Every code is stable: clients and bots branch on it, ``PROTOCOL.md`` lists each one with its
 meaning. Rules errors raised by ``server.rules`` carry their own stable codes (``not_your_turn``,
 ``illegal_play``, ``max_cube`` ...) and reach the client unchanged.
+
+A refusal reaches the client in one shape, written here once: :func:`error_message` (the
+WebSocket ``error`` message, PROTOCOL.md §4) and :func:`http_error_body` (the HTTP body
+``{"error": {...}}``); :func:`retry_later` sets the seconds to wait the way every reply states
+them (whole seconds, at least 1).
 """
 
 from __future__ import annotations
 
+import math
 from enum import StrEnum
+from typing import Any
 
 
 class ErrorCode(StrEnum):
@@ -75,6 +82,12 @@ class ErrorCode(StrEnum):
     CONFLICT = "conflict"  # podium repeated with other players, register after the start ...
 
 
+UNAVAILABLE_MESSAGE = "storage unavailable, retry"
+"""The message of an ``unavailable`` refusal when Redis (or the network to it) is away."""
+INTERNAL_MESSAGE = "internal error; the game is unchanged"
+"""The message of every ``internal_error`` refusal (a server fault)."""
+
+
 class ProtocolError(ValueError):
     """Something a client sent is refused. ``field`` names the offending field when there is one.
 
@@ -106,3 +119,44 @@ class FrameError(ProtocolError):
 
     def __init__(self, message: str) -> None:
         super().__init__(ErrorCode.BAD_FRAME, message)
+
+
+def wait_seconds(seconds: float) -> int:
+    """A wait as every reply states it (``retry_after``, HTTP ``Retry-After``): whole
+    seconds, rounded up, at least 1."""
+    return max(1, math.ceil(seconds))
+
+
+def retry_later(exc: ProtocolError, seconds: float) -> ProtocolError:
+    """``exc`` carrying the wait before a retry (its ``retry_after``, :func:`wait_seconds`)."""
+    exc.retry_after = wait_seconds(seconds)
+    return exc
+
+
+def error_message(
+    exc: ProtocolError, ref: object | None = None, table: str | None = None
+) -> dict[str, Any]:
+    """The ``error`` message refusing a request (PROTOCOL.md §4): ``code``, ``message``, and
+    when set ``field``, ``ref`` (the request's ``id``), ``table``, ``retry_after`` (seconds)
+    and ``until`` (``chat_muted``: when the mute ends, Unix seconds)."""
+    message: dict[str, Any] = {"type": "error", "code": exc.code, "message": exc.message}
+    if exc.field is not None:
+        message["field"] = exc.field
+    if ref is not None:
+        message["ref"] = ref
+    if table is not None:
+        message["table"] = table
+    if exc.retry_after is not None:
+        message["retry_after"] = exc.retry_after
+    if exc.until is not None:
+        message["until"] = exc.until
+    return message
+
+
+def http_error_body(exc: ProtocolError) -> dict[str, Any]:
+    """The body of an HTTP error answer: ``{"error": {"code", "message", "field"?}}`` (the
+    wait goes in the ``Retry-After`` header)."""
+    body: dict[str, Any] = {"code": exc.code, "message": exc.message}
+    if exc.field is not None:
+        body["field"] = exc.field
+    return {"error": body}

@@ -31,12 +31,11 @@ binary = msgpack). Until the first frame, the format asked for at connect time i
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from enum import StrEnum
 
 from server.protocol.codec import WireFormat, decode
-from server.protocol.errors import ErrorCode, ProtocolError
+from server.protocol.errors import ErrorCode, ProtocolError, retry_later
 from server.protocol.lean import PROTOCOL_LEAN
 from server.protocol.messages import (
     Hello,
@@ -202,8 +201,7 @@ class Session:
         )
         bucket = self._bucket
         wait = (1.0 - bucket.tokens) / bucket.rate if bucket.rate > 0 else 1.0
-        error.retry_after = max(1, math.ceil(wait))  # whole seconds, as every retry_after
-        return Refused(error, peek_ref(payload, binary=binary))
+        return Refused(retry_later(error, wait), peek_ref(payload, binary=binary))
 
     def charge(self, cost: float, now: float) -> None:
         """Spend ``cost`` more tokens of this socket's bucket for work a message caused

@@ -45,6 +45,7 @@ from server.protocol.messages import has_lone_surrogate
 from server.protocol.node_messages import Revoke, encode
 from server.store.fairgate import FairGate, GateFull
 from server.store.keys import Keys
+from server.store.scripts import load_script
 
 NAME = re.compile(r"[A-Za-z][A-Za-z0-9_]{2,19}")
 MIN_PASSWORD = 8
@@ -203,8 +204,6 @@ def player_id_for(name: str) -> str:
     return name.lower()
 
 
-def _load_script(name: str) -> str:
-    return importlib.resources.files("server.store").joinpath("lua", name).read_text("utf-8")
 
 
 # --- the store ---------------------------------------------------------------------------
@@ -223,7 +222,7 @@ class Accounts:
         self._hashing = FairGate(settings.max_concurrent_hashes, per_address,
                                  16 * settings.max_concurrent_hashes)
         self._dummy_salt = secrets.token_bytes(SALT_BYTES)
-        self._throttle = redis.register_script(_load_script("login_throttle.lua"))
+        self._throttle = redis.register_script(load_script("login_throttle.lua"))
 
     async def _hash(self, password: str, salt: bytes, cost: ScryptCost,
                     address: str = "") -> bytes:

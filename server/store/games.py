@@ -18,7 +18,6 @@ table driver may retry it, and a node taking a table over may write one that is 
 
 from __future__ import annotations
 
-import importlib.resources
 import json
 import time
 import zlib
@@ -32,6 +31,7 @@ import redis.asyncio as aioredis
 from server.config import Settings
 from server.protocol.node_messages import ChatMute, encode
 from server.store.keys import Keys
+from server.store.scripts import load_script
 from server.tables.records import game_row, is_private
 
 T = TypeVar("T")
@@ -41,8 +41,6 @@ def _aw(value: Awaitable[T] | T) -> Awaitable[T]:
     return cast(Awaitable[T], value)
 
 
-def _load_script(name: str) -> str:
-    return importlib.resources.files("server.store").joinpath("lua", name).read_text("utf-8")
 
 
 _encoder = msgspec.msgpack.Encoder()
@@ -70,10 +68,10 @@ class GameRecords:
         self.redis = redis
         self.keys = keys
         self.settings = settings
-        self._index = redis.register_script(_load_script("game_index.lua"))
-        self._page = redis.register_script(_load_script("game_page.lua"))
-        self._online = redis.register_script(_load_script("online_count.lua"))
-        self._chat_append = redis.register_script(_load_script("chat_append.lua"))
+        self._index = redis.register_script(load_script("game_index.lua"))
+        self._page = redis.register_script(load_script("game_page.lua"))
+        self._online = redis.register_script(load_script("online_count.lua"))
+        self._chat_append = redis.register_script(load_script("chat_append.lua"))
 
     @property
     def _ttl_ms(self) -> int:

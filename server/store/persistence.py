@@ -42,7 +42,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import importlib.resources
 import json
 import logging
 import secrets
@@ -60,6 +59,8 @@ from server.matchmaking.policy import DEFAULT_SETTINGS, network_key
 from server.metrics import Metrics
 from server.protocol.messages import TableMode
 from server.store.keys import Keys
+from server.store.scripts import load_script
+from server.tick import Tick
 
 log = logging.getLogger(__name__)
 
@@ -176,8 +177,6 @@ def _first_arg(firsts: dict[str, int], table: str) -> bytes:
     return b"" if first is None else b"%d" % first
 
 
-def _load_script(name: str) -> str:
-    return importlib.resources.files("server.store").joinpath("lua", name).read_text("utf-8")
 
 
 class Fenced(Exception):
@@ -221,11 +220,13 @@ class Persistence:
                  on_stored: Callable[[str, int], None] | None = None,
                  on_fenced: Callable[[str], None] | None = None,
                  on_store_lost: Callable[[], None] | None = None,
-                 on_health: Callable[[bool], None] | None = None) -> None:
+                 on_health: Callable[[bool], None] | None = None,
+                 tick: Tick | None = None) -> None:
         """``on_stored``, ``on_fenced``, ``on_store_lost``: who is told after a flush that a
         table's events up to a version are stored, that a table's write was refused (its
         lease is lost), and that the store was emptied or replaced (the lobby's takeover);
-        ``on_health``: that this node can store again or not (:attr:`redis_up`)."""
+        ``on_health``: that this node can store again or not (:attr:`redis_up`); ``tick``:
+        the node's tick, which runs the Redis check (one of its own if not given)."""
         self.redis = redis
         self.metrics = metrics if metrics is not None else Metrics(enabled=False)
         # False from a failed Redis check or write until a check answers again: new actions
@@ -236,7 +237,7 @@ class Persistence:
         # The store identity this node knows (claim_store), and who is told when it is gone.
         self.store_id: str | None = None
         self.on_store_lost = on_store_lost
-        self._monitor: asyncio.Task[None] | None = None
+        self.tick = tick if tick is not None else Tick()
         self._pages: dict[tuple[str | None, int, int],
                           tuple[float, asyncio.Future[tuple[int, list[bytes]]]]] = {}
         self.keys = keys
@@ -268,16 +269,16 @@ class Persistence:
         self._heads: dict[str, tuple[tuple[bytes, ...], bytes]] = {}
         self.on_stored = on_stored
         self.on_fenced = on_fenced
-        self._release_seat = redis.register_script(_load_script("release_seat.lua"))
-        self._inbox_remove = redis.register_script(_load_script("inbox_remove.lua"))
-        self._inbox_add = redis.register_script(_load_script("inbox_add.lua"))
-        self._lobby_list = redis.register_script(_load_script("lobby_list.lua"))
-        self._lobby_page = redis.register_script(_load_script("lobby_page.lua"))
-        self._lease_claim = redis.register_script(_load_script("lease_claim.lua"))
-        self._node_heartbeat = redis.register_script(_load_script("node_heartbeat.lua"))
-        self._lease_release = redis.register_script(_load_script("lease_release.lua"))
-        self._fenced_append = redis.register_script(_load_script("fenced_append.lua"))
-        self._fenced_result = redis.register_script(_load_script("fenced_result.lua"))
+        self._release_seat = redis.register_script(load_script("release_seat.lua"))
+        self._inbox_remove = redis.register_script(load_script("inbox_remove.lua"))
+        self._inbox_add = redis.register_script(load_script("inbox_add.lua"))
+        self._lobby_list = redis.register_script(load_script("lobby_list.lua"))
+        self._lobby_page = redis.register_script(load_script("lobby_page.lua"))
+        self._lease_claim = redis.register_script(load_script("lease_claim.lua"))
+        self._node_heartbeat = redis.register_script(load_script("node_heartbeat.lua"))
+        self._lease_release = redis.register_script(load_script("lease_release.lua"))
+        self._fenced_append = redis.register_script(load_script("fenced_append.lua"))
+        self._fenced_result = redis.register_script(load_script("fenced_result.lua"))
         self._append_sha = self._fenced_append.sha.encode()
         self._log_ttl_ms = int(settings.event_log_ttl * 1000)
         self._seat_ttl_ms = int(max(settings.event_log_ttl, 3600.0) * 1000)
@@ -602,7 +603,7 @@ class Persistence:
         answered with no identity or another one than this node knows (emptied, replaced).
         Not lost when this node never knew one (:meth:`claim_store` not done)."""
         try:
-            async with asyncio.timeout(timeout):
+            async with asyncio.timeout(timeout):  # no task of its own, as wait_for makes
                 found = await self.redis.get(self.keys.store_id)
         except (RedisError, OSError, TimeoutError):
             return False, False
@@ -632,30 +633,29 @@ class Persistence:
             except Exception:
                 log.exception("ending what the lost store held failed")
 
-    async def run_monitor(self) -> None:
-        """Check Redis every ``redis_check_interval`` (:meth:`check_store`): :attr:`redis_up`,
-        the metrics, and a lost store (told once; the identity is written again)."""
+    async def check_once(self) -> None:
+        """Check Redis once (:meth:`check_store`; the tick does it every
+        ``redis_check_interval``): :attr:`redis_up`, the metrics, and a lost store (told once;
+        the identity is written again)."""
         interval = self._settings.redis_check_interval
-        while True:
-            started = time.perf_counter()
-            # A generous timeout: a node under load answers late, not never (an unreachable
-            # Redis refuses the connection at once).
-            up, lost = await self.check_store(timeout=max(interval, 2.0))
-            if lost:
-                self.store_lost()
-            if up and self.store_id is None:
-                # SET NX: of several nodes noticing the same loss, one id is written. A fresh
-                # Redis has none of the scripts sent by hash either.
-                with contextlib.suppress(RedisError, OSError):
-                    await self.claim_store()
-                    await self.load_scripts()
-            if up:
-                self.metrics.redis_rtt.observe(time.perf_counter() - started)
-            if up != self.redis_up:
-                log.warning("Redis is %s", "back" if up else "unreachable")
-            self.redis_up = up
-            self.metrics.redis_up.set(1 if up else 0)
-            await asyncio.sleep(interval)
+        started = time.perf_counter()
+        # A generous timeout: a node under load answers late, not never (an unreachable
+        # Redis refuses the connection at once).
+        up, lost = await self.check_store(timeout=max(interval, 2.0))
+        if lost:
+            self.store_lost()
+        if up and self.store_id is None:
+            # SET NX: of several nodes noticing the same loss, one id is written. A fresh
+            # Redis has none of the scripts sent by hash either.
+            with contextlib.suppress(RedisError, OSError):
+                await self.claim_store()
+                await self.load_scripts()
+        if up:
+            self.metrics.redis_rtt.observe(time.perf_counter() - started)
+        if up != self.redis_up:
+            log.warning("Redis is %s", "back" if up else "unreachable")
+        self.redis_up = up
+        self.metrics.redis_up.set(1 if up else 0)
 
     async def load_scripts(self) -> None:
         """Load the script sent by hash in hand-packed batches (``EVALSHA``): the fenced
@@ -664,15 +664,12 @@ class Persistence:
 
     def start(self) -> None:
         self._task = asyncio.create_task(self.run_flusher(), name="write-behind")
-        self._monitor = asyncio.create_task(self.run_monitor(), name="redis-monitor")
+        self.tick.add("redis-check", self._settings.redis_check_interval, self.check_once,
+                      first=0, logger=log, what="Redis check")
 
     async def stop(self) -> None:
         """Stop the flusher and write what is left (nothing buffered is lost on shutdown)."""
-        if self._monitor is not None:
-            self._monitor.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._monitor
-            self._monitor = None
+        await self.tick.remove("redis-check")
         if self._task is not None:
             self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError):

@@ -39,8 +39,6 @@ import secrets
 import time
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
-from functools import cache
-from importlib import resources
 from typing import Any, cast
 
 import redis.asyncio as aioredis
@@ -61,6 +59,7 @@ from server.matchmaking.policy import (
     pool_by_id,
     ticket_status,
 )
+from server.store.scripts import load_script
 
 __all__ = [
     "DEFAULT_QUEUE_SETTINGS",
@@ -71,20 +70,13 @@ __all__ = [
     "QueueSettings",
     "decode_ticket",
     "encode_ticket",
-    "pairing_loop",
+    "pairing_pass",
 ]
 
 log = logging.getLogger(__name__)
 
 TAG = "{mm}"
 """The hash tag every matchmaking key carries (see the module docstring)."""
-
-
-@cache
-def _lua(name: str) -> str:
-    return (
-        resources.files("server.store").joinpath("lua", name).read_text(encoding="utf-8")
-    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,9 +114,9 @@ class QueueSettings:
 
     ``lease_ms``: longest a pass may hold its pool's lease (a pass normally ends far sooner);
     ``hold_ms``: how long the lease stays after a pass, so the pool is paired about once per
-    ``hold_ms`` however many nodes run :func:`pairing_loop` (0: release at once);
+    ``hold_ms`` however many nodes run :func:`pairing_pass` (0: release at once);
     ``claim_batch``: pairs per claim script call (bounds how long one script blocks Redis);
-    ``pass_interval``: seconds between one node's passes in :func:`pairing_loop`;
+    ``pass_interval``: seconds between one node's passes (:func:`pairing_pass`);
     ``max_tickets``: most tickets one pool may hold (0 = no limit).
     """
 
@@ -285,11 +277,11 @@ class MatchmakingQueue:
         self._pool_keys = self.keys.pools
         # RedisCluster has the same script API; redis-py only types it for Redis.
         client = cast("aioredis.Redis", redis)
-        self._enqueue = client.register_script(_lua("enqueue.lua"))
-        self._remove = client.register_script(_lua("remove.lua"))
-        self._take = client.register_script(_lua("take.lua"))
-        self._read = client.register_script(_lua("read_pool.lua"))
-        self._release = client.register_script(_lua("release_lease.lua"))
+        self._enqueue = client.register_script(load_script("enqueue.lua"))
+        self._remove = client.register_script(load_script("remove.lua"))
+        self._take = client.register_script(load_script("take.lua"))
+        self._read = client.register_script(load_script("read_pool.lua"))
+        self._release = client.register_script(load_script("release_lease.lua"))
         self._scripts = (self._enqueue, self._remove, self._take, self._read, self._release)
 
     async def load_scripts(self) -> None:
@@ -559,9 +551,12 @@ class MatchmakingQueue:
                       skip_empty: bool = False) -> list[PassResult]:
         """:meth:`run_pass` over every pool; pools another node is pairing are skipped, and
         with ``skip_empty`` the pools with no ticket (one read for all of them: a pass over
-        an empty pool pairs and removes nothing, and costs three round trips)."""
+        an empty pool pairs and removes nothing, and costs three round trips; none at all
+        when the player index is empty, as every ticket is in it: one ``HLEN``)."""
         pools: Iterable[Pool] = POOLS
         if skip_empty:
+            if not await self.redis.hlen(self.keys.players):  # type: ignore[misc]
+                return []
             sizes = await self.sizes()
             pools = [pool for pool in POOLS if sizes.get(pool.id)]
         results: list[PassResult] = []
@@ -619,38 +614,24 @@ def _text(value: Any) -> str:
     return str(value)
 
 
-async def pairing_loop(
+async def pairing_pass(
     queue: MatchmakingQueue,
     on_result: Callable[[PassResult], Awaitable[None]],
-    *,
-    interval: float | None = None,
 ) -> None:
-    """Pair every pool every ``interval`` seconds (default ``queue_settings.pass_interval``)
-    until cancelled; ``on_result`` gets each pass that claimed pairs or removed tickets.
+    """Pair every pool once; ``on_result`` gets each pass that claimed pairs or removed
+    tickets.
 
-    Run one per node (``asyncio.create_task`` in the app's cleanup context, cancelled on
-    shutdown); leases keep the nodes from pairing one pool at the same time. A failed pass
-    (Redis unreachable, say) is logged and the next one tried an interval later; an error
-    raised by ``on_result`` is logged and does not stop the loop either.
+    Run by one node's tick every ``queue_settings.pass_interval`` seconds (each node's tick
+    keeps its own start time, so the nodes' passes do not line up); leases keep the nodes from
+    pairing one pool at the same time. A failed pass (Redis unreachable, say) raises, for the
+    tick to log; an error raised by ``on_result`` is logged and the other pools' results are
+    handed over all the same.
     """
-    period = queue.queue_settings.pass_interval if interval is None else interval
-    while True:
-        started = time.monotonic()
-        try:
-            for result in await queue.run_all(skip_empty=True):
-                if result.pairs or result.expired or result.dropped:
-                    try:
-                        await on_result(result)
-                    except asyncio.CancelledError:
-                        raise
-                    except Exception:
-                        log.exception("matchmaking: handling a pass over %s", result.pool.id)
-        except (RedisError, OSError) as error:
-            log.warning("matchmaking pass failed: %s", error)
-        except asyncio.CancelledError:
-            raise
-        except Exception:  # a fault in one pass must not end matchmaking on this node
-            log.exception("matchmaking pass failed")
-        # A little jitter keeps the nodes' passes from lining up.
-        pause = period * (0.9 + 0.2 * secrets.randbelow(1000) / 1000)
-        await asyncio.sleep(max(0.0, pause - (time.monotonic() - started)))
+    for result in await queue.run_all(skip_empty=True):
+        if result.pairs or result.expired or result.dropped:
+            try:
+                await on_result(result)
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                log.exception("matchmaking: handling a pass over %s", result.pool.id)

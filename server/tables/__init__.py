@@ -9,9 +9,9 @@ them and settles finished games.
 
 from server.tables.machine import (
     Deadline,
+    FinishedGame,
     MachineSettings,
     Seat,
-    Settlement,
     Step,
     TableMachine,
     TableStatus,
@@ -19,9 +19,9 @@ from server.tables.machine import (
 
 __all__ = [
     "Deadline",
+    "FinishedGame",
     "MachineSettings",
     "Seat",
-    "Settlement",
     "Step",
     "TableMachine",
     "TableStatus",

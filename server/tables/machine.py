@@ -10,7 +10,7 @@ timers come back as data: every call returns a :class:`Step` with
   its full and lean forms), to be stored before they are announced;
 - ``deadlines``: timers to arm (:class:`Deadline`: "``side`` must act by ``at``", a grace
   period's end, the next game of a match); ``cancelled``: timers no longer in force;
-- ``settle``: a game just ended: the :class:`Settlement` the shell must make, once.
+- ``settle``: a game just ended: the :class:`FinishedGame` the shell must settle, once.
 
 When a deadline passes the shell calls :meth:`TableMachine.expire` with it.
 
@@ -26,7 +26,7 @@ carries out the answer:
   (:func:`already_seated`, from the seat lock's answer);
 - what leaving does: :meth:`TableMachine.leave` (:class:`LeaveKind`: close an open table,
   forfeit a game in play, or give back only the seat);
-- what to settle: :attr:`Settlement.settles` and :attr:`Settlement.rated_id`.
+- what to settle: :attr:`FinishedGame.settles` and :attr:`FinishedGame.rated_id`.
 
 Clocks: each decision (roll or double, move, take or drop, answer a resignation) must come
 within ``decision_time``; its deadline is in every state. When it passes, the player gets a
@@ -116,7 +116,7 @@ HOLD_RETRY_AFTER = 1
 """Seconds a client is told to wait (``retry_after``) before it sends again while play is held."""
 
 
-#: :attr:`Settlement.settles` of a game that earns Boosted points.
+#: :attr:`FinishedGame.settles` of a game that earns Boosted points.
 BOOSTED = "boosted"
 
 
@@ -282,8 +282,9 @@ class Seat:
 
 
 @dataclass(frozen=True, slots=True)
-class Settlement:
-    """A finished game (or match) the shell must settle exactly once: with the rating store
+class FinishedGame:
+    """A finished game (or match) the shell must settle exactly once (the rating store's
+    answer to that is a ``rating_plugin.store.Settlement``): with the rating store
     for ``ladder`` (FIBS only when ``match_over``), or Boosted points when ``boosted`` and
     ``game_counted``; ``result`` is the record appended to the table's results."""
 
@@ -348,7 +349,7 @@ class Step:
     events: tuple[Outgoing, ...] = ()
     deadlines: tuple[Deadline, ...] = ()
     cancelled: tuple[Deadline, ...] = ()
-    settle: Settlement | None = None
+    settle: FinishedGame | None = None
 
 
 EMPTY = Step()
@@ -423,7 +424,7 @@ class TableMachine:
         # The player the shell is seating (awaiting the seat lock or the pair limit): the
         # seat is theirs until the shell seats them or sets this back to None.
         self.joining: str | None = None
-        self.settlement: Settlement | None = None  # the one being made
+        self.settlement: FinishedGame | None = None  # the one being made
         self._dice_factory = dice_factory
         self._dice: DiceSource | None = None
         self._clock_side: Side | None = None
@@ -439,7 +440,7 @@ class TableMachine:
         self._out: list[Outgoing] = []
         self._arm: list[Deadline] = []
         self._disarm: list[Deadline] = []
-        self._settle: Settlement | None = None
+        self._settle: FinishedGame | None = None
         self._muted = False  # replaying: events only count versions
         self.logged_at: float | None = None  # replay: time of the latest event, when known
         self.held: Hold | None = None  # while the node cannot store (see hold)
@@ -1005,7 +1006,7 @@ class TableMachine:
 
     def _game_over(self, outcome: Outcome, now: float, *, game_counted: bool = True) -> None:
         """The game ended: ``game_over`` (and ``match_over``) get their versions now; the
-        shell settles (:class:`Settlement`), stores them, announces them, then calls
+        shell settles (:class:`FinishedGame`), stores them, announces them, then calls
         :meth:`settled`."""
         self._disarm_clock()
         self.finishing = True
@@ -1049,7 +1050,7 @@ class TableMachine:
                 "match_id": self.match_id(), "winner": match_winner, "loser": match_loser,
                 "score": list(match.score), "reason": str(outcome.reason),
             }, now)
-        self.settlement = self._settle = Settlement(
+        self.settlement = self._settle = FinishedGame(
             game_id=game_id, ladder=plan.ladder, boosted=plan.boosted,
             winner=winner.player, loser=loser.player, outcome=outcome, match_over=match_over,
             game_counted=game_counted, finished_at=now, result=result,
@@ -1257,10 +1258,10 @@ class TableMachine:
         table_id: str,
         mode: TableMode,
         match_length: int,
-        tournament_id: str | None = None,
-        created_at: float = 0.0,
         settings: MachineSettings,
         dice_factory: Callable[[], DiceSource],
+        tournament_id: str | None = None,
+        created_at: float = 0.0,
     ) -> TableMachine:
         """The machine whose events are ``events`` (lean or full, in version order, from
         ``v=1`` or from a ``game_start``: earlier events of a trimmed log are skipped).
@@ -1505,11 +1506,11 @@ __all__ = [
     "NEXT_GAME",
     "TABLE42",
     "Deadline",
+    "FinishedGame",
     "Hold",
     "LeaveKind",
     "MachineSettings",
     "Seat",
-    "Settlement",
     "Step",
     "TableMachine",
     "TableStatus",

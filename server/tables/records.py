@@ -58,7 +58,7 @@ def game_record(
     mat_match: str | None,
 ) -> dict[str, Any]:
     """The record of a finished game. ``result`` is the table's result record
-    (``Settlement.result``), ``players``/``names`` side 0's and side 1's, ``events`` the game's
+    (``FinishedGame.result``), ``players``/``names`` side 0's and side 1's, ``events`` the game's
     events as the log keeps them (each a msgpack map, lean form: from its ``game_start`` to
     its end, cut by :func:`game_events` or by version), ``changes`` each player's rating
     change from it (players without one are absent), ``mat_game``/``mat_match`` the game (and

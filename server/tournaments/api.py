@@ -22,7 +22,7 @@ from redis.exceptions import RedisError
 
 from server.net.http_api import error_response, json_body
 from server.net.ws import bearer_token
-from server.protocol.errors import ErrorCode, ProtocolError
+from server.protocol.errors import UNAVAILABLE_MESSAGE, ErrorCode, ProtocolError, http_error_body
 from server.store.accounts import is_bot_id
 from server.tournaments import spec
 from server.tournaments.bracket import Bracket, build
@@ -52,9 +52,7 @@ def _handled(fn: Handler) -> Handler:
         except ProtocolError as exc:
             return error_response(exc)
         except (RedisError, OSError):
-            return web.json_response({"error": {
-                "code": ErrorCode.UNAVAILABLE, "message": "storage unavailable, retry"}},
-                status=503)
+            return error_response(ProtocolError(ErrorCode.UNAVAILABLE, UNAVAILABLE_MESSAGE))
     return wrapper
 
 
@@ -242,7 +240,7 @@ class TournamentRoutes:
                 opened.append({"players": [a, b], "table": table, "error": None})
             except ProtocolError as exc:
                 opened.append({"players": [a, b], "table": None,
-                               "error": {"code": exc.code, "message": exc.message}})
+                               **http_error_body(exc)})
         return web.json_response({"tournament": t["id"], "tables": opened}, status=201)
 
     async def results(self, request: web.Request) -> web.Response:

@@ -20,7 +20,7 @@ from collections.abc import Mapping, Sequence
 
 from redis.exceptions import RedisError
 
-from server.config import SettingsError, settings_from_env
+from server.config import STORE_SETTINGS, SettingsError, add_arguments, settings_from_args
 from server.embedded_redis import EmbeddedRedisError, command_store
 from server.store.redis_client import redis_client
 from server.tournaments.keys import TournamentKeys
@@ -31,12 +31,7 @@ PROG = "python -m server runner-key"
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog=PROG, description="Manage tournament runner keys.")
-    parser.add_argument("--redis-url", default=None, help="Redis URL (env REDIS_URL)")
-    parser.add_argument("--data-dir", default=None,
-                        help="the embedded store's folder when no Redis URL is given "
-                        "(env TABLE42_DATA_DIR)")
-    parser.add_argument("--key-prefix", default=None,
-                        help="prefix of the server's Redis keys (env TABLE42_KEY_PREFIX)")
+    add_arguments(parser, STORE_SETTINGS)
     sub = parser.add_subparsers(dest="command", required=True)
     create = sub.add_parser("create", help="make a key and print it once")
     create.add_argument("name")
@@ -79,16 +74,17 @@ async def _run(args: argparse.Namespace, redis_url: str, prefix: str) -> int:
         await client.aclose()
 
 
-def main(argv: Sequence[str], environ: Mapping[str, str]) -> int:
+def main(argv: Sequence[str], environ: Mapping[str, str] | None = None) -> int:
+    """Run one command; ``environ`` (the process environment when None) gives the settings
+    no flag gives."""
     args = _parser().parse_args(argv)
     try:
-        settings = settings_from_env(environ, redis_url=args.redis_url,
-                                     data_dir=args.data_dir, key_prefix=args.key_prefix)
+        settings = settings_from_args(args, environ)
     except SettingsError as exc:
         print(f"{PROG}: {exc}", file=sys.stderr)
         return 2
     try:
-        with command_store(settings.redis_url, settings.data_dir, environ) as url:
+        with command_store(settings.redis_url, settings.data_folder(environ)) as url:
             return asyncio.run(_run(args, url, settings.key_prefix))
     except EmbeddedRedisError as exc:
         print(f"{PROG}: {exc}", file=sys.stderr)

@@ -1,8 +1,9 @@
 """The bracket driver: runs the server's brackets on whichever node holds each one's lease.
 
-Every ``tournament_tick`` seconds each node looks at the running brackets (a Redis set). For
-each, it takes or renews the bracket's lease (``tournament_lease`` seconds, one holder at a
-time) and, holding it, takes one step of the pure state machine (``bracket.py``):
+Every ``tournament_tick`` seconds (a duty of the node's tick, ``server/tick.py``) each node
+looks at the running brackets (a Redis set). For each, it takes or renews the bracket's lease
+(``tournament_lease`` seconds, one holder at a time) and, holding it, takes one step of the
+pure state machine (``bracket.py``):
 
 1. a playing match whose table wrote its deciding result is decided (the winner goes
    through); a table gone without a result (its node stopped) makes the match ready again;
@@ -25,7 +26,6 @@ lives), again at every tick until every one is over, then stops looking at it. N
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import logging
 import time
@@ -36,6 +36,7 @@ from redis.exceptions import RedisError
 from server.cluster.bus import NodeBus
 from server.lobby.table import TableStatus
 from server.protocol.errors import ProtocolError
+from server.tick import Tick
 from server.tournaments.bracket import Bracket, BracketError, Match, MatchStatus
 from server.tournaments.events import (
     over_events,
@@ -46,6 +47,9 @@ from server.tournaments.events import (
 from server.tournaments.service import Tournaments
 
 log = logging.getLogger(__name__)
+
+DUTY = "bracket-driver"
+"""The name of the driver's duty on the node's tick."""
 
 LOST = "<lost>"
 
@@ -65,43 +69,32 @@ def deciding_winner(results: list[dict[str, Any]], match_length: int) -> str | N
 
 
 class BracketDriver:
-    def __init__(self, service: Tournaments, bus: NodeBus, node_id: str, *, tick: float,
-                 lease: float) -> None:
+    def __init__(self, service: Tournaments, bus: NodeBus, node_id: str, *, period: float,
+                 lease: float, tick: Tick | None = None) -> None:
+        """Steps every ``period`` seconds on ``tick`` (the node's; one of its own if not
+        given)."""
         self.service = service
         self.store = service.store
         self.lobby = service.lobby
         self.persistence = service.persistence
         self.bus = bus
         self.node_id = node_id
-        self.tick = tick
+        self.period = period
+        self.tick = tick if tick is not None else Tick()
         self.lease = lease
         self._held: set[str] = set()
-        self._task: asyncio.Task[None] | None = None
 
     def start(self) -> None:
-        self._task = asyncio.create_task(self._run(), name="bracket-driver")
+        self.tick.add(DUTY, self.period, self.run_once, first=0, logger=log,
+                      what="bracket driver step")
 
     async def stop(self) -> None:
         """Stop stepping and give the leases back (another node takes over at once)."""
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
-            self._task = None
+        await self.tick.remove(DUTY)
         for tid in list(self._held):
             with contextlib.suppress(RedisError, OSError):
                 await self.store.release_lease(tid, self.node_id)
         self._held.clear()
-
-    async def _run(self) -> None:
-        while True:
-            try:
-                await self.run_once()
-            except (RedisError, OSError) as exc:
-                log.warning("bracket driver: %s", exc)
-            except Exception:
-                log.exception("bracket driver step failed")
-            await asyncio.sleep(self.tick)
 
     async def run_once(self) -> None:
         for tid in await self.store.running():

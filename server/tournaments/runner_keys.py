@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-import importlib.resources
 import json
 import re
 import secrets
@@ -29,7 +28,13 @@ from typing import Any
 
 import redis.asyncio as aioredis
 
+from server.store.scripts import load_script
 from server.tournaments.keys import TournamentKeys
+
+
+def _script(name: str) -> str:
+    return load_script(name, "server.tournaments")
+
 
 PREFIX = "t42rk_"
 ID_HEX = 16
@@ -50,10 +55,6 @@ class Runner:
     id: str
     name: str
     created_at: float
-
-
-def _load(name: str) -> str:
-    return importlib.resources.files("server.tournaments").joinpath("lua", name).read_text("utf-8")
 
 
 def secret_digest(secret: str) -> str:
@@ -92,9 +93,9 @@ class RunnerKeys:
     def __init__(self, redis: aioredis.Redis, keys: TournamentKeys) -> None:
         self._redis = redis
         self._key = keys.runner_keys
-        self._create = redis.register_script(_load("runner_key_create.lua"))
-        self._revoke = redis.register_script(_load("runner_key_revoke.lua"))
-        self._rotate = redis.register_script(_load("runner_key_rotate.lua"))
+        self._create = redis.register_script(_script("runner_key_create.lua"))
+        self._revoke = redis.register_script(_script("runner_key_revoke.lua"))
+        self._rotate = redis.register_script(_script("runner_key_rotate.lua"))
 
     async def create(self, name: str) -> tuple[str, Runner]:
         """A new key for ``name`` (printed once, never stored). Raises RunnerKeyError when

@@ -8,7 +8,6 @@ give back a lease).
 
 from __future__ import annotations
 
-import importlib.resources
 import json
 import secrets
 import time
@@ -18,8 +17,14 @@ from typing import Any, TypeVar, cast
 import redis.asyncio as aioredis
 
 from server.store.keys import Keys
+from server.store.scripts import load_script
 from server.tournaments.keys import TournamentKeys
 from server.tournaments.spec import TournamentSpec
+
+
+def _script(name: str) -> str:
+    return load_script(name, "server.tournaments")
+
 
 T = TypeVar("T")
 
@@ -38,10 +43,6 @@ def _text(raw: Any) -> str:
     return raw.decode() if isinstance(raw, bytes) else str(raw)
 
 
-def _load(name: str) -> str:
-    return importlib.resources.files("server.tournaments").joinpath("lua", name).read_text("utf-8")
-
-
 def new_tournament_id() -> str:
     return "tn" + secrets.token_hex(6)
 
@@ -51,13 +52,13 @@ class TournamentStore:
         self.redis = redis
         self.keys = keys
         self.server_keys = server_keys
-        self._register = redis.register_script(_load("tournament_register.lua"))
-        self._unregister = redis.register_script(_load("tournament_unregister.lua"))
-        self._start = redis.register_script(_load("bracket_start.lua"))
-        self._save = redis.register_script(_load("bracket_save.lua"))
-        self._take = redis.register_script(_load("lease_take.lua"))
-        self._release = redis.register_script(_load("lease_release.lua"))
-        self._cancel = redis.register_script(_load("tournament_cancel.lua"))
+        self._register = redis.register_script(_script("tournament_register.lua"))
+        self._unregister = redis.register_script(_script("tournament_unregister.lua"))
+        self._start = redis.register_script(_script("bracket_start.lua"))
+        self._save = redis.register_script(_script("bracket_save.lua"))
+        self._take = redis.register_script(_script("lease_take.lua"))
+        self._release = redis.register_script(_script("lease_release.lua"))
+        self._cancel = redis.register_script(_script("tournament_cancel.lua"))
 
     # --- records ---------------------------------------------------------------------------
 

@@ -97,7 +97,7 @@ async def start_browser_server(
         values: dict[str, Any] = {
             "host": "127.0.0.1", "port": 0, "redis_url": redis_url, "key_prefix": key_prefix,
             "trusted_proxies": ("127.0.0.1",), "scrypt_n": 2, "scrypt_r": 1,
-            "flush_interval": 0.005, "decision_time": 60.0, "grace_period": 60.0,
+            "decision_time": 60.0, "grace_period": 60.0,
             "heartbeat": 5.0, "shutdown_timeout": 5.0, "finished_linger": 30.0,
             "rate_limit": 5000.0, "rate_burst": 5000,
             "matchmaking_pass_interval": 0.1, "matchmaking_hold": 0.05,

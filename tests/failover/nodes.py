@@ -80,7 +80,6 @@ BASE_FLAGS: dict[str, Any] = {
     "--scrypt-r": 1,
     "--rate-limit": 5000,
     "--rate-burst": 5000,
-    "--flush-interval": 0.005,
     "--decision-time": 30,
     "--grace-period": 30,
     "--heartbeat": 5,

@@ -249,28 +249,6 @@ def test_settings_validation(kwargs: dict[str, object]) -> None:
         MatchmakingSettings(**kwargs)  # type: ignore[arg-type]
 
 
-def test_settings_from_env() -> None:
-    env = {
-        "MATCHMAKING_WINDOW_BASE": "30",
-        "MATCHMAKING_WINDOW_RATE": "5",
-        "MATCHMAKING_WINDOW_CAP": "250",
-        "MATCHMAKING_NEW_PLAYERS_PAIR_ANYONE": "0",
-        "MATCHMAKING_TICKET_TTL": "none",
-        "MATCHMAKING_SCAN_LIMIT": "8",
-    }
-    assert MatchmakingSettings.from_env(env) == MatchmakingSettings(
-        window_base=30,
-        window_rate=5,
-        window_cap=250,
-        new_players_pair_anyone=False,
-        ticket_ttl=None,
-        scan_limit=8,
-    )
-    assert MatchmakingSettings.from_env({}) == DEFAULT_SETTINGS
-    with pytest.raises(ValueError, match="MATCHMAKING_"):
-        MatchmakingSettings.from_env({"MATCHMAKING_SCAN_LIMIT": "many"})
-
-
 # --- network addresses ---------------------------------------------------------------------
 
 

@@ -1,12 +1,13 @@
-"""The rules in the other build: the move generator compiled with mypyc (setup.py) and the
-pure-Python ``.py`` file must behave the same. This run uses one of them; this test makes the
-other on a copy of the sources:
+"""The rules and table tests in the other build: the table core compiled with mypyc (setup.py;
+the modules of ``server.builds.COMPILED``) and the pure-Python ``.py`` files must behave the
+same. This run uses one of them; this test runs ``tests/rules`` and ``tests/tables`` again in a
+subprocess with the other, on a copy of the sources:
 
 - compiled here: the copy leaves the ``.so`` files out, so the ``.py`` module runs;
 - pure here: the copy is compiled first (``setup.py build_ext --inplace``), skipped when
   there is no C compiler or mypyc (or ``TABLE42_NO_MYPYC=1``).
 
-In the other build it runs the rules tests (``tests/rules``) but the comparison with the slow
+In the other build it runs those tests but the comparison with the slow
 reference generator (``test_rules_reference.py``, most of their time): instead, the other
 build's answers over ``build_outputs``'s corpus (the reference test's game positions and as
 many random positions of its shapes) must equal this build's, which this run checks against
@@ -27,17 +28,21 @@ import build_outputs
 import pytest
 
 import server.rules.moves
+from server.builds import COMPILED as SOURCES
+from server.builds import module_name
 
 ROOT = Path(__file__).resolve().parents[2]
 COMPILED = Path(server.rules.moves.__file__).suffix in (".so", ".pyd")
-PROBE = "import server.rules.moves as m; print(m.__file__)"
+PROBE = ("import importlib; print(' '.join(importlib.import_module(n).__file__ for n in "
+         f"{[module_name(s) for s in SOURCES]!r}))")
 
 
 def _copy_sources(dest: Path) -> None:
     ignore = shutil.ignore_patterns("*.so", "*.pyd", "__pycache__", "*.c", "build")
     for name in ("server", "rating_plugin"):
         shutil.copytree(ROOT / name, dest / name, ignore=ignore)
-    shutil.copytree(ROOT / "tests" / "rules", dest / "tests" / "rules", ignore=ignore)
+    for folder in ("rules", "tables"):
+        shutil.copytree(ROOT / "tests" / folder, dest / "tests" / folder, ignore=ignore)
     for name in ("pyproject.toml", "setup.py"):
         shutil.copy2(ROOT / name, dest / name)
 
@@ -74,13 +79,14 @@ def test_rules_tests_pass_in_the_other_build(tmp_path: Path) -> None:
             pytest.skip("no C compiler: the compiled build cannot be made here")
         pytest.importorskip("mypyc.build")
         _run([sys.executable, "setup.py", "-q", "build_ext", "--inplace"], tmp_path, env, 600)
-    where = _run([sys.executable, "-c", PROBE], tmp_path, env, 60).strip()
-    assert where.startswith(str(tmp_path))
-    assert where.endswith(".py") == COMPILED, where  # the other build really runs
+    where = _run([sys.executable, "-c", PROBE], tmp_path, env, 60).split()
+    assert len(where) == len(SOURCES)
+    for path in where:  # the other build really runs, for every module
+        assert path.startswith(str(tmp_path)) and path.endswith(".py") == COMPILED, where
     # Both at once, while this process works out its own answers.
     tests = subprocess.Popen(
         [sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", "-o", "addopts=",
-         "tests/rules", "--ignore", "tests/rules/test_rules_builds.py",
+         "tests/rules", "tests/tables", "--ignore", "tests/rules/test_rules_builds.py",
          "--ignore", "tests/rules/test_rules_reference.py"],
         cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     answers = subprocess.Popen(
@@ -111,6 +117,8 @@ def test_a_stale_compiled_module_is_not_loaded(tmp_path: Path) -> None:
                     ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copytree(ROOT / "rating_plugin", tmp_path / "rating_plugin",
                     ignore=shutil.ignore_patterns("__pycache__"))
+    for shared in ROOT.glob("*__mypyc*"):  # mypyc's runtime for a group of modules
+        shutil.copy2(shared, tmp_path / shared.name)
     env = dict(os.environ, PYTHONPATH=str(tmp_path))
     probe = "import server.rules as r, server.rules.moves as m; print(r.MOVES_BUILD, m.__file__)"
     fresh = _run([sys.executable, "-c", probe], tmp_path, env, 60).split()

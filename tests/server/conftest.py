@@ -75,7 +75,6 @@ def make_settings(redis_url: str, key_prefix: str) -> Callable[..., Settings]:
             "trusted_proxies": ("127.0.0.1",),
             "scrypt_n": 2,
             "scrypt_r": 1,
-            "flush_interval": 0.005,
             "decision_time": 30.0,
             "grace_period": 30.0,
             "heartbeat": 5.0,

@@ -17,7 +17,7 @@ import pytest
 from aiohttp import WSMsgType, web
 from server_helpers import RunningServer, StartServer, scripted
 
-from server.app import BUS, MATCHMAKER, OWNERSHIP
+from server.app import BUS
 from server.client import (
     Client,
     ClientError,
@@ -32,6 +32,7 @@ from server.client import (
     register,
 )
 from server.client.wire import TABLE_EVENTS
+from server.tick import TICK
 
 ADDRESSES = iter(f"10.77.{n // 250}.{n % 250 + 1}" for n in range(10_000))
 
@@ -342,8 +343,8 @@ async def test_a_node_restart_moves_the_client_to_another_node(start_nodes: Any)
 def freeze(server: RunningServer) -> None:
     """As if the node's process stopped: no lease renewal, nothing said or heard on the bus
     (tests/server/test_ownership.py)."""
-    for task in (*server.app[OWNERSHIP]._tasks, *server.app[BUS]._tasks,
-                 *server.app[MATCHMAKER]._tasks):
+    server.app[TICK].halt()  # every periodic duty: heartbeat, scan, matchmaking...
+    for task in server.app[BUS]._tasks:
         task.cancel()
 
 

@@ -18,12 +18,12 @@ import pytest
 from hardening_helpers import ROOT, ServerProcess
 
 from server.client import Client
+from server.config import Settings
 from server.embedded_redis import (
     LOCK_NAME,
     EmbeddedRedis,
     EmbeddedRedisError,
     _command,
-    default_data_dir,
     store_url,
 )
 
@@ -52,9 +52,11 @@ def cli_env(data_dir: Path) -> dict[str, str]:
 
 
 def test_default_folder_follows_xdg_and_the_variable() -> None:
-    assert default_data_dir({"XDG_DATA_HOME": "/x"}) == Path("/x/table42")
-    assert default_data_dir({"TABLE42_DATA_DIR": "/d", "XDG_DATA_HOME": "/x"}) == Path("/d")
-    assert default_data_dir({}).parts[-3:] == (".local", "share", "table42")
+    xdg = {"XDG_DATA_HOME": "/x"}
+    assert Settings.from_env(xdg).data_folder(xdg) == Path("/x/table42")
+    both = {"TABLE42_DATA_DIR": "/d", "XDG_DATA_HOME": "/x"}
+    assert Settings.from_env(both).data_folder(both) == Path("/d")
+    assert Settings.from_env({}).data_folder({}).parts[-3:] == (".local", "share", "table42")
 
 
 def test_kept_store_survives_a_restart_and_owns_its_folder(data_dir: Path) -> None:

@@ -28,11 +28,12 @@ from server_helpers import (
     seat_two,
 )
 
-from server.app import BUS, MATCHMAKER, OWNERSHIP, PERSISTENCE
+from server.app import BUS, OWNERSHIP, PERSISTENCE
 from server.lobby.table import Table
 from server.store.keys import Keys
 from server.store.persistence import _aw
 from server.store.queue import MatchmakingQueue
+from server.tick import TICK
 
 StartNodes = Callable[..., Awaitable[list[RunningServer]]]
 
@@ -40,8 +41,8 @@ StartNodes = Callable[..., Awaitable[list[RunningServer]]]
 def freeze(server: RunningServer) -> None:
     """As if the node's process stopped (SIGSTOP, a long GC pause, a partition): it renews
     no lease and says nothing on the bus, and hears nothing; its sockets stay open."""
-    for task in (*server.app[OWNERSHIP]._tasks, *server.app[BUS]._tasks,
-                 *server.app[MATCHMAKER]._tasks):
+    server.app[TICK].halt()  # every periodic duty: heartbeat, scan, matchmaking...
+    for task in server.app[BUS]._tasks:
         task.cancel()
 
 

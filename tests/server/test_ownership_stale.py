@@ -13,8 +13,9 @@ import msgpack
 import redis.asyncio as aioredis
 from server_helpers import RunningServer, connect, default_decision, register, scripted, seat_two
 
-from server.app import BUS, MATCHMAKER, OWNERSHIP, PERSISTENCE, RATINGS
+from server.app import BUS, OWNERSHIP, PERSISTENCE, RATINGS
 from server.store.keys import Keys
+from server.tick import TICK
 
 StartNodes = Callable[..., Awaitable[list[RunningServer]]]
 
@@ -22,8 +23,8 @@ StartNodes = Callable[..., Awaitable[list[RunningServer]]]
 def freeze(server: RunningServer) -> None:
     """The node stops renewing and listening, as a paused process would (its sockets and
     tables still run when something reaches them)."""
-    for task in (*server.app[OWNERSHIP]._tasks, *server.app[BUS]._tasks,
-                 *server.app[MATCHMAKER]._tasks):
+    server.app[TICK].halt()  # every periodic duty: heartbeat, scan, matchmaking...
+    for task in server.app[BUS]._tasks:
         task.cancel()
 
 
@@ -125,8 +126,7 @@ async def test_a_draining_node_never_claims_back_what_it_handed_over(
     start_nodes: StartNodes,
 ) -> None:
     one, two = await start_nodes(2, dice_factory=scripted(7))
-    for task in two.app[OWNERSHIP]._tasks:  # the peer stays quiet: only one could claim
-        task.cancel()
+    two.app[TICK].halt()  # the peer stays quiet: only one could claim
     a = await connect(one, await register(one, "alice"))
     b = await connect(two, await register(two, "bob"))
     table, _ = await seat_two(one, a, b)

@@ -178,7 +178,7 @@ async def test_group_commit_starts_at_once(
         if version == 3:
             done.set()
 
-    store = _store(redis_client, make_settings(flush_interval=60.0), on_stored=on_stored)
+    store = _store(redis_client, make_settings(), on_stored=on_stored)
     await store.load_scripts()
     store.adopt("t1", (await store.claim("t1", "a", new=True))[0])
     store.start()

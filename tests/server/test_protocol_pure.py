@@ -10,7 +10,6 @@ from typing import Any
 import msgpack
 import pytest
 
-from server.config import Settings, SettingsError, settings_from
 from server.net.addresses import client_address
 from server.protocol import (
     CreateTable,
@@ -203,41 +202,6 @@ def test_token_bucket_refills_up_to_burst() -> None:
     assert not bucket.take(0.5)
     assert not bucket.take(0.4)  # time going backwards refills nothing
     assert [bucket.take(100.0) for _ in range(4)] == [True, True, True, False]
-
-
-# --- settings ------------------------------------------------------------------------------
-
-
-def test_settings_from_env_and_flags() -> None:
-    env = {"REDIS_URL": "redis://r:1/0", "TABLE42_DECISION_TIME": "12.5",
-           "TABLE42_TRUSTED_PROXIES": "10.0.0.1, 192.168.0.0/16", "TABLE42_PORT": "9000"}
-    s = settings_from(["--port", "9100", "--grace-period", "7", "--key-prefix", "x:"], env)
-    assert (s.redis_url, s.decision_time, s.port, s.grace_period, s.key_prefix) == (
-        "redis://r:1/0", 12.5, 9100, 7.0, "x:"
-    )
-    assert s.trusted_proxies == ("10.0.0.1", "192.168.0.0/16")
-
-
-@pytest.mark.parametrize(
-    ("changes", "name"),
-    [
-        ({"decision_time": 0}, "decision_time"),
-        ({"max_msg_size": -1}, "max_msg_size"),
-        ({"port": 70000}, "port"),
-        ({"scrypt_n": 1000}, "scrypt_n"),
-        ({"key_prefix": "a{b}"}, "key_prefix"),
-        ({"trusted_proxies": ("not-an-ip",)}, "trusted_proxies"),
-        ({"node_id": "a b"}, "node_id"),
-    ],
-)
-def test_settings_refuse_bad_values(changes: dict[str, Any], name: str) -> None:
-    with pytest.raises(SettingsError, match=name):
-        Settings(**changes)
-
-
-def test_settings_env_parse_error_names_the_variable() -> None:
-    with pytest.raises(SettingsError, match="TABLE42_PORT"):
-        Settings.from_env({"TABLE42_PORT": "eighty"})
 
 
 # --- client address --------------------------------------------------------------------------

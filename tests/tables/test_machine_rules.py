@@ -14,9 +14,9 @@ from server.tables.machine import (
     BOOSTED,
     FIBS,
     TABLE42,
+    FinishedGame,
     LeaveKind,
     MachineSettings,
-    Settlement,
     TableMachine,
     TableStatus,
     already_seated,
@@ -276,7 +276,7 @@ def test_only_a_seated_player_leaves() -> None:
 
 # --- what a game's end settles ------------------------------------------------------------
 
-def ended(mode: TableMode, length: int = 0, *, guest: bool = False) -> Settlement:
+def ended(mode: TableMode, length: int = 0, *, guest: bool = False) -> FinishedGame:
     m = table(mode, length, "tn1" if mode is TableMode.TOURNAMENT else None)
     sit(m, 0, "ann")
     m.seat(1, "guest-x" if guest else "bob", "b", is_guest=guest, address="10.0.0.9",

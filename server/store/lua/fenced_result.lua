@@ -1,5 +1,6 @@
 -- Store a finished game: the table's last events, its snapshot and the game's result, in one
--- step and only under the current owner epoch (a stale owner stores nothing). The rating
+-- step and only under the current owner epoch (a stale owner stores nothing; the fenced
+-- append of the events is fenced_events.lua's, shared with fenced_append.lua). The rating
 -- inbox entries are per player (another hash slot) and are written after, by the caller.
 --
 -- KEYS[1]  the table's owner record ({t:<table>}:lease), a hash (see lease_claim.lua)
@@ -18,32 +19,10 @@
 -- ARGV[8..] events to append, in version order (may be none)
 --
 -- Returns the results list's length, or -1 when the epoch is stale (nothing was written).
-local lease = redis.call('HMGET', KEYS[1], 'epoch', 'v')
-if ARGV[1] ~= '' and lease[1] ~= ARGV[1] then
+-- include: fenced_events.lua
+if fenced_events(KEYS[1], KEYS[2], KEYS[3], ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[6],
+                 8) == -1 then
     return -1
-end
-local from = 8
-if #ARGV >= 8 and ARGV[6] ~= '' and lease[1] then
-    local first = tonumber(ARGV[6])
-    local stored = tonumber(lease[2] or '0')
-    local last = first + #ARGV - 8
-    if first <= stored then
-        from = 8 + stored - first + 1
-    end
-    if last > stored then
-        redis.call('HSET', KEYS[1], 'v', last)
-    end
-end
-if #ARGV >= from then
-    local length = redis.call('RPUSH', KEYS[2], unpack(ARGV, from))
-    redis.call('PEXPIRE', KEYS[2], ARGV[2])
-    local cap = tonumber(ARGV[3])
-    if length > cap then
-        redis.call('LTRIM', KEYS[2], -cap, -1)
-    end
-end
-if ARGV[4] ~= '' then
-    redis.call('SET', KEYS[3], ARGV[4], 'PX', ARGV[2])
 end
 local listed = redis.call('LRANGE', KEYS[4], 0, -1)
 for i = 1, #listed do

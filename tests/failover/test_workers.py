@@ -1,0 +1,112 @@
+"""``python -m server --workers 2`` as a real process: two worker nodes on one port sharing the
+embedded redis-server the parent started; a game whose players' sockets landed on different
+workers is played to the end (through the node bus), and SIGINT to the parent stops every
+worker and the store.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from nodes import (
+    BASE_FLAGS,
+    OWNERSHIP_FLAGS,
+    ROOT,
+    Node,
+    Player,
+    free_port,
+    node_env,
+    play_to_end,
+    seat_two,
+    wait_ready,
+)
+
+from server.client import register
+
+
+def welcomed_by(player: Player) -> str:
+    return str(next(m["node"] for m in player.messages if m.get("type") == "welcome"))
+
+
+def children(pid: int) -> list[int]:
+    out = subprocess.run(["ps", "-o", "pid=", "--ppid", str(pid)], capture_output=True,
+                         text=True, check=False).stdout
+    return [int(word) for word in out.split()]
+
+
+def is_running(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+async def player_on(node: Node, name: str, worker: str | None, avoid: str | None) -> Player:
+    """Connect ``name`` until its socket lands on ``worker`` (any, if None) and not on
+    ``avoid``: the kernel picks a worker per connection."""
+    token = await register(node.ws_url, name, "correct horse")
+    for _ in range(200):
+        player = await Player.open(node, token)
+        landed = welcomed_by(player)
+        if (worker is None or landed == worker) and landed != avoid:
+            return player
+        await player.close()
+    raise AssertionError(f"{name}: every connection landed on {avoid}")
+
+
+@pytest.mark.timeout(240)
+async def test_two_workers_serve_one_game_and_stop_together(tmp_path: Path) -> None:
+    port = free_port()
+    args = ["--workers", "2", "--port", str(port), "--host", "127.0.0.1",
+            "--data-dir", str(tmp_path / "store"), "--node-id", "w"]
+    for flag, value in {**BASE_FLAGS, **OWNERSHIP_FLAGS}.items():
+        args += [flag, str(value)]
+    env = node_env()
+    env.pop("REDIS_URL", None)  # the parent starts the embedded store
+    log_path = tmp_path / "workers.log"
+    with log_path.open("wb") as log:
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "server", *args, env=env, cwd=ROOT, stdout=log,
+            stderr=subprocess.STDOUT)
+    node = Node("w", port, proc, log_path)
+    players: list[Player] = []
+    try:
+        await wait_ready(node, timeout=120)
+        a = await player_on(node, "alice", None, None)
+        players.append(a)
+        b = await player_on(node, "bob", None, welcomed_by(a))
+        players.append(b)
+        assert {welcomed_by(a), welcomed_by(b)} == {"w-1", "w-2"}
+        table = await seat_two(a, b)
+        over: dict[str, Any] = await play_to_end([a, b], table)
+        assert over["type"] == "game_over"
+        for p in players:
+            await p.close()
+        players.clear()
+
+        pids = children(proc.pid)  # the two workers and the redis-server
+        assert len(pids) == 3, (pids, node.log()[-3000:])
+        node.signal(signal.SIGINT)
+        assert await node.wait(60.0) == 0, node.log()[-4000:]
+        for pid in pids:
+            for _ in range(100):
+                if not is_running(pid):
+                    break
+                await asyncio.sleep(0.1)
+            assert not is_running(pid), f"pid {pid} outlived the parent"
+    finally:
+        for p in players:
+            await p.close()
+        if proc.returncode is None:
+            for pid in children(proc.pid):
+                os.kill(pid, signal.SIGKILL)
+            node.kill()
+            await node.wait(10.0)
