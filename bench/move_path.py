@@ -39,17 +39,28 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 class _Sink(asyncio.WriteTransport):
-    """A transport that keeps each written WebSocket frame's payload for its player."""
+    """A transport that keeps each written WebSocket frame's payload for its player (one
+    write may hold several frames) and counts the writes (each would be one ``send``)."""
+
+    writes = 0
 
     def __init__(self, inbox: list[bytes]) -> None:
         super().__init__()
         self._inbox = inbox
 
     def write(self, data: bytes | bytearray | memoryview) -> None:
-        frame = bytes(data)
-        size = frame[1] & 0x7F
-        start = 2 if size < 126 else 4 if size == 126 else 10
-        self._inbox.append(frame[start:])
+        _Sink.writes += 1
+        frames = bytes(data)
+        at = 0
+        while at < len(frames):
+            size = frames[at + 1] & 0x7F
+            start = at + 2
+            if size == 126:
+                size, start = int.from_bytes(frames[at + 2:at + 4], "big"), at + 4
+            elif size == 127:
+                size, start = int.from_bytes(frames[at + 2:at + 10], "big"), at + 10
+            self._inbox.append(frames[start:start + size])
+            at = start + size
 
     def get_write_buffer_size(self) -> int:
         return 0
@@ -186,6 +197,7 @@ async def run(args: argparse.Namespace) -> dict[str, float]:
         await new_table(index)
     moves = measured = finished = 0
     process_started: float | None = None
+    writes_started = 0
     warmup = args.warmup
     last_progress = time.monotonic()
     process_spent = 0.0
@@ -224,9 +236,12 @@ async def run(args: argparse.Namespace) -> dict[str, float]:
                                        "play": rng.choice(game["legal_plays"])}
                         elif game["phase"] != "roll":
                             continue
+                        if args.ref:
+                            command["id"] = moves
                         timed = moves >= warmup
                         if timed and process_started is None:
                             process_started = time.process_time()
+                            writes_started = _Sink.writes
                         await send(player, command, timed=timed)
                         moves += 1
                         measured += timed
@@ -236,6 +251,7 @@ async def run(args: argparse.Namespace) -> dict[str, float]:
                 await asyncio.sleep(0.001)
         if process_started is not None:
             process_spent = time.process_time() - process_started
+        writes = _Sink.writes - writes_started
     finally:
         await lobby.drain(5.0)  # settlements in flight finish before the keys are deleted
         await persistence.stop()
@@ -247,7 +263,8 @@ async def run(args: argparse.Namespace) -> dict[str, float]:
             embedded.stop()
     return {"games": args.games, "moves": measured, "games_finished": finished,
             "cpu_per_move_us": 1e6 * spent / max(1, measured),
-            "process_cpu_per_move_us": 1e6 * process_spent / max(1, measured)}
+            "process_cpu_per_move_us": 1e6 * process_spent / max(1, measured),
+            "writes_per_move": writes / max(1, measured)}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -266,6 +283,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--redis-check", type=float, default=0.5,
                         help="seconds between the node's Redis health checks (0.5, the "
                              "server's default; bench/callgrind.py sets an hour)")
+    parser.add_argument("--ref", action="store_true",
+                        help="every command carries an id, answered by an ack after its event "
+                             "(as the client library's requests are)")
     parser.add_argument("--stall", type=float, default=120.0,
                         help="give up when no move was made for this many seconds (120)")
     parser.add_argument("--gc-threshold", type=int, default=None,
@@ -285,7 +305,8 @@ def main(argv: list[str] | None = None) -> int:
           f"Lobby.on_message ({result['moves']:,} moves, {result['games']} games, "
           f"{result['games_finished']} finished); the whole process "
           f"{result['process_cpu_per_move_us']:.1f} µs per move (the write-behind flush, the "
-          "announcements made once stored, the loop and the driver too)")
+          "announcements made once stored, the loop and the driver too); "
+          f"{result['writes_per_move']:.2f} socket writes per move")
     return 0
 
 

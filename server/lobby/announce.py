@@ -74,16 +74,21 @@ class Announcer:
         stop = self._hold_from
         lobby = self.lobby
         sent = False
-        while held:
-            version, out, actor, message = held[0]
-            if version > stored or (stop is not None and version >= stop):
-                break
-            held.popleft()
-            sent = True
-            if out is not None:
-                self.broadcast(out)
-            elif actor is not None and message is not None:
-                lobby.reply(actor, message)
+        hub = lobby.hub
+        hub.hold_writes()  # an event and the replies after it leave in one write per socket
+        try:
+            while held:
+                version, out, actor, message = held[0]
+                if version > stored or (stop is not None and version >= stop):
+                    break
+                held.popleft()
+                sent = True
+                if out is not None:
+                    self.broadcast(out)
+                elif actor is not None and message is not None:
+                    lobby.reply(actor, message)
+        finally:
+            hub.release_writes()
         if sent:
             lobby.kick_flush()
 

@@ -1,8 +1,11 @@
 """Live sockets on this node, and the writes to them.
 
 Table logic runs synchronously and pushes what it sends (:meth:`Hub.push`); a push writes the
-frame to the socket's transport at once, so frames leave in the order they were pushed and
-nothing is queued in Python. The sockets are opened with compression off and an unbounded
+frame to the socket's transport at once, so frames leave in the order they were pushed. Between
+:meth:`Hub.hold_writes` and :meth:`Hub.release_writes` (one synchronous stretch, such as an
+announcement of stored events and the replies after them) the frames for one socket are
+gathered and written together at the release, in order, one transport write (one ``send``)
+per socket. The sockets are opened with compression off and an unbounded
 writer limit, so a write never suspends on flow control; instead a socket whose unsent bytes
 exceed ``max_send_buffer`` is a slow consumer and is dropped, so one stalled watcher cannot
 hold up a game. A frame is built once per wire format (:meth:`Outgoing.wire`) and the same
@@ -132,6 +135,8 @@ class Hub:
         self.by_token: dict[str, set[Connection]] = {}
         self.by_address: dict[str, int] = {}
         self._max_send_buffer = max_send_buffer
+        self._held_writes: dict[Connection, list[bytes]] | None = None  # see hold_writes
+        self._hold_depth = 0
         # Called with (reason) for every socket closed because its token ended (metrics).
         self._on_token_end = on_token_end
         self._closing: set[asyncio.Future[None]] = set()
@@ -247,7 +252,34 @@ class Hub:
             conn.abort()
             return
         session = conn.session
-        transport.write(out.wire(session.format, session.lean))
+        frame = out.wire(session.format, session.lean)
+        held = self._held_writes
+        if held is None:
+            transport.write(frame)
+        elif (frames := held.get(conn)) is None:
+            held[conn] = [frame]
+        else:
+            frames.append(frame)
+
+    def hold_writes(self) -> None:
+        """Gather the frames pushed from now until :meth:`release_writes`, per socket. Only
+        for a stretch with no ``await`` in it: nothing waits past it."""
+        self._hold_depth += 1
+        if self._held_writes is None:
+            self._held_writes = {}
+
+    def release_writes(self) -> None:
+        """Write what :meth:`hold_writes` gathered: each socket's frames in push order, in
+        one transport write."""
+        self._hold_depth -= 1
+        if self._hold_depth or self._held_writes is None:
+            return
+        held, self._held_writes = self._held_writes, None
+        for conn, frames in held.items():
+            transport = conn.transport
+            if transport is None or not conn.is_writable():
+                continue
+            transport.write(frames[0] if len(frames) == 1 else b"".join(frames))
 
     def push_player(self, player: str, out: Outgoing) -> bool:
         """Write ``out`` to every socket of ``player`` here; False when there is none."""
