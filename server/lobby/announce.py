@@ -75,7 +75,11 @@ class Announcer:
         lobby = self.lobby
         sent = False
         hub = lobby.hub
-        hub.hold_writes()  # an event and the replies after it leave in one write per socket
+        # An event and the replies after it leave in one write per socket (one item alone
+        # writes at most one frame to each socket: nothing to gather).
+        gather = len(held) > 1
+        if gather:
+            hub.hold_writes()
         try:
             while held:
                 version, out, actor, message = held[0]
@@ -88,7 +92,8 @@ class Announcer:
                 elif actor is not None and message is not None:
                     lobby.reply(actor, message)
         finally:
-            hub.release_writes()
+            if gather:
+                hub.release_writes()
         if sent:
             lobby.kick_flush()
 
