@@ -48,22 +48,31 @@ import inspect
 import itertools
 import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
 
-import aiohttp
 import websockets
 from websockets.asyncio.client import ClientConnection
 from websockets.asyncio.client import connect as ws_connect
 
+from server.client.accounts import (
+    ClientError,
+    ConnectionLost,
+    RequestFailed,
+    RequestTimeout,
+    guest_token,
+    http_base,
+    login,
+    post_json,
+    register,
+)
+from server.client.catch_up import CatchUp, TableView
+from server.client.commands import Commands
 from server.client.wire import (
     TABLE_EVENTS,
     Event,
     Format,
     Message,
     ServerError,
-    TableState,
     Welcome,
     decode,
     encode,
@@ -72,6 +81,22 @@ from server.client.wire import (
 from server.protocol.lean import PROTOCOL_LEAN, apply_event
 
 log = logging.getLogger(__name__)
+
+# The library's errors and account calls live in server.client.accounts; importable from
+# here too.
+__all__ = [
+    "Client",
+    "ClientError",
+    "ConnectionLost",
+    "RequestFailed",
+    "RequestTimeout",
+    "TableView",
+    "guest_token",
+    "http_base",
+    "login",
+    "post_json",
+    "register",
+]
 
 REQUEST_TIMEOUT = 10.0
 MAX_FRAME = 4 * 1024 * 1024
@@ -86,99 +111,11 @@ MOVE_CLOSES = frozenset({CLOSE_GOING_AWAY, CLOSE_SERVICE_RESTART})
 """Closes that say the node is going away: reconnect to another of ``urls``."""
 SILENCE_TIMEOUT = 10.0
 """Seconds without a frame from the node after which it counts as silent (see above)."""
-SYNC_RETRY_CODES = frozenset({"unavailable", "rate_limited"})
-"""``sync`` refusals that pass: sent again after ``retry_after``."""
-SYNC_RETRY_WAIT = 1.0
-"""The wait before a ``sync`` is sent again when the refusal gives no ``retry_after`` (s)."""
-SYNC_RETRY_WAIT_MAX = 5.0
 STABLE_CONNECTION = 5.0
 """A socket that stayed open this long (s) starts the reconnect back-off afresh."""
 
 
-class ClientError(Exception):
-    """Base of the client's errors."""
-
-
-class RequestFailed(ClientError):
-    """The server answered a request with ``error``; ``error`` is the typed event."""
-
-    def __init__(self, error: ServerError) -> None:
-        super().__init__(f"{error.code}: {error.message}")
-        self.error = error
-        self.code = error.code
-
-
-class RequestTimeout(ClientError, TimeoutError):
-    """No answer carrying the request's ``ref`` came in time."""
-
-
-class ConnectionLost(ClientError, ConnectionError):
-    """The socket closed (and was not, or could not be, reopened)."""
-
-
-def http_base(ws_url: str) -> str:
-    """``http(s)://host:port`` of a ``ws(s)://host:port/ws`` URL."""
-    parts = urlsplit(ws_url)
-    scheme = {"ws": "http", "wss": "https"}.get(parts.scheme, parts.scheme)
-    return urlunsplit((scheme, parts.netloc, "", "", ""))
-
-
-async def post_json(url: str, body: Mapping[str, Any] | None = None,
-                    token: str | None = None) -> tuple[int, dict[str, Any]]:
-    headers = {} if token is None else {"Authorization": f"Bearer {token}"}
-    async with aiohttp.ClientSession() as http, http.post(url, json=body,
-                                                          headers=headers) as resp:
-        data = await resp.json() if resp.content_type == "application/json" else {}
-        return resp.status, dict(data)
-
-
-async def guest_token(ws_url: str) -> str:
-    """A fresh guest token (``POST /api/guest``) from the server of ``ws_url``."""
-    status, body = await post_json(http_base(ws_url) + "/api/guest")
-    if status != 200:
-        raise ClientError(f"/api/guest: {status} {body}")
-    return str(body["token"])
-
-
-async def register(ws_url: str, name: str, password: str) -> str:
-    """Create an account (``POST /api/register``) and return its token."""
-    status, body = await post_json(http_base(ws_url) + "/api/register",
-                                   {"name": name, "password": password})
-    if status != 201:
-        raise ClientError(f"/api/register: {status} {body}")
-    return str(body["token"])
-
-
-async def login(ws_url: str, name: str, password: str) -> str:
-    status, body = await post_json(http_base(ws_url) + "/api/login",
-                                   {"name": name, "password": password})
-    if status != 200:
-        raise ClientError(f"/api/login: {status} {body}")
-    return str(body["token"])
-
-
-@dataclass
-class TableView:
-    """What the client knows of one table: the last version handed on and the state after
-    it. ``syncing``: a ``sync`` is on its way; live events wait in ``held`` until it has
-    delivered what was missed."""
-
-    table: str
-    v: int = 0
-    state: Message | None = None
-    seated: bool = False
-    watching: bool = False
-    syncing: bool = False
-    held: list[Message] = field(default_factory=list)
-    sync_task: asyncio.Task[None] | None = field(default=None, repr=False)
-    poke: asyncio.Event = field(default_factory=asyncio.Event, repr=False)
-    """Set when the table speaks while a refused ``sync`` waits to be sent again."""
-
-    def typed_state(self) -> TableState | None:
-        return None if self.state is None else TableState.from_dict(self.state)
-
-
-class Client:
+class Client(CatchUp, Commands):
     """One authenticated (or, with ``token=None``, unauthenticated) socket. Build it with
     :meth:`connect`. Not thread-safe: one event loop drives it."""
 
@@ -588,112 +525,6 @@ class Client:
             return
         self._deliver(view, message)
 
-    def _synced(self, view: TableView, answer: Message) -> None:
-        """Apply a ``sync`` answer (to the library's request or the application's): the
-        missed events, in order, then the events held meanwhile."""
-        events = [e for e in answer.get("events") or () if isinstance(e, dict)]
-        fresh = [e for e in events if isinstance(e.get("v"), int) and e["v"] > view.v]
-        if fresh and fresh[0]["v"] == view.v + 1:
-            for missed in fresh:
-                if missed["v"] != view.v + 1:
-                    break  # never past a gap (an incomplete log)
-                self._deliver(view, missed)
-        following = answer.get("next")
-        if isinstance(following, int) and following == view.v and self.catch_up:
-            # One page of a longer log, delivered: the next page is asked for from here
-            # (by the sync loop, which goes on while the view is syncing).
-            if not view.syncing:
-                self._start_sync(view)
-            return
-        v = answer.get("v")
-        state = answer.get("state")
-        if isinstance(v, int) and v >= view.v:
-            # the answer's state is newer than what was delivered (a log that is not
-            # ``complete``): the application rebuilds from the ``sync`` event's state
-            view.v = v
-            if isinstance(state, dict):
-                view.state = state
-        if not view.syncing:
-            return
-        view.syncing = False
-        held, view.held = view.held, []
-        for live in held:
-            self._live_event(view, live)  # a gap left after the answer syncs again
-
-    def _start_sync(self, view: TableView) -> None:
-        """Sync ``view`` from its last version (one task per table at a time)."""
-        view.syncing = True
-        if view.sync_task is None or view.sync_task.done():
-            view.sync_task = self._spawn(self._sync_until_done(view))
-        else:
-            view.poke.set()
-
-    async def _sync_until_done(self, view: TableView) -> None:
-        loop = asyncio.get_running_loop()
-        deadline = 0.0
-        socket = -1
-        rewatched = False
-        while view.syncing and not self._closing and self.tables.get(view.table) is view:
-            generation = self._generation
-            if generation != socket:  # each socket gets the whole budget
-                socket = generation
-                deadline = loop.time() + self.sync_retry_for
-            wait = 0.0
-            view.poke.clear()  # the table speaking from now on wakes the wait below
-            since = view.v
-            try:
-                # the answer is applied by the reader (_synced) before this returns
-                await self._ask({"type": "sync", "table": view.table, "since": since})
-                if not view.syncing or view.v > since:
-                    continue  # done, unless the held events left another gap
-                # answered, but the held events are still ahead of it: the server has not
-                # caught up with itself yet (a table changing hands); ask again shortly
-                if loop.time() >= deadline:
-                    self._sync_failed(view, ClientError("the sync answers stay behind"))
-                    return
-                wait = 0.1
-                view.poke.clear()  # (set by the held events just replayed)
-            except RequestFailed as exc:
-                if exc.code == "not_seated" and view.watching and not view.seated \
-                        and not rewatched:
-                    # A watch is per socket and per owner: the table's new owner (after a
-                    # takeover) does not know this one. Watch again, then sync.
-                    rewatched = True
-                    with contextlib.suppress(ClientError):
-                        await self._ask({"type": "watch", "table": view.table})
-                    continue
-                if exc.code not in SYNC_RETRY_CODES or loop.time() >= deadline:
-                    self._sync_failed(view, exc)
-                    return
-                retry_after = exc.error.raw.get("retry_after")
-                wait = float(retry_after) if isinstance(retry_after, int | float) \
-                    else SYNC_RETRY_WAIT
-            except RequestTimeout as exc:
-                if loop.time() >= deadline:
-                    self._sync_failed(view, exc)
-                    return
-            except ConnectionLost:
-                if self._connected and self._generation != generation:
-                    continue  # a new socket is open already: sync there
-                return  # the next socket's reconnect syncs again (the events stay held)
-            wait = min(wait, SYNC_RETRY_WAIT_MAX, max(0.0, deadline - loop.time()))
-            with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout(wait):
-                    await view.poke.wait()
-
-    def _sync_failed(self, view: TableView, exc: Exception) -> None:
-        """Give up catching ``view`` up: hand on the held events that follow on without a
-        gap, drop the rest (the next event, or a ``sync`` the application sends, tries
-        again)."""
-        log.warning("sync of %s failed: %s", view.table, exc)
-        view.syncing = False
-        held, view.held = view.held, []
-        for live in held:
-            v = live.get("v")
-            if isinstance(v, int) and v > view.v + 1:
-                break
-            self._deliver(view, live)
-
     def _deliver(self, view: TableView, message: Message) -> None:
         v = message.get("v")
         if not isinstance(v, int) or v <= view.v:
@@ -823,53 +654,6 @@ class Client:
         long-running bot calls it so that ``tables`` does not grow with every game."""
         self.tables.pop(table, None)
 
-    # --- helpers for the lobby and the game ------------------------------------------------
-
-    async def create_table(self, mode: str = "private", match_length: int = 0) -> str:
-        answer = await self.request({"type": "create_table", "mode": mode,
-                                     "match_length": match_length})
-        return str(answer["table"])
-
-    async def join(self, table: str) -> Message:
-        return await self.request({"type": "join", "table": table})
-
-    async def leave(self, table: str) -> Message:
-        return await self.request({"type": "leave", "table": table})
-
-    async def watch(self, table: str) -> Message:
-        return await self.request({"type": "watch", "table": table})
-
-    async def queue(self, pool: str) -> Message:
-        return await self.request({"type": "queue", "pool": pool})
-
-    async def cancel_queue(self) -> Message:
-        return await self.request({"type": "cancel_queue"})
-
-    async def play_computer(self, level: str = "basic", match_length: int = 0) -> str:
-        """Ask the server for a game against its computer player; returns the table id."""
-        answer = await self.request({"type": "play_computer", "level": level,
-                                     "match_length": match_length})
-        return str(answer["table"])
-
-    async def chat(self, table: str, text: str) -> Message:
-        """Say ``text`` at ``table`` (players' or watchers' channel by your role there);
-        returns the ``ack``. Others receive it as a ``chat`` message (PROTOCOL.md §16)."""
-        return await self.request({"type": "chat", "table": table, "text": text})
-
-    async def mute(self, player: str) -> Message:
-        """Stop receiving ``player``'s chat (kept for your account)."""
-        return await self.request({"type": "mute", "player": player})
-
-    async def unmute(self, player: str) -> Message:
-        return await self.request({"type": "unmute", "player": player})
-
-    async def report(self, table: str, msg: str, reason: str | None = None) -> Message:
-        """Report the chat message ``msg`` (its id) of ``table`` to the operators."""
-        message: dict[str, Any] = {"type": "report", "table": table, "msg": msg}
-        if reason:
-            message["reason"] = reason
-        return await self.request(message)
-
     async def sync(self, table: str, since: int | None = None) -> Message:
         """Send ``sync`` for ``table`` from ``since`` (the last version seen when None); the
         first page's answer is returned, the later pages are fetched and delivered by the
@@ -877,29 +661,6 @@ class Client:
         view = self.tables.get(table)
         start = (view.v if view is not None else 0) if since is None else since
         return await self.request({"type": "sync", "table": table, "since": start})
-
-    async def act(self, table: str, action: Mapping[str, Any]) -> Message:
-        """Send a game action (``{"type": "roll"}``...) for ``table``; returns the ``ack``."""
-        return await self.request({**action, "table": table})
-
-    async def roll(self, table: str) -> Message:
-        return await self.act(table, {"type": "roll"})
-
-    async def play(self, table: str, play: Any) -> Message:
-        """``play``: one of :meth:`legal_plays` as it is, or the play as text."""
-        return await self.act(table, {"type": "play", "play": play})
-
-    async def double(self, table: str) -> Message:
-        return await self.act(table, {"type": "double"})
-
-    async def take(self, table: str) -> Message:
-        return await self.act(table, {"type": "take"})
-
-    async def drop(self, table: str) -> Message:
-        return await self.act(table, {"type": "drop"})
-
-    async def resign(self, table: str, kind: str = "single") -> Message:
-        return await self.act(table, {"type": "resign", "kind": kind})
 
     async def close(self) -> None:
         """Close the socket (no reconnect) and wait for the reader to end."""

@@ -1,0 +1,176 @@
+"""How the client library catches a table up: a ``sync`` on a gap, its pages one after the
+other, live events held until the missed ones are handed on, refusals sent again for at most
+``sync_retry_for`` seconds (the module docstring of :mod:`server.client.connection` tells the
+whole contract). :class:`CatchUp` is a part of :class:`server.client.Client`, which supplies
+the socket (``_ask``, ``_spawn``) and the delivery (``_deliver``, ``_live_event``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Awaitable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from server.client.accounts import ClientError, ConnectionLost, RequestFailed, RequestTimeout
+from server.client.wire import Message, TableState
+
+log = logging.getLogger("server.client.connection")
+
+SYNC_RETRY_CODES = frozenset({"unavailable", "rate_limited"})
+"""``sync`` refusals that pass: sent again after ``retry_after``."""
+SYNC_RETRY_WAIT = 1.0
+"""The wait before a ``sync`` is sent again when the refusal gives no ``retry_after`` (s)."""
+SYNC_RETRY_WAIT_MAX = 5.0
+
+
+@dataclass
+class TableView:
+    """What the client knows of one table: the last version handed on and the state after
+    it. ``syncing``: a ``sync`` is on its way; live events wait in ``held`` until it has
+    delivered what was missed."""
+
+    table: str
+    v: int = 0
+    state: Message | None = None
+    seated: bool = False
+    watching: bool = False
+    syncing: bool = False
+    held: list[Message] = field(default_factory=list)
+    sync_task: asyncio.Task[None] | None = field(default=None, repr=False)
+    poke: asyncio.Event = field(default_factory=asyncio.Event, repr=False)
+    """Set when the table speaks while a refused ``sync`` waits to be sent again."""
+
+    def typed_state(self) -> TableState | None:
+        return None if self.state is None else TableState.from_dict(self.state)
+
+
+class CatchUp:
+    """The catch-up part of a client (see the module docstring)."""
+
+    tables: dict[str, TableView]
+    catch_up: bool
+    sync_retry_for: float
+    _closing: bool
+    _connected: bool
+    _generation: int
+
+    def _spawn(self, coro: Awaitable[None]) -> asyncio.Task[None]:
+        raise NotImplementedError
+
+    async def _ask(self, message: Mapping[str, Any], timeout: float | None = None) -> Message:
+        raise NotImplementedError
+
+    def _deliver(self, view: TableView, message: Message) -> None:
+        raise NotImplementedError
+
+    def _live_event(self, view: TableView, message: Message) -> None:
+        raise NotImplementedError
+
+    def _synced(self, view: TableView, answer: Message) -> None:
+        """Apply a ``sync`` answer (to the library's request or the application's): the
+        missed events, in order, then the events held meanwhile."""
+        events = [e for e in answer.get("events") or () if isinstance(e, dict)]
+        fresh = [e for e in events if isinstance(e.get("v"), int) and e["v"] > view.v]
+        if fresh and fresh[0]["v"] == view.v + 1:
+            for missed in fresh:
+                if missed["v"] != view.v + 1:
+                    break  # never past a gap (an incomplete log)
+                self._deliver(view, missed)
+        following = answer.get("next")
+        if isinstance(following, int) and following == view.v and self.catch_up:
+            # One page of a longer log, delivered: the next page is asked for from here
+            # (by the sync loop, which goes on while the view is syncing).
+            if not view.syncing:
+                self._start_sync(view)
+            return
+        v = answer.get("v")
+        state = answer.get("state")
+        if isinstance(v, int) and v >= view.v:
+            # the answer's state is newer than what was delivered (a log that is not
+            # ``complete``): the application rebuilds from the ``sync`` event's state
+            view.v = v
+            if isinstance(state, dict):
+                view.state = state
+        if not view.syncing:
+            return
+        view.syncing = False
+        held, view.held = view.held, []
+        for live in held:
+            self._live_event(view, live)  # a gap left after the answer syncs again
+
+    def _start_sync(self, view: TableView) -> None:
+        """Sync ``view`` from its last version (one task per table at a time)."""
+        view.syncing = True
+        if view.sync_task is None or view.sync_task.done():
+            view.sync_task = self._spawn(self._sync_until_done(view))
+        else:
+            view.poke.set()
+
+    async def _sync_until_done(self, view: TableView) -> None:
+        loop = asyncio.get_running_loop()
+        deadline = 0.0
+        socket = -1
+        rewatched = False
+        while view.syncing and not self._closing and self.tables.get(view.table) is view:
+            generation = self._generation
+            if generation != socket:  # each socket gets the whole budget
+                socket = generation
+                deadline = loop.time() + self.sync_retry_for
+            wait = 0.0
+            view.poke.clear()  # the table speaking from now on wakes the wait below
+            since = view.v
+            try:
+                # the answer is applied by the reader (_synced) before this returns
+                await self._ask({"type": "sync", "table": view.table, "since": since})
+                if not view.syncing or view.v > since:
+                    continue  # done, unless the held events left another gap
+                # answered, but the held events are still ahead of it: the server has not
+                # caught up with itself yet (a table changing hands); ask again shortly
+                if loop.time() >= deadline:
+                    self._sync_failed(view, ClientError("the sync answers stay behind"))
+                    return
+                wait = 0.1
+                view.poke.clear()  # (set by the held events just replayed)
+            except RequestFailed as exc:
+                if exc.code == "not_seated" and view.watching and not view.seated \
+                        and not rewatched:
+                    # A watch is per socket and per owner: the table's new owner (after a
+                    # takeover) does not know this one. Watch again, then sync.
+                    rewatched = True
+                    with contextlib.suppress(ClientError):
+                        await self._ask({"type": "watch", "table": view.table})
+                    continue
+                if exc.code not in SYNC_RETRY_CODES or loop.time() >= deadline:
+                    self._sync_failed(view, exc)
+                    return
+                retry_after = exc.error.raw.get("retry_after")
+                wait = float(retry_after) if isinstance(retry_after, int | float) \
+                    else SYNC_RETRY_WAIT
+            except RequestTimeout as exc:
+                if loop.time() >= deadline:
+                    self._sync_failed(view, exc)
+                    return
+            except ConnectionLost:
+                if self._connected and self._generation != generation:
+                    continue  # a new socket is open already: sync there
+                return  # the next socket's reconnect syncs again (the events stay held)
+            wait = min(wait, SYNC_RETRY_WAIT_MAX, max(0.0, deadline - loop.time()))
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(wait):
+                    await view.poke.wait()
+
+    def _sync_failed(self, view: TableView, exc: Exception) -> None:
+        """Give up catching ``view`` up: hand on the held events that follow on without a
+        gap, drop the rest (the next event, or a ``sync`` the application sends, tries
+        again)."""
+        log.warning("sync of %s failed: %s", view.table, exc)
+        view.syncing = False
+        held, view.held = view.held, []
+        for live in held:
+            v = live.get("v")
+            if isinstance(v, int) and v > view.v + 1:
+                break
+            self._deliver(view, live)
