@@ -37,7 +37,8 @@ from server.protocol.errors import ErrorCode, ProtocolError, http_error_body, wa
 from server.protocol.messages import has_lone_surrogate
 from server.ratelimit import RateLimiter
 from server.store.accounts import AccountError, Accounts
-from server.store.persistence import LISTED_MODES, Persistence
+from server.store.lobby_index import LISTED_MODES
+from server.store.persistence import Persistence
 from server.tables.ratings import SAME_NETWORK_IPV6_PREFIX
 
 MAX_LIST_OFFSET = 1_000_000

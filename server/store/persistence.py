@@ -1,8 +1,10 @@
-"""What the match server keeps in Redis: table event logs, snapshots, results, seats, presence,
-the lobby index and rating inboxes. The one module (with ``accounts``) that talks to Redis for
-games; its methods return plain values. It stays one module past 500 lines because its parts
-share one state: the write-behind buffer, the owner epochs that fence every write of it, and
-the store's identity that a refused write checks; split, each part would reach into another's.
+"""What the match server keeps in Redis: table event logs, snapshots, results, owner records
+and rating inboxes; with its parts ``lobby_index.py`` (the lobby index) and ``players.py``
+(seats, presence), which need none of its state. Its methods return plain values. What stays
+here shares one state: the write-behind buffer, the owner epochs that fence every write of
+it (a claim, a release and a finished game's result all read or clear that buffer), and the
+store's identity that a refused write checks; split further, each part would reach into
+another's.
 
 Write-behind with group commit: the per-move path never waits for Redis.
 :meth:`Persistence.append_event` and :meth:`Persistence.mark_dirty` only buffer; when something
@@ -55,10 +57,10 @@ import redis.asyncio as aioredis
 from redis.exceptions import NoScriptError, RedisError
 
 from server.config import Settings
-from server.matchmaking.policy import DEFAULT_SETTINGS, network_key
 from server.metrics import Metrics
-from server.protocol.messages import TableMode
 from server.store.keys import Keys
+from server.store.lobby_index import LobbyIndex
+from server.store.players import PlayerRecords
 from server.store.scripts import load_script
 from server.tick import Tick
 
@@ -66,10 +68,6 @@ log = logging.getLogger(__name__)
 
 SnapshotFn = Callable[[], dict[str, Any]]
 StoredFn = Callable[[int], None]
-ADDRESS_FIELD = "address"
-#: An account's addresses over time (keys.addresses): how many, and how long after the last.
-ADDRESSES_KEPT = 50
-ADDRESSES_TTL_MS = 90 * 86400 * 1000
 SNAPSHOT_INTERVAL = 60.0
 """Seconds between two snapshot writes of one table. Its event log is written every flush and
 holds every change; the snapshot is what other nodes read for a table's status, and a new
@@ -79,10 +77,6 @@ LOG_SLACK = 16
 """Entries read beyond a page's range at each side of the log (repeated or newer ones)."""
 FENCED_OUT = -1
 """The epoch of a table whose write was refused: every later write of it is refused too."""
-LISTED_MODES = tuple(str(mode) for mode in TableMode)
-"""Every table mode, for unlisting without a mode (and the modes a list request may name)."""
-PAGE_CACHE_MAX = 1024
-"""Table-list pages kept at once (see :meth:`Persistence.table_page_raw`)."""
 T = TypeVar("T")
 
 
@@ -165,13 +159,6 @@ def _aw(value: Awaitable[T] | T) -> Awaitable[T]:
     return cast(Awaitable[T], value)
 
 
-def listing_score(summary: dict[str, Any]) -> float:
-    """The lobby index's order: open tables first, then newest first."""
-    rank = 0 if summary.get("status") == "open" else 1
-    created_ms = int(float(summary.get("created_at") or 0) * 1000)
-    return rank * 1e13 + (1e13 - created_ms)
-
-
 def _first_arg(firsts: dict[str, int], table: str) -> bytes:
     first = firsts.get(table)
     return b"" if first is None else b"%d" % first
@@ -214,7 +201,7 @@ def _text(raw: Any) -> str:
     return raw.decode() if isinstance(raw, bytes) else str(raw)
 
 
-class Persistence:
+class Persistence(LobbyIndex, PlayerRecords):
     def __init__(self, redis: aioredis.Redis, keys: Keys, settings: Settings,
                  metrics: Metrics | None = None, *,
                  on_stored: Callable[[str, int], None] | None = None,
@@ -993,155 +980,6 @@ class Persistence:
         """The node holding (or last holding) ``table``'s lease; None when there is none."""
         raw = await _aw(self.redis.hget(self.keys.table_lease(table), "node"))
         return None if raw is None else _text(raw)
-
-    async def list_table(self, table: str, summary: dict[str, Any]) -> None:
-        """List (or update) ``table`` in the lobby index (one script, one round trip)."""
-        data = json.dumps(summary, separators=(",", ":"))
-        self._pages.clear()  # this node's own changes show at once (others' within the TTL)
-        await self._lobby_list(
-            keys=[self.keys.lobby, self.keys.lobby_index(),
-                  self.keys.lobby_index(str(summary.get("mode")))],
-            args=[table, data, listing_score(summary)],
-        )
-
-    async def unlist_table(self, table: str, mode: str | None = None) -> None:
-        """Take ``table`` out of the lobby index (of every mode's index when ``mode`` is not
-        given)."""
-        self._pages.clear()
-        modes = [mode] if mode is not None else list(LISTED_MODES)
-        await self._lobby_list(
-            keys=[self.keys.lobby, self.keys.lobby_index(),
-                  *(self.keys.lobby_index(m) for m in modes)],
-            args=[table, "", 0],
-        )
-
-    async def listed_tables(self) -> list[dict[str, Any]]:
-        """Every listed table (unordered; reads the whole index: tests and tools only)."""
-        raw = await _aw(self.redis.hvals(self.keys.lobby))
-        return [json.loads(r) for r in raw]
-
-    async def table_page(self, mode: str | None, offset: int, limit: int
-                         ) -> tuple[int, list[dict[str, Any]]]:
-        """One page of the lobby index in list order (open tables first, newest first) and
-        the number of tables listed (of ``mode``): one ``EVALSHA``, whatever that number."""
-        total, rows = await self.table_page_raw(mode, offset, limit)
-        return total, [json.loads(r) for r in rows]
-
-    async def table_page_raw(self, mode: str | None, offset: int, limit: int
-                             ) -> tuple[int, list[bytes]]:
-        """:meth:`table_page` with each summary as the JSON bytes stored. A page read in the
-        last ``list_cache_ttl`` seconds is reused, and identical requests arriving while it
-        is read share that one read (a flood of list requests costs Redis one read per page
-        and period, and the node no parsing)."""
-        ttl = self._settings.list_cache_ttl
-        if ttl <= 0:
-            return await self._read_page(mode, offset, limit)
-        key = (mode, offset, limit)
-        now = asyncio.get_running_loop().time()
-        cached = self._pages.get(key)
-        if cached is not None and cached[0] > now:
-            return await cached[1]
-        future = asyncio.ensure_future(self._read_page(mode, offset, limit))
-        if len(self._pages) >= PAGE_CACHE_MAX:
-            self._pages = {k: v for k, v in self._pages.items() if v[0] > now}
-            if len(self._pages) >= PAGE_CACHE_MAX:
-                self._pages.clear()
-        self._pages[key] = (now + ttl, future)
-        try:
-            return await asyncio.shield(future)
-        except BaseException:
-            if self._pages.get(key, (0.0, None))[1] is future:
-                del self._pages[key]  # a failed read is not kept
-            raise
-
-    async def _read_page(self, mode: str | None, offset: int, limit: int
-                         ) -> tuple[int, list[bytes]]:
-        reply = await self._lobby_page(keys=[self.keys.lobby, self.keys.lobby_index(mode)],
-                                       args=[offset, limit])
-        return int(reply[0]), [bytes(r) for r in reply[1:]]
-
-    # --- seats (one live table per player) -----------------------------------------------
-
-    async def take_seat(self, player: str, table: str) -> str | None:
-        """Hold ``player``'s seat lock for ``table``. None on success, else the table that
-        already holds it (taking the seat at the same table again succeeds)."""
-        key = self.keys.seat(player)
-        if await self.redis.set(key, table, nx=True, px=self._seat_ttl_ms):
-            return None
-        current = await self.redis.get(key)
-        if current is None:  # released in between; try once more
-            if await self.redis.set(key, table, nx=True, px=self._seat_ttl_ms):
-                return None
-            current = await self.redis.get(key)
-        held = current.decode() if isinstance(current, bytes) else str(current)
-        if held == table:
-            return None
-        lease = await self.lease(held)
-        if lease is not None and lease.done:
-            # That table finished or was cleaned up after its node died, without this seat
-            # being freed (its node died first): free it now.
-            await self.release_seat(player, held)
-            if await self.redis.set(key, table, nx=True, px=self._seat_ttl_ms):
-                return None
-        return held
-
-    async def release_seat(self, player: str, table: str) -> None:
-        await self._release_seat(keys=[self.keys.seat(player)], args=[table])
-
-    async def seat_of(self, player: str) -> str | None:
-        raw = await self.redis.get(self.keys.seat(player))
-        return None if raw is None else raw.decode() if isinstance(raw, bytes) else str(raw)
-
-    # --- presence ------------------------------------------------------------------------
-
-    async def presence_join(self, player: str, node: str, address: str) -> None:
-        """One more socket of ``player`` on ``node`` (called when its first one opens)."""
-        key = self.keys.presence(player)
-        seen = self.keys.addresses(player)
-        async with self.redis.pipeline(transaction=False) as pipe:
-            pipe.hincrby(key, node, 1)
-            pipe.hset(key, ADDRESS_FIELD, address)
-            pipe.pexpire(key, int(self._settings.presence_ttl * 1000))
-            # Where the account has been seen from, over time (same key tag {p:<player>}).
-            pipe.zadd(seen, {network_key(address, ipv6_prefix=DEFAULT_SETTINGS.ipv6_prefix):
-                             int(time.time() * 1000)})
-            pipe.zremrangebyrank(seen, 0, -(ADDRESSES_KEPT + 1))
-            pipe.pexpire(seen, ADDRESSES_TTL_MS)
-            await pipe.execute()
-
-    async def seen_from(self, player: str, address: str) -> None:
-        """Another socket of ``player`` (not its first on this node): only where it came from
-        is recorded (:meth:`presence_join` does it for a first socket)."""
-        seen = self.keys.addresses(player)
-        async with self.redis.pipeline(transaction=False) as pipe:
-            pipe.zadd(seen, {network_key(address, ipv6_prefix=DEFAULT_SETTINGS.ipv6_prefix):
-                             int(time.time() * 1000)})
-            pipe.zremrangebyrank(seen, 0, -(ADDRESSES_KEPT + 1))
-            pipe.pexpire(seen, ADDRESSES_TTL_MS)
-            await pipe.execute()
-
-    async def presence_leave(self, player: str, node: str) -> None:
-        # The key may be gone (expired, or deleted under a closing node): HINCRBY makes it
-        # again, so it gets the TTL too, and never stays for good.
-        key = self.keys.presence(player)
-        async with self.redis.pipeline(transaction=False) as pipe:
-            pipe.hincrby(key, node, -1)
-            pipe.pexpire(key, int(self._settings.presence_ttl * 1000))
-            await pipe.execute()
-
-    async def presence(self, player: str) -> tuple[list[str], str | None]:
-        """Nodes where ``player`` has sockets, and the address of the latest one."""
-        raw = await _aw(self.redis.hgetall(self.keys.presence(player)))
-        nodes: list[str] = []
-        address: str | None = None
-        for k, v in raw.items():
-            name = k.decode() if isinstance(k, bytes) else str(k)
-            value = v.decode() if isinstance(v, bytes) else str(v)
-            if name == ADDRESS_FIELD:
-                address = value
-            elif int(value) > 0:
-                nodes.append(name)
-        return nodes, address
 
     async def ping(self, timeout: float = 2.0) -> bool:
         try:
