@@ -1,5 +1,8 @@
 """One table as a pure state machine: seats, the game or match, clocks, strikes, disconnect
 grace and versioned events. No asyncio, aiohttp or redis here; the time is an argument.
+It stays one module past 700 lines on purpose: it is one pure state machine whose
+transitions share its state, each tested directly in ``tests/tables/``, and it is compiled
+as one unit with the game and the change-only form (``server/builds.py``).
 
 Commands go in (:meth:`TableMachine.act`, :meth:`~TableMachine.seat`,
 :meth:`~TableMachine.leave`, :meth:`~TableMachine.connect`, :meth:`~TableMachine.disconnect`,
