@@ -52,7 +52,12 @@ def ext_modules() -> list[Any]:
         print("table42: mypyc not installed; the table core runs as pure Python",
               file=sys.stderr)
         return []
-    extensions = mypycify(COMPILED, opt_level="3")
+    try:
+        extensions = mypycify(COMPILED, opt_level="3")
+    except (Exception, SystemExit) as exc:  # mypyc exits on a type error it cannot compile
+        print(f"table42: mypyc could not compile the table core ({exc!r}); it runs as pure "
+              "Python", file=sys.stderr)
+        return []
     for ext in extensions:
         ext.optional = True  # a failed compilation leaves the .py module in charge
     return list(extensions)
