@@ -61,6 +61,7 @@ from server.metrics import Metrics
 from server.store.keys import Keys
 from server.store.lobby_index import LobbyIndex
 from server.store.players import PlayerRecords
+from server.store.read_batch import reads
 from server.store.scripts import load_script
 from server.tick import Tick
 
@@ -591,7 +592,8 @@ class Persistence(LobbyIndex, PlayerRecords):
         Not lost when this node never knew one (:meth:`claim_store` not done)."""
         try:
             async with asyncio.timeout(timeout):  # no task of its own, as wait_for makes
-                found = await self.redis.get(self.keys.store_id)
+                # (with the other reads of the tick's duties due now: one round trip)
+                found = await reads(self.redis).get(self.keys.store_id)
         except (RedisError, OSError, TimeoutError):
             return False, False
         if self.store_id is None:
@@ -954,7 +956,7 @@ class Persistence(LobbyIndex, PlayerRecords):
         """Every node that said it is alive, with the time (epoch seconds, by this node's
         clock: Redis's, less the offset the last heartbeat measured) until which it counts
         as alive."""
-        raw = await _aw(self.redis.zrange(self.keys.nodes, 0, -1, withscores=True))
+        raw = await reads(self.redis).zrange_with_scores(self.keys.nodes)
         offset = self.clock_offset
         return {_text(node): float(score) / 1000 - offset for node, score in raw}
 
