@@ -91,11 +91,14 @@ class Persistence(ResultRecords, OwnerRecords, EventLogReads, LobbyIndex, Player
                  on_fenced: Callable[[str], None] | None = None,
                  on_store_lost: Callable[[], None] | None = None,
                  on_health: Callable[[bool], None] | None = None,
+                 gather_writes: Callable[[bool], None] | None = None,
                  tick: Tick | None = None) -> None:
         """``on_stored``, ``on_fenced``, ``on_store_lost``: who is told after a flush that a
         table's events up to a version are stored, that a table's write was refused (its
         lease is lost), and that the store was emptied or replaced (the lobby's takeover);
-        ``on_health``: that this node can store again or not (:attr:`redis_up`); ``tick``:
+        ``on_health``: that this node can store again or not (:attr:`redis_up`);
+        ``gather_writes(True)``/``(False)``: around telling the tables of one flush that their
+        events are stored, so that what they announce leaves in one write per socket; ``tick``:
         the node's tick, which runs the Redis check (one of its own if not given)."""
         self.redis = redis
         self.metrics = metrics if metrics is not None else Metrics(enabled=False)
@@ -122,6 +125,7 @@ class Persistence(ResultRecords, OwnerRecords, EventLogReads, LobbyIndex, Player
         self._cluster = isinstance(redis, aioredis.RedisCluster)
         self.on_stored = on_stored
         self.on_fenced = on_fenced
+        self.gather_writes = gather_writes
         self._release_seat = redis.register_script(load_script("release_seat.lua"))
         self._inbox_remove = redis.register_script(load_script("inbox_remove.lua"))
         self._inbox_add = redis.register_script(load_script("inbox_add.lua"))
@@ -280,13 +284,22 @@ class Persistence(ResultRecords, OwnerRecords, EventLogReads, LobbyIndex, Player
             raise
         self.metrics.redis_rtt.observe(time.perf_counter() - started)
         versions = taken.versions
-        for table, reply in zip(taken.order, replies, strict=True):
-            if reply == -1:
-                self.fenced_out(table)
-            else:
-                version = versions.get(table)
-                if version is not None:
-                    self._tell_stored(table, version)
+        # The events of every table in this write are announced together (one table alone
+        # gathers its own announcement).
+        gather = self.gather_writes if len(taken.order) > 1 else None
+        if gather is not None:
+            gather(True)
+        try:
+            for table, reply in zip(taken.order, replies, strict=True):
+                if reply == -1:
+                    self.fenced_out(table)
+                else:
+                    version = versions.get(table)
+                    if version is not None:
+                        self._tell_stored(table, version)
+        finally:
+            if gather is not None:
+                gather(False)
 
     def _tell_stored(self, table: str, version: int) -> None:
         """Tell ``table`` (its own callback, else :attr:`on_stored`) that its events up to
