@@ -160,7 +160,7 @@ def encode(message: NodeMessage) -> bytes:
     return _encoder.encode(message)
 
 
-def decode(data: bytes) -> NodeMessage:
+def decode(data: bytes | memoryview) -> NodeMessage:
     """The node message in ``data``. Raises ``ValueError`` (``msgspec.ValidationError`` or
     ``msgspec.DecodeError``, both subclasses) when it is not msgpack, names no known op, or
     lacks a field its op needs."""
