@@ -222,7 +222,7 @@ class LocalLink:
             except OSError:
                 await asyncio.sleep(RETRY)
                 continue
-            peer.transport = cast(asyncio.Transport, transport)
+            peer.transport = transport  # uvloop's too, typed as asyncio's
             log.info("link: connected to %s", peer.node)
             try:
                 await protocol.lost

@@ -42,7 +42,7 @@ async def test_messages_arrive_in_order_and_a_restarted_peer_is_reached(tmp_path
         for i in range(300):
             assert a.send("w-2", ops.encode(deliver(i)))
         assert b.send("w-1", ops.encode(ops.Reattach()))
-        await eventually(lambda: len(inbox_b.messages) == 300 and inbox_a.messages)
+        await eventually(lambda: len(inbox_b.messages) == 300 and bool(inbox_a.messages))
         assert inbox_b.messages == [deliver(i) for i in range(300)]
         assert len(inbox_b.batches) < 300  # one loop turn's messages leave in one write
         assert inbox_a.messages == [ops.Reattach()]
