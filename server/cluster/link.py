@@ -11,8 +11,9 @@ side decodes what each read brings and hands the messages, in order, to the bus.
 
 The semantics are the bus's: fire-and-forget, ordered per destination, lost when the peer is
 gone (one edge: a message published through Redis just before the link to its destination
-came up may arrive after the first ones sent over the link, as between any two paths). :meth:`LocalLink.send` returns False when the peer has no connection up (not started
-yet, restarting, or the link is off): the bus then publishes through Redis as for a node on
+came up may arrive after the first ones sent over the link, as between any two paths).
+:meth:`LocalLink.send` returns False when the peer has no connection up (not started yet,
+restarting, or the link is off): the bus then publishes through Redis as for a node on
 another machine, so a message is never held back for the link. A connection that breaks is
 dialled again every :data:`RETRY` seconds while the link runs; a peer whose unsent bytes pass
 :data:`MAX_BACKLOG` (it stopped reading) is dropped, its messages lost like a dead node's.

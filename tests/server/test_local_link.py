@@ -10,6 +10,7 @@ from typing import Any
 from server_helpers import RunningServer, connect, eventually, register
 
 from server.cluster.link import LocalLink
+from server.lobby.delivery import packed
 from server.protocol import node_messages as ops
 from server.protocol.node_messages import NodeMessage
 
@@ -27,7 +28,7 @@ class Inbox:
 
 
 def deliver(i: int) -> ops.Deliver:
-    return ops.Deliver(conns=["c"], frame={"type": "n", "i": i})
+    return ops.Deliver(conns=["c"], frame=packed({"type": "n", "i": i}))
 
 
 async def test_messages_arrive_in_order_and_a_restarted_peer_is_reached(tmp_path: Path) -> None:
@@ -85,8 +86,9 @@ async def test_a_batch_of_bus_messages_writes_once_per_socket(
     counting = CountingTransport(conn.transport)
     conn.transport = counting  # type: ignore[assignment]
     batch: list[NodeMessage] = [
-        ops.Deliver(conns=[conn.id], frame={"type": "note", "i": 1}),
-        ops.Deliver(player="alice", frame={"type": "note", "i": 2}),
+        ops.Deliver(conns=[conn.id], frame=packed({"type": "note", "i": 1})),
+        ops.Deliver(player="alice", frame=packed({"type": "note", "i": 2}),
+                    lean=packed({"type": "note", "i": 2, "lean": True})),
         ops.Push(player="alice", frame={"type": "note", "i": 3}),
         ops.Chat(players=["alice"], frame={"type": "note", "i": 4, "from": "bob"}),
     ]
