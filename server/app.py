@@ -130,7 +130,8 @@ async def _services(app: web.Application) -> AsyncIterator[None]:
         on_stored=lambda table, version: app[LOBBY].takeover.table_stored(table, version),
         on_fenced=lambda table: app[LOBBY].takeover.table_fenced(table),
         on_store_lost=lambda: app[LOBBY].takeover.store_lost(),
-        on_health=lambda up: app[LOBBY].store_health(up), tick=tick)
+        on_health=lambda up: app[LOBBY].store_health(up),
+        gather_writes=lambda on: app[HUB].gather_writes(on), tick=tick)
     accounts = Accounts(redis, keys, settings)
     ratings = RatingStore(redis, settings.key_prefix)
     bus = NodeBus(redis, keys, settings.node_id, alive_ttl=settings.lease_ttl,

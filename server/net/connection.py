@@ -281,6 +281,14 @@ class Hub:
                 continue
             transport.write(frames[0] if len(frames) == 1 else b"".join(frames))
 
+    def gather_writes(self, on: bool) -> None:
+        """:meth:`hold_writes` (``on``) or :meth:`release_writes`: for a caller that brackets
+        a stretch with one callable."""
+        if on:
+            self.hold_writes()
+        else:
+            self.release_writes()
+
     def push_player(self, player: str, out: Outgoing) -> bool:
         """Write ``out`` to every socket of ``player`` here; False when there is none."""
         conns = self.by_player.get(player)
