@@ -128,9 +128,14 @@ async def publishes(redis: aioredis.Redis) -> int:
     return int(stats.get("cmdstat_publish", {}).get("calls", 0))
 
 
+STRAY_PUBLISHES = 5
+"""Broadcasts that may fall in a game's time (a takeover's after a worker was killed): a
+handful, where a game through Redis publishes at least one message per event."""
+
+
 async def cross_game(node: Node, names: tuple[str, str], redis: aioredis.Redis) -> int:
     """Play a game between two players on different workers; the PUBLISH calls Redis saw
-    meanwhile."""
+    meanwhile (checked to be far fewer than the game's events)."""
     a = await player_on(node, names[0], None, None)
     b = await player_on(node, names[1], None, welcomed_by(a))
     try:
@@ -139,7 +144,10 @@ async def cross_game(node: Node, names: tuple[str, str], redis: aioredis.Redis) 
         before = await publishes(redis)
         over: dict[str, Any] = await play_to_end([a, b], table)
         assert over["type"] == "game_over"
-        return await publishes(redis) - before
+        published = await publishes(redis) - before
+        version, _ = a.latest_state(table)
+        assert version > 4 * STRAY_PUBLISHES, version
+        return published
     finally:
         await a.close()
         await b.close()
@@ -174,7 +182,7 @@ async def test_workers_talk_over_the_local_link_and_find_a_restarted_one(
         redis = aioredis.Redis.from_url(flag(second, "--redis-url"))
         await wait_until_logged(node, "link: connected to w-1", 1)
         await wait_until_logged(node, "link: connected to w-2", 1)
-        assert await cross_game(node, ("alice", "bob"), redis) == 0
+        assert await cross_game(node, ("alice", "bob"), redis) <= STRAY_PUBLISHES
 
         os.kill(workers["w-2"], signal.SIGKILL)
         await wait_until_logged(node, "link: connection to w-2 lost", 1)
@@ -183,7 +191,7 @@ async def test_workers_talk_over_the_local_link_and_find_a_restarted_one(
                 *second, env=env, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
         await wait_until_logged(node, "link: connected to w-2", 2)  # w-1 dialled again
         await wait_until_logged(node, "link: connected to w-1", 2)  # the new w-2
-        assert await cross_game(node, ("carol", "dave"), redis) == 0
+        assert await cross_game(node, ("carol", "dave"), redis) <= STRAY_PUBLISHES
     finally:
         if redis is not None:
             await redis.aclose()
