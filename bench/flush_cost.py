@@ -63,9 +63,15 @@ async def workload(flushes: int, tables: int) -> None:
             else:
                 persistence.append_event(name, packed)
             persistence.mark_dirty(name, snapshot)
-        built = persistence._queue_buffered(store._Batch(), everything=False)
+        if hasattr(persistence, "buffer"):  # the write buffer in an object of its own
+            from server.store.batch import Batch
+            taken = persistence.buffer.queue(Batch(), asyncio.get_running_loop().time(),
+                                             everything=False)
+            order, versions = taken.order, taken.versions
+        else:
+            built = persistence._queue_buffered(store._Batch(), everything=False)
+            order, versions = built[0], built[3]
         if fenced:
-            order, _, _, versions = built
             for name in order:
                 if name in versions:
                     persistence._tell_stored(name, versions[name])

@@ -40,6 +40,7 @@ from server.net.connection import CLOSE_GOING_AWAY, Connection, Hub
 from server.net.games_api import GameRoutes
 from server.net.http_api import AccountRoutes
 from server.net.http_middleware import http_middleware
+from server.net.liveness import SocketLiveness
 from server.net.public_api import PublicRoutes
 from server.net.review_api import ReviewRoute
 from server.net.security_headers import add_security_headers
@@ -73,6 +74,7 @@ HUB = web.AppKey("hub", Hub)
 LOBBY = web.AppKey("lobby", Lobby)
 MATCHMAKER = web.AppKey("matchmaker", Matchmaker)
 BRACKETS = web.AppKey("brackets", BracketDriver)
+LIVENESS = web.AppKey("liveness", SocketLiveness)
 METRICS = web.AppKey("metrics", Metrics)
 ACCOUNT_ROUTES = web.AppKey("account_routes", AccountRoutes)
 COMPUTER = web.AppKey("computer", ComputerOpponents)
@@ -130,7 +132,8 @@ async def _services(app: web.Application) -> AsyncIterator[None]:
         on_stored=lambda table, version: app[LOBBY].takeover.table_stored(table, version),
         on_fenced=lambda table: app[LOBBY].takeover.table_fenced(table),
         on_store_lost=lambda: app[LOBBY].takeover.store_lost(),
-        on_health=lambda up: app[LOBBY].store_health(up), tick=tick)
+        on_health=lambda up: app[LOBBY].store_health(up),
+        gather_writes=lambda on: app[HUB].gather_writes(on), tick=tick)
     accounts = Accounts(redis, keys, settings)
     ratings = RatingStore(redis, settings.key_prefix)
     bus = NodeBus(redis, keys, settings.node_id, alive_ttl=settings.lease_ttl,
@@ -146,6 +149,8 @@ async def _services(app: web.Application) -> AsyncIterator[None]:
     app[BUS] = bus
     app[HUB] = hub
     app[LOBBY] = lobby
+    liveness = SocketLiveness(hub, tick, settings.heartbeat)
+    app[LIVENESS] = liveness
     ownership = Ownership(settings, persistence, lobby, tick=tick)
     app[OWNERSHIP] = ownership
     matchmaker = Matchmaker(settings, redis, lobby, hub, ratings, persistence, tick=tick)
@@ -180,10 +185,12 @@ async def _services(app: web.Application) -> AsyncIterator[None]:
     await ownership.start()
     await matchmaker.start()
     brackets.start()
+    liveness.start()
     log.info("node %s ready (key prefix %r)", settings.node_id, settings.key_prefix)
     try:
         yield
     finally:
+        await liveness.stop()
         await brackets.stop()
         await matchmaker.stop()
         await computer.stop()

@@ -58,8 +58,9 @@ def writable(transport: asyncio.BaseTransport | None) -> asyncio.WriteTransport 
 class Connection:
     """One authenticated (or authenticating) WebSocket on this node."""
 
-    __slots__ = ("actor", "address", "chat_muted_until", "closed", "delivered", "expiry", "id",
-                 "identity", "muted", "session", "token_digest", "transport", "watching", "ws")
+    __slots__ = ("actor", "address", "chat_muted_until", "closed", "delivered", "expiry",
+                 "heard_at", "id", "identity", "muted", "pinged_at", "session", "token_digest",
+                 "transport", "watching", "ws")
 
     def __init__(
         self,
@@ -67,6 +68,8 @@ class Connection:
         session: Session,
         address: str,
         transport: asyncio.BaseTransport | None,
+        *,
+        now: float = 0.0,
     ) -> None:
         self.id = f"c{next(_ids)}"
         self.ws = ws
@@ -82,6 +85,10 @@ class Connection:
         self.expiry: asyncio.TimerHandle | None = None  # closes it when the token expires
         self.muted: frozenset[str] = frozenset()  # players whose chat this player muted
         self.chat_muted_until = 0.0  # an operator's chat mute of this player (Unix s)
+        # The socket's heartbeat (server/net/liveness.py): when its last frame came (loop
+        # time, set by the reader), and when it was pinged for being silent (None: not).
+        self.heard_at = now
+        self.pinged_at: float | None = None
 
     @property
     def player(self) -> str | None:
@@ -280,6 +287,14 @@ class Hub:
             if transport is None or not conn.is_writable():
                 continue
             transport.write(frames[0] if len(frames) == 1 else b"".join(frames))
+
+    def gather_writes(self, on: bool) -> None:
+        """:meth:`hold_writes` (``on``) or :meth:`release_writes`: for a caller that brackets
+        a stretch with one callable."""
+        if on:
+            self.hold_writes()
+        else:
+            self.release_writes()
 
     def push_player(self, player: str, out: Outgoing) -> bool:
         """Write ``out`` to every socket of ``player`` here; False when there is none."""

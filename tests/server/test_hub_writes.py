@@ -1,15 +1,21 @@
 """The hub's held writes: frames pushed between ``hold_writes`` and ``release_writes`` leave
-in push order, one transport write per socket, and a socket closed meanwhile gets none."""
+in push order, one transport write per socket, and a socket closed meanwhile gets none; the
+tables stored by one flush announce together."""
 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
+
+import redis.asyncio as aioredis
 
 from server.config import Settings
 from server.net.connection import Connection, Hub
 from server.net.ws import session_limits
 from server.protocol.codec import Outgoing, WireFormat
 from server.protocol.session import Session
+from server.store.keys import Keys
+from server.store.persistence import Persistence
 
 
 class _Recorder(asyncio.WriteTransport):
@@ -70,3 +76,29 @@ def test_a_socket_closed_while_held_gets_nothing() -> None:
     a.abort()
     hub.release_writes()
     assert ta.writes == []
+
+
+async def test_the_tables_of_one_flush_announce_in_one_write_per_socket(
+    redis_client: aioredis.Redis, make_settings: Callable[..., Settings],
+) -> None:
+    """Two tables stored by one write-behind flush: a socket watching both gets both events
+    in one transport write (Persistence brackets the stored callbacks with the hub's held
+    writes)."""
+    hub = Hub(1 << 20)
+    watcher, transport = _conn(hub, "w")
+    settings = make_settings()
+    store = Persistence(redis_client, Keys(settings.key_prefix), settings,
+                        gather_writes=hub.gather_writes)
+    await store.load_scripts()
+    frames = {t: Outgoing({"type": "moved", "table": t, "v": 1}) for t in ("t1", "t2")}
+
+    def announcer(table: str) -> Callable[[int], None]:
+        return lambda _version: hub.push(watcher, frames[table])
+
+    for table in frames:
+        store.adopt(table, (await store.claim(table, "a", new=True))[0])
+        store.append_event(table, 1, b"\x81\xa1v\x01", announcer(table))
+    await store.flush()
+    assert transport.writes == [frames["t1"].wire(WireFormat.JSON, False)
+                                + frames["t2"].wire(WireFormat.JSON, False)]
+    await store.stop()

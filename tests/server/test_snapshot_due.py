@@ -1,4 +1,4 @@
-"""When the write-behind flush writes a table's snapshot (server/store/persistence.py): at
+"""When the write-behind flush writes a table's snapshot (server/store/write_buffer.py): at
 once for a table with none written lately or marked urgent, else once its interval is over;
 and the flusher keeps its own Redis connection (given back to the pool on stop)."""
 
@@ -12,6 +12,7 @@ import redis.asyncio as aioredis
 
 from server.config import Settings
 from server.store import persistence as persistence_module
+from server.store import write_buffer
 from server.store.keys import Keys
 from server.store.persistence import Persistence
 
@@ -23,6 +24,7 @@ async def test_snapshots_wait_for_their_interval_unless_urgent(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setattr(persistence_module, "SNAPSHOT_INTERVAL", INTERVAL)
+    monkeypatch.setattr(write_buffer, "SNAPSHOT_INTERVAL", INTERVAL)
     settings = make_settings()
     store = Persistence(redis_client, Keys(settings.key_prefix), settings)
     await store.load_scripts()

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from server_helpers import StartServer, connect, register, scripted, seat_two
 
-from server.store import persistence as persistence_module
+from server.store import batch as batch_module
 
 
 async def test_a_move_is_announced_and_acknowledged_only_once_stored(
@@ -26,13 +26,13 @@ async def test_a_move_is_announced_and_acknowledged_only_once_stored(
     assert plays, state["game"]
 
     gate = asyncio.Event()
-    execute = persistence_module._Batch.execute
+    execute = batch_module.Batch.execute
 
     async def held(self: Any, redis: Any) -> list[Any]:
         await gate.wait()
         return await execute(self, redis)
 
-    monkeypatch.setattr(persistence_module._Batch, "execute", held)
+    monkeypatch.setattr(batch_module.Batch, "execute", held)
     seen = len(mover.messages)
     await mover.send({"type": "play", "table": table, "play": plays[0], "id": 99})
     await asyncio.sleep(0.2)  # applied at once, but not stored: nothing is said yet
