@@ -13,8 +13,10 @@ correct node cannot skip:
   through the node's own fenced-append script (``fenced_append.lua``: epoch check, version
   check, RPUSH, expiry, trim), one ``EVALSHA`` per table;
 - once stored, send it to both players (each socket's frames of a commit in one write);
-- one alive key per node refreshed every 5 s, WebSocket heartbeats as the node's, and a
-  ``pong`` to the clients' ``ping`` (their silence watch reconnects without it).
+- one alive key per node refreshed every 5 s, WebSocket heartbeats as the node's (one sweep
+  every 5 s pings the sockets silent for 20 s and drops those silent 10 s after their ping:
+  ``server/net/liveness.py``), and a ``pong`` to the clients' ``ping`` (their silence watch
+  reconnects without it).
 
 Nothing else: no accounts (a token is the player's name), clocks, ratings, watchers, sync or
 failover. The tight parts are the ones any lean server would write: Redis through one socket
@@ -50,6 +52,7 @@ from server.rules import Game, RulesError, Side
 from server.store.scripts import load_script
 
 HEARTBEAT = 20.0
+PING_FRAME = b"\x89\x00"
 MAX_MSG_SIZE = 16 * 1024
 TTL_MS = b"%d" % (7 * 24 * 3600 * 1000)
 LOG_MAX = b"4000"
@@ -104,12 +107,15 @@ class RedisLink(asyncio.Protocol):
 
 
 class Player:
-    __slots__ = ("name", "transport", "ws")
+    __slots__ = ("heard_at", "name", "pinged_at", "transport", "ws")
 
-    def __init__(self, name: str, ws: web.WebSocketResponse, transport: Any) -> None:
+    def __init__(self, name: str, ws: web.WebSocketResponse, transport: Any,
+                 now: float) -> None:
         self.name = name
         self.ws = ws
         self.transport = transport
+        self.heard_at = now
+        self.pinged_at: float | None = None
 
     def write(self, data: bytes) -> None:
         transport = self.transport
@@ -165,6 +171,7 @@ class Floor:
         self.committing = False
         self.ids = itertools.count(1)
         self.pong = frame(self.encode({"type": "pong"}))
+        self.players: set[Player] = set()
 
     # -- the store: group commit, then the sends --------------------------------------------
 
@@ -288,17 +295,24 @@ class Floor:
 
     async def socket(self, request: web.Request) -> web.WebSocketResponse:
         name = request.headers.get("Authorization", "").removeprefix("Bearer ")
-        ws = web.WebSocketResponse(heartbeat=HEARTBEAT, max_msg_size=MAX_MSG_SIZE,
-                                   compress=False)
+        ws = web.WebSocketResponse(max_msg_size=MAX_MSG_SIZE, compress=False, autoping=False)
         await ws.prepare(request)
-        player = Player(name, ws, request.transport)
+        loop = asyncio.get_running_loop()
+        player = Player(name, ws, request.transport, loop.time())
+        self.players.add(player)
         player.write(frame(self.encode(
             {"type": "welcome", "player": name, "name": name, "guest": False,
              "bot": False, "limits": {}, "node": self.node, "protocol": 2})))
         decode, on_command, receive = self.decode, self.on_command, ws.receive
         while True:
             msg = await receive()
+            player.heard_at = loop.time()
             if msg.type is not WSMsgType.BINARY:
+                if msg.type is WSMsgType.PING:
+                    player.write(b"\x8a" + bytes((len(msg.data),)) + msg.data)
+                    continue
+                if msg.type is WSMsgType.PONG:
+                    continue
                 break
             try:
                 cmd = decode(msg.data)
@@ -306,7 +320,27 @@ class Floor:
                 self.error(player, "bad_message", None)
                 continue
             on_command(player, cmd)
+        self.players.discard(player)
         return ws
+
+    def sweep(self) -> None:
+        """The heartbeat: ping the sockets silent for HEARTBEAT, drop those that did not
+        answer within HEARTBEAT / 2 (the node's ``SocketLiveness``)."""
+        loop = asyncio.get_running_loop()
+        now = loop.time()
+        for player in list(self.players):
+            if player.pinged_at is not None:
+                if player.heard_at >= player.pinged_at:
+                    player.pinged_at = None
+                elif player.pinged_at <= now - HEARTBEAT / 2:
+                    player.transport.abort()
+                    continue
+                else:
+                    continue
+            if player.heard_at <= now - HEARTBEAT and not player.transport.is_closing():
+                player.transport.write(PING_FRAME)
+                player.pinged_at = now
+        loop.call_later(HEARTBEAT / 4, self.sweep)
 
     async def alive(self) -> None:
         key = f"{self.prefix}node:{self.node}:alive".encode()
@@ -338,6 +372,7 @@ async def serve(host: str, port: int, redis_url: str, prefix: str) -> None:
     site = web.TCPSite(runner, host, port, backlog=1024)
     await site.start()
     alive = asyncio.create_task(floor.alive())
+    loop.call_later(HEARTBEAT / 4, floor.sweep)
     gc.collect()
     gc.freeze()  # as the node does once up: collections walk only what games create
     print("ready", flush=True)

@@ -8,7 +8,7 @@ the calls; a run alternates the shapes so drifts of a shared machine hit all of 
 - ``evalsha``: ``await script(keys=..., args=...)`` of the node's fenced append
   (``fenced_append.lua``, one event per call), redis-py's ``Script`` over its pool;
 - ``pipeline``: ``--batch`` such calls in one ``pipeline(transaction=False)``, per call;
-- ``batch``: the node's write-behind path (``server.store.persistence._Batch``: RESP packed by
+- ``batch``: the node's write-behind path (``server.store.batch.Batch``: RESP packed by
   hand, ``send_packed_command`` and ``read_response`` on a kept connection), ``--batch``
   fenced appends per execute, per call.
 
@@ -33,7 +33,7 @@ sys.path.insert(0, str(ROOT))
 import redis  # noqa: E402
 import redis.asyncio as aioredis  # noqa: E402
 
-from server.store.persistence import _Batch  # noqa: E402
+from server.store.batch import Batch  # noqa: E402
 from server.store.scripts import load_script  # noqa: E402
 
 
@@ -68,7 +68,7 @@ async def bench(url: str, calls: int, repeat: int, batch_size: int,
 
     async def hand() -> int:
         for _ in range(calls // batch_size):
-            b = _Batch(keep)
+            b = Batch(keep)
             for _ in range(batch_size):
                 b.add_headed(fixed, head, b"", b"", event)
             await b.execute(client)
