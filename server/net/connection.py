@@ -59,8 +59,8 @@ class Connection:
     """One authenticated (or authenticating) WebSocket on this node."""
 
     __slots__ = ("actor", "address", "chat_muted_until", "closed", "delivered", "expiry",
-                 "heard_at", "id", "identity", "muted", "pinged_at", "session", "token_digest",
-                 "transport", "watching", "ws")
+                 "heard_at", "id", "identity", "keepalive", "muted", "pinged_at", "pushed",
+                 "session", "token_digest", "transport", "watching", "ws")
 
     def __init__(
         self,
@@ -89,6 +89,10 @@ class Connection:
         # time, set by the reader), and when it was pinged for being silent (None: not).
         self.heard_at = now
         self.pinged_at: float | None = None
+        # Keep-alives (PROTOCOL.md §1): whether the client asked for them, and the hub's
+        # keep-alive period in which something was last pushed to it (Hub.push).
+        self.keepalive = False
+        self.pushed = 0
 
     @property
     def player(self) -> str | None:
@@ -147,6 +151,9 @@ class Hub:
         # Called with (reason) for every socket closed because its token ended (metrics).
         self._on_token_end = on_token_end
         self._closing: set[asyncio.Future[None]] = set()
+        # The keep-alive period now (server/net/liveness.py counts them): a socket pushed
+        # nothing in the last whole period gets a keep-alive.
+        self.period = 0
 
     # registry -----------------------------------------------------------------------------
 
@@ -258,6 +265,7 @@ class Hub:
             log.info("dropping slow consumer %s (%s)", conn.id, conn.player)
             conn.abort()
             return
+        conn.pushed = self.period
         session = conn.session
         frame = out.wire(session.format, session.lean)
         held = self._held_writes

@@ -8,6 +8,13 @@ handshake, the peer is gone or stuck). Any frame counts as an answer (a pong, a 
 ping of the client's): the socket's reader notes the time of each (``Connection.heard_at``),
 so a busy socket is never pinged and nothing is armed or re-armed per frame.
 
+Keep-alives, the other direction (PROTOCOL.md §1): a client that asked for them (``hello``'s
+``keepalive``, or ``?keepalive=1``) must hear from the node at least every few seconds to
+know it is not silent. Rather than each such client pinging (a wake-up, a decode and an
+answer per ping: at 200 quiet sockets, 60 a second), one sweep every :data:`KEEPALIVE_PERIOD`
+writes one pre-encoded ``{"type": "alive"}`` frame to each socket that was pushed nothing in
+the whole previous period: a quiet socket hears from its node every 2 periods at most.
+
 Bounds (``h`` = ``heartbeat``, 20 s by default): a silent socket is pinged after ``h`` to
 ``1.25 h`` of silence and dropped ``h / 2`` after that ping, so between ``1.5 h`` and
 ``1.75 h`` after its last frame (aiohttp's own timer: ``1.5 h``).
@@ -19,14 +26,22 @@ import asyncio
 import logging
 
 from server.net.connection import Hub
+from server.protocol.codec import Outgoing, WireFormat
 from server.tick import Tick
 
-__all__ = ["PING_FRAME", "SWEEP", "SocketLiveness"]
+__all__ = ["ALIVE", "KEEPALIVE", "KEEPALIVE_PERIOD", "PING_FRAME", "SWEEP", "SocketLiveness"]
 
 log = logging.getLogger(__name__)
 
 SWEEP = "socket-liveness"
 """The name of the sweep on the node's tick."""
+KEEPALIVE = "socket-keepalive"
+"""The name of the keep-alive sweep on the node's tick."""
+KEEPALIVE_PERIOD = 1.0
+"""Seconds between two keep-alive sweeps: a quiet socket that asked for them hears from the
+node at least every 2 s (the clients ping after 3 s of quiet)."""
+ALIVE = Outgoing({"type": "alive"})
+"""The keep-alive message, encoded once per format."""
 PING_FRAME = b"\x89\x00"
 """A whole WebSocket ping frame from the server: FIN, opcode 9, unmasked, no payload."""
 SLACK = 0.01
@@ -43,14 +58,46 @@ class SocketLiveness:
         self.heartbeat = heartbeat
         self.pong_wait = heartbeat / 2
         self.period = heartbeat / 4
-        self.pings = 0  # pings sent, sockets dropped (for tests and benchmarks)
+        self.pings = 0  # pings sent, sockets dropped, keep-alives (tests and benchmarks)
         self.dropped = 0
+        self.keepalives = 0
+        self._frames: dict[WireFormat, bytes] = {}
 
     def start(self) -> None:
         self.tick.add(SWEEP, self.period, self._sweep, logger=log, what="socket liveness")
+        self.tick.add(KEEPALIVE, KEEPALIVE_PERIOD, self._keep_alive, logger=log,
+                      what="socket keep-alives")
 
     async def stop(self) -> None:
         await self.tick.remove(SWEEP)
+        await self.tick.remove(KEEPALIVE)
+
+    async def _keep_alive(self) -> None:
+        self.keep_alive()
+
+    def keep_alive(self) -> int:
+        """Write a keep-alive to every socket that asked for them and was pushed nothing in
+        the whole period now ending; the period after starts. How many were written."""
+        hub = self.hub
+        ended = hub.period
+        hub.period = ended + 1
+        frames = self._frames
+        sent = 0
+        for conn in hub.by_id.values():
+            if not conn.keepalive or conn.pushed >= ended:
+                continue
+            transport = conn.transport
+            if conn.closed or transport is None or transport.is_closing():
+                continue
+            fmt = conn.session.format
+            frame = frames.get(fmt)
+            if frame is None:
+                frame = frames[fmt] = ALIVE.wire(fmt, False)
+            transport.write(frame)
+            conn.pushed = ended + 1  # counts as pushed in the new period: every 2 at most
+            sent += 1
+        self.keepalives += sent
+        return sent
 
     async def _sweep(self) -> None:
         self.sweep()

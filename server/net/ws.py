@@ -93,6 +93,7 @@ def welcome_message(identity: Identity, conn: Connection, settings: Settings,
         **identity.to_dict(),
         "format": str(conn.format),
         "protocol": conn.session.protocol,
+        "keepalive": conn.keepalive,
         "node": settings.node_id,
         "server_time": time.time(),
         "limits": {
@@ -182,6 +183,7 @@ class SocketHandler:
         session = Session(self.limits, now=opened, fmt=fmt,
                           protocol=requested_protocol(request.query.get("protocol")))
         conn = Connection(ws, session, address, request.transport, now=opened)
+        conn.keepalive = request.query.get("keepalive") in ("1", "true")
         self.hub.add(conn)
         metrics = self.lobby.metrics
         metrics.connections.inc()
@@ -280,6 +282,8 @@ class SocketHandler:
                     elif isinstance(message, Hello):
                         if message.protocol is not None:
                             session.use_protocol(message.protocol)
+                        if message.keepalive is not None:
+                            conn.keepalive = message.keepalive
                         live = None
                         if lobby.persistence.redis_up:
                             try:
