@@ -16,6 +16,12 @@ and its owner record, as a ``create_table`` makes them, with no player seated), 
 every Redis command (``INFO commandstats`` before and after) and this process's CPU time
 (``time.process_time``; nothing else runs in it). Per idle table per minute:
 ``(calls with tables - calls without) / tables / minutes``.
+
+With ``--sockets N`` a third window follows: N guests connected through the client library
+(``server.client``) from a process of their own (its CPU is not counted), idle, with the
+library's silence watch (an application ``ping`` after a third of ``--silence-timeout``
+without a frame, PROTOCOL.md §1; ``0``: off) and no WebSocket ping of their own: the node's
+CPU with the tables and the sockets, and its Redis commands.
 """
 
 from __future__ import annotations
@@ -23,6 +29,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import sys
 import time
 import uuid
@@ -30,6 +37,29 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
+
+CLIENTS = """
+import asyncio, sys
+from server.client import Client
+from server.client.connection import post_json
+
+async def main(http, url, count, silence):
+    tokens = []
+    for _ in range(count):
+        status, answer = await post_json(http + "/api/guest", None)
+        assert status in (200, 201), (status, answer)
+        tokens.append(answer["token"])
+    clients = [await Client.connect(url, t, auto_reconnect=False, queue_events=False,
+                                    track_tables=False, ping_interval=None,
+                                    silence_timeout=silence or None) for t in tokens]
+    print("ready", flush=True)
+    await asyncio.get_running_loop().run_in_executor(None, sys.stdin.read)
+    for c in clients:
+        await c.close()
+
+asyncio.run(main(sys.argv[1], sys.argv[2], int(sys.argv[3]), float(sys.argv[4])))
+"""
+"""The idle sockets' process (``--sockets``): guests connected, until its stdin closes."""
 
 
 def _commands(info: dict[str, Any]) -> dict[str, int]:
@@ -82,6 +112,22 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             opened = time.perf_counter() - opened
             await asyncio.sleep(args.warmup)
             full_calls, full_cpu = await _window(redis, args.duration)
+            sockets_calls: dict[str, int] = {}
+            sockets_cpu = 0.0
+            if args.sockets:
+                port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+                clients = await asyncio.create_subprocess_exec(
+                    sys.executable, "-c", CLIENTS, f"http://127.0.0.1:{port}",
+                    f"ws://127.0.0.1:{port}/ws", str(args.sockets), str(args.silence_timeout),
+                    stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+                    env={**os.environ, "PYTHONPATH": str(ROOT)})
+                assert clients.stdout is not None and clients.stdin is not None
+                if (await clients.stdout.readline()).strip() != b"ready":
+                    raise RuntimeError("the idle sockets did not open")
+                await asyncio.sleep(args.warmup)
+                sockets_calls, sockets_cpu = await _window(redis, args.duration)
+                clients.stdin.close()
+                await clients.wait()
         finally:
             await redis.aclose()
             await runner.cleanup()
@@ -102,6 +148,11 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         "cpu_ms_per_s_with_tables": round(full_cpu * 1000 / args.duration, 2),
         "commands_no_tables": empty_calls,
         "commands_with_tables": full_calls,
+        **({"sockets": args.sockets, "silence_timeout": args.silence_timeout,
+            "cpu_ms_per_s_with_tables_and_sockets": round(sockets_cpu * 1000 / args.duration,
+                                                          2),
+            "commands_per_min_with_tables_and_sockets": round(
+                sum(sockets_calls.values()) / minutes, 1)} if args.sockets else {}),
     }
 
 
@@ -111,6 +162,10 @@ def main() -> None:
     parser.add_argument("--duration", type=float, default=60.0)
     parser.add_argument("--warmup", type=float, default=5.0)
     parser.add_argument("--root", default=str(ROOT), help="the tree whose server is measured")
+    parser.add_argument("--sockets", type=int, default=0,
+                        help="then this many idle guest sockets, from a process of their own")
+    parser.add_argument("--silence-timeout", type=float, default=10.0,
+                        help="the sockets' silence watch (client library; 0: off)")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     sys.path.insert(0, str(Path(args.root).resolve()))

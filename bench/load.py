@@ -73,18 +73,19 @@ PAGE = os.sysconf("SC_PAGE_SIZE")
 PASSWORD = "bench-password"
 
 CPROFILE_RUNNER = """
-import cProfile, signal, sys, time
-from server.__main__ import main
+import cProfile, importlib, signal, sys, time
+main = importlib.import_module(sys.argv[2]).main
 profile = cProfile.Profile(time.process_time)
 signal.signal(signal.SIGUSR1, lambda *_: profile.enable())
 signal.signal(signal.SIGUSR2, lambda *_: profile.disable())
 try:
-    main(sys.argv[2:])
+    main(sys.argv[3:])
 finally:
     profile.disable()
     profile.dump_stats(sys.argv[1])
 """
-"""Runs the server with cProfile (CPU time) switched on and off by SIGUSR1 / SIGUSR2."""
+"""Runs a server's module (``main(argv)``) with cProfile (CPU time) switched on and off by
+SIGUSR1 / SIGUSR2: ``python -c CPROFILE_RUNNER FILE MODULE ARGS...``."""
 
 TARGET_RATIO = 3.0
 TARGET_P99_MS = 50.0
@@ -202,6 +203,7 @@ class Worker:
         self.think = 0.0
         self.think_max = 0.0
         self.protocol = 1
+        self.silence_timeout: float | None = 10.0
         self.window = (0.0, 0.0)
 
     async def run(self) -> None:
@@ -240,7 +242,7 @@ class Worker:
             url, token, fmt=self.fmt, headers={"X-Forwarded-For": address},
             auto_reconnect=False, queue_events=False, track_tables=False,
             on_message=on_message, request_timeout=30.0, ping_interval=None,
-            protocol=self.protocol,
+            protocol=self.protocol, silence_timeout=self.silence_timeout,
         )
 
     async def _connect(self, url: str, token: str | None, address: str) -> Any:
@@ -341,8 +343,9 @@ class Worker:
         async def loop(ws: Any) -> None:
             await asyncio.sleep(max(0.0, start - time.monotonic()))
             while True:
-                if think:
-                    await asyncio.sleep(self.rng.uniform(think, max(think, think_max)))
+                if think:  # (never past the end: a long pause leaves the run on time)
+                    pause = self.rng.uniform(think, max(think, think_max))
+                    await asyncio.sleep(min(pause, max(0.0, end - time.monotonic())))
                 sent = time.monotonic()
                 if sent >= end:
                     return
@@ -359,7 +362,9 @@ class Worker:
 
     # --- games -----------------------------------------------------------------------
 
-    async def op_games_connect(self, url: str, fmt: str, protocol: int = 1) -> dict[str, Any]:
+    async def op_games_connect(self, url: str, fmt: str, protocol: int = 1,
+                               silence_timeout: float | None = 10.0) -> dict[str, Any]:
+        self.silence_timeout = silence_timeout
         self.fmt = fmt
         self.protocol = protocol  # 2: the change-only events (PROTOCOL.md §5.1)
 
@@ -638,7 +643,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     procs: list[subprocess.Popen[bytes]] = []
     embedded: EmbeddedRedis | None = None
     pool: Pool | None = None
-    result: dict[str, Any] = {"games": games, "clients": clients, "format": args.format,
+    result: dict[str, Any] = {"root": str(Path(args.root or ROOT).resolve()),
+                              "games": games, "clients": clients, "format": args.format,
                               "target": args.target, "workers": args.workers,
                               "hardening": args.hardening,
                               "duration": args.duration, "warmup": args.warmup,
@@ -654,13 +660,18 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             redis_url = embedded.url
             redis_pid = embedded.pid
         port = free_port()
+        server_root = Path(args.root).resolve() if args.root else ROOT
         env = dict(os.environ, TABLE42_LOG_LEVEL=args.log_level, PYTHONPATH=str(ROOT))
+        server_env = dict(env, PYTHONPATH=str(server_root))
         env.pop("REDIS_URL", None)
         server_log = open(work / "server.log", "wb")  # noqa: SIM115 - closed with the process
-        launcher = ([sys.executable, "-c", CPROFILE_RUNNER, args.cprofile] if args.cprofile
-                    else [sys.executable, "-m", "server"])
+        def launcher(module: str) -> list[str]:
+            if args.cprofile:
+                return [sys.executable, "-c", CPROFILE_RUNNER, args.cprofile, module]
+            return [sys.executable, "-m", module]
+
         server_cmd = [
-            *launcher, "--host", "127.0.0.1", "--port", str(port),
+            *launcher("server.__main__"), "--host", "127.0.0.1", "--port", str(port),
             "--redis-url", redis_url, "--key-prefix", prefix, "--node-id", f"bench{run_id}",
             "--trusted-proxies", "127.0.0.1", "--scrypt-n", "2", "--scrypt-r", "1",
             "--decision-time", str(args.decision_time), "--grace-period",
@@ -670,10 +681,10 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             "--workers", str(args.workers),
         ]
         if args.target == "floor":
-            server_cmd = [sys.executable, str(ROOT / "bench" / "floor_server.py"), "--host",
+            server_cmd = [*launcher("bench.floor_server"), "--host",
                           "127.0.0.1", "--port", str(port), "--redis-url", redis_url,
                           "--key-prefix", prefix, "--uvloop", str(args.uvloop)]
-        server = subprocess.Popen(server_cmd, cwd=ROOT, env=env, stdout=server_log,
+        server = subprocess.Popen(server_cmd, cwd=server_root, env=server_env, stdout=server_log,
                                   stderr=subprocess.STDOUT)
         procs.append(server)
         wait_http(f"http://127.0.0.1:{port}/healthz", 30, server)
@@ -749,7 +760,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         # The games.
         say(args, f"games: connecting {2 * games} players ...")
         pool.call("games_connect", {"url": ws_url, "fmt": args.format,
-                                    "protocol": args.protocol}, timeout=300)
+                                    "protocol": args.protocol,
+                                    "silence_timeout": args.silence_timeout or None},
+                  timeout=300)
         start = time.monotonic() + 0.5
         times = {"start": start, "measure_from": start + args.warmup,
                  "measure_to": start + args.warmup + args.duration}
@@ -819,8 +832,11 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             "server_rss_growth_mb": (rss_games1 - rss_games0) / 2**20,
         }
         echo_cost = result["echo"]["server_cpu_per_rt_us"]
-        result["ratio"] = result["load"]["server_cpu_per_move_us"] / echo_cost
-        result["ratio_per_play"] = result["load"]["server_cpu_per_play_us"] / echo_cost
+        # (None when the echo made no round trip it could be charged for: a paced idle run)
+        result["ratio"] = result["load"]["server_cpu_per_move_us"] / echo_cost \
+            if echo_cost else None
+        result["ratio_per_play"] = result["load"]["server_cpu_per_play_us"] / echo_cost \
+            if echo_cost else None
         result["capacity"] = capacity(args.games, result["load"], args.workers)
         result["server_log_tail"] = tail(work / "server.log")
         return result
@@ -964,9 +980,9 @@ def report(r: dict[str, Any]) -> str:
          f"{_f(echo['rt_p50_ms'], 2)} / {_f(echo['rt_p99_ms'], 2)} ms", ""),
         ("echo: server CPU per round trip", f"{_f(echo['server_cpu_per_rt_us'])} µs "
          f"({echo['server_system_share'] * 100:.0f}% in the kernel)", ""),
-        ("ratio server CPU per move / echo", f"{r['ratio']:.2f}x",
-         f"<= {TARGET_RATIO:g}x {_ok(r['ratio'] <= TARGET_RATIO)}"),
-        ("  per checker play / echo", f"{r['ratio_per_play']:.2f}x", ""),
+        ("ratio server CPU per move / echo", _f(r["ratio"], 2) + "x",
+         f"<= {TARGET_RATIO:g}x {_ok(r['ratio'] is not None and r['ratio'] <= TARGET_RATIO)}"),
+        ("  per checker play / echo", _f(r["ratio_per_play"], 2) + "x", ""),
     ]
     cap = r.get("capacity")
     if cap is not None and cap["games_at_75pct_busy"] is not None:
@@ -1021,6 +1037,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--protocol", type=int, choices=(1, 2), default=2,
                         help="table-event form of the bots: 1 full state, 2 change-only "
                              "(default)")
+    parser.add_argument("--root", default=None,
+                        help="the tree whose server (python -m server) is measured; the "
+                             "harness, clients and echo stay this tree's (default: this tree)")
+    parser.add_argument("--silence-timeout", type=float, default=10.0,
+                        help="the bots' silence watch (client library, PROTOCOL.md §1): an "
+                             "application ping after a third of it without a frame; 0: off")
     parser.add_argument("--decision-time", type=float, default=3600.0,
                         help="the server's move clock, seconds (generous: bots never time out)")
     parser.add_argument("--redis-url", default=None,

@@ -40,6 +40,7 @@ from server.net.connection import CLOSE_GOING_AWAY, Connection, Hub
 from server.net.games_api import GameRoutes
 from server.net.http_api import AccountRoutes
 from server.net.http_middleware import http_middleware
+from server.net.liveness import SocketLiveness
 from server.net.public_api import PublicRoutes
 from server.net.review_api import ReviewRoute
 from server.net.security_headers import add_security_headers
@@ -73,6 +74,7 @@ HUB = web.AppKey("hub", Hub)
 LOBBY = web.AppKey("lobby", Lobby)
 MATCHMAKER = web.AppKey("matchmaker", Matchmaker)
 BRACKETS = web.AppKey("brackets", BracketDriver)
+LIVENESS = web.AppKey("liveness", SocketLiveness)
 METRICS = web.AppKey("metrics", Metrics)
 ACCOUNT_ROUTES = web.AppKey("account_routes", AccountRoutes)
 COMPUTER = web.AppKey("computer", ComputerOpponents)
@@ -148,6 +150,8 @@ async def _services(app: web.Application) -> AsyncIterator[None]:
     app[BUS] = bus
     app[HUB] = hub
     app[LOBBY] = lobby
+    liveness = SocketLiveness(hub, tick, settings.heartbeat)
+    app[LIVENESS] = liveness
     ownership = Ownership(settings, persistence, lobby, tick=tick)
     app[OWNERSHIP] = ownership
     matchmaker = Matchmaker(settings, redis, lobby, hub, ratings, persistence, tick=tick)
@@ -182,10 +186,12 @@ async def _services(app: web.Application) -> AsyncIterator[None]:
     await ownership.start()
     await matchmaker.start()
     brackets.start()
+    liveness.start()
     log.info("node %s ready (key prefix %r)", settings.node_id, settings.key_prefix)
     try:
         yield
     finally:
+        await liveness.stop()
         await brackets.stop()
         await matchmaker.stop()
         await computer.stop()

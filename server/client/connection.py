@@ -32,8 +32,10 @@ for every table it plays at or watches from the last version it saw. A close wit
 (policy) or 4001 (the token ended) is not retried.
 
 **A silent node.** A node can stop answering with its socket still open (paused, stuck,
-cut off behind a proxy): nothing closes the socket. So the client sends an application
-``ping`` (PROTOCOL.md §1) whenever it has heard nothing for a third of ``silence_timeout``
+cut off behind a proxy): nothing closes the socket. So the client asks the node for
+keep-alives (PROTOCOL.md §1: an ``alive`` at least every 2 s while nothing else comes, not
+handed on), sends an application ``ping`` whenever it has heard nothing for a third of
+``silence_timeout`` (a node that sends no keep-alives)
 (10 s by default), and when it has heard nothing at all for ``silence_timeout`` it drops the
 socket and reconnects as after a close 1001 (to the next of ``urls``), then catches up with
 ``sync``. The node's ``pong`` answers are not handed on. ``silence_timeout=None`` turns this
@@ -240,8 +242,10 @@ class Client(CatchUp, Commands):
         url = self.url
         if self.format is Format.MSGPACK:
             url += ("&" if "?" in url else "?") + "format=msgpack"
-        # For a bearer-header socket (no hello): the event form, PROTOCOL.md §5.1.
-        return url + ("&" if "?" in url else "?") + f"protocol={self.protocol}"
+        # For a bearer-header socket (no hello): the event form, PROTOCOL.md §5.1, and the
+        # node's keep-alives for the silence watch (§1).
+        url += ("&" if "?" in url else "?") + f"protocol={self.protocol}"
+        return url + "&keepalive=1" if self.silence_timeout is not None else url
 
     async def _open(self, *, wait_welcome: bool) -> None:
         """Open a socket to :attr:`url`. Raises :class:`ConnectionLost` when it cannot be
@@ -273,7 +277,8 @@ class Client(CatchUp, Commands):
         try:
             if self.hello and self.token is not None:
                 await self.send({"type": "hello", "token": self.token,
-                                 "protocol": self.protocol})
+                                 "protocol": self.protocol,
+                                 "keepalive": self.silence_timeout is not None})
             if wait_welcome:
                 waiting: set[asyncio.Future[Any]] = {self._welcomed, self._reader}
                 done, _ = await asyncio.wait(
@@ -449,8 +454,8 @@ class Client(CatchUp, Commands):
     def _handle(self, message: Message) -> None:
         kind = message.get("type")
         ref = message.get("ref")
-        if kind == "pong" and ref is None:
-            return  # the answer to the silence watch's ping (it only needs a frame)
+        if (kind == "pong" and ref is None) or kind == "alive":
+            return  # the answer to the silence watch's ping, a keep-alive: only a frame
         if kind == "welcome":
             event = parse_event(message)
             assert isinstance(event, Welcome)

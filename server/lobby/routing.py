@@ -85,6 +85,10 @@ log = logging.getLogger(__name__)
 _WRITES = (ops.Deliver, ops.Push, ops.Chat)
 """Node messages whose handling only writes to sockets here (no ``await``)."""
 
+PONG = Outgoing({"type": "pong", "ref": None})
+"""The answer to a ``ping`` without ``id`` (the clients' silence watch, PROTOCOL.md §1): one
+message for every socket, each format encoded once."""
+
 
 @dataclass(frozen=True, slots=True)
 class LobbyListeners:
@@ -396,7 +400,8 @@ class Lobby:
 
     async def _dispatch(self, conn: Connection, msg: Message) -> None:
         if isinstance(msg, Ping):
-            self.hub.push(conn, Outgoing({"type": "pong", "ref": msg.ref}))
+            self.hub.push(conn, PONG if msg.ref is None
+                          else Outgoing({"type": "pong", "ref": msg.ref}))
             return
         if not self.persistence.redis_up:
             # Nothing a game needs could be stored now: refuse instead of losing it.

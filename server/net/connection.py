@@ -58,8 +58,9 @@ def writable(transport: asyncio.BaseTransport | None) -> asyncio.WriteTransport 
 class Connection:
     """One authenticated (or authenticating) WebSocket on this node."""
 
-    __slots__ = ("actor", "address", "chat_muted_until", "closed", "delivered", "expiry", "id",
-                 "identity", "muted", "session", "token_digest", "transport", "watching", "ws")
+    __slots__ = ("actor", "address", "chat_muted_until", "closed", "delivered", "expiry",
+                 "heard_at", "id", "identity", "keepalive", "muted", "pinged_at", "pushed",
+                 "session", "token_digest", "transport", "watching", "ws")
 
     def __init__(
         self,
@@ -67,6 +68,8 @@ class Connection:
         session: Session,
         address: str,
         transport: asyncio.BaseTransport | None,
+        *,
+        now: float = 0.0,
     ) -> None:
         self.id = f"c{next(_ids)}"
         self.ws = ws
@@ -82,6 +85,14 @@ class Connection:
         self.expiry: asyncio.TimerHandle | None = None  # closes it when the token expires
         self.muted: frozenset[str] = frozenset()  # players whose chat this player muted
         self.chat_muted_until = 0.0  # an operator's chat mute of this player (Unix s)
+        # The socket's heartbeat (server/net/liveness.py): when its last frame came (loop
+        # time, set by the reader), and when it was pinged for being silent (None: not).
+        self.heard_at = now
+        self.pinged_at: float | None = None
+        # Keep-alives (PROTOCOL.md §1): whether the client asked for them, and the hub's
+        # keep-alive period in which something was last pushed to it (Hub.push).
+        self.keepalive = False
+        self.pushed = 0
 
     @property
     def player(self) -> str | None:
@@ -140,6 +151,9 @@ class Hub:
         # Called with (reason) for every socket closed because its token ended (metrics).
         self._on_token_end = on_token_end
         self._closing: set[asyncio.Future[None]] = set()
+        # The keep-alive period now (server/net/liveness.py counts them): a socket pushed
+        # nothing in the last whole period gets a keep-alive.
+        self.period = 0
 
     # registry -----------------------------------------------------------------------------
 
@@ -251,6 +265,7 @@ class Hub:
             log.info("dropping slow consumer %s (%s)", conn.id, conn.player)
             conn.abort()
             return
+        conn.pushed = self.period
         session = conn.session
         frame = out.wire(session.format, session.lean)
         held = self._held_writes

@@ -8,13 +8,16 @@ events. Authentication comes from ``Authorization: Bearer <token>`` on the upgra
 token. A bad header token is refused before the upgrade with HTTP 401.
 
 Limits set here: ``max_msg_size`` (a bigger frame closes the socket with 1009),
-``heartbeat`` (ping/pong), ``auth_timeout`` (1008 if no valid ``hello`` in time), no
-compression and no writer-side flow control (the hub drops slow consumers instead).
+``heartbeat`` (ping/pong: the node's tick pings silent sockets, ``server/net/liveness.py``;
+the reader notes each frame and answers pings), ``auth_timeout`` (1008 if no valid
+``hello`` in time), no compression and no writer-side flow control (the hub drops slow
+consumers instead).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 from typing import TYPE_CHECKING, Any
@@ -90,6 +93,7 @@ def welcome_message(identity: Identity, conn: Connection, settings: Settings,
         **identity.to_dict(),
         "format": str(conn.format),
         "protocol": conn.session.protocol,
+        "keepalive": conn.keepalive,
         "node": settings.node_id,
         "server_time": time.time(),
         "limits": {
@@ -162,8 +166,10 @@ class SocketHandler:
                         ErrorCode.AUTH_FAILED, "unknown or expired token")), status=401)
             fmt = WireFormat.MSGPACK if request.query.get("format") == "msgpack" \
                 else WireFormat.JSON
+            # No heartbeat timer per socket and no automatic ping answers: the node's tick
+            # pings silent sockets (server/net/liveness.py), and _serve notes every frame.
             ws = web.WebSocketResponse(
-                heartbeat=settings.heartbeat,
+                autoping=False,
                 max_msg_size=settings.max_msg_size,
                 compress=False,
                 writer_limit=WRITER_LIMIT,
@@ -173,9 +179,11 @@ class SocketHandler:
             self.hub.release_address(address)
             raise
         loop = asyncio.get_running_loop()
-        session = Session(self.limits, now=loop.time(), fmt=fmt,
+        opened = loop.time()
+        session = Session(self.limits, now=opened, fmt=fmt,
                           protocol=requested_protocol(request.query.get("protocol")))
-        conn = Connection(ws, session, address, request.transport)
+        conn = Connection(ws, session, address, request.transport, now=opened)
+        conn.keepalive = request.query.get("keepalive") in ("1", "true")
         self.hub.add(conn)
         metrics = self.lobby.metrics
         metrics.connections.inc()
@@ -260,6 +268,9 @@ class SocketHandler:
         on_message = lobby.on_message
         text, binary = WSMsgType.TEXT, WSMsgType.BINARY
         while True:
+            # Silent from here until a frame comes (server/net/liveness.py): any frame is an
+            # answer, and a socket whose last frame is still being handled is not silent.
+            conn.heard_at = loop.time()
             msg = await receive()
             kind = msg.type
             if kind is text or kind is binary:
@@ -271,6 +282,8 @@ class SocketHandler:
                     elif isinstance(message, Hello):
                         if message.protocol is not None:
                             session.use_protocol(message.protocol)
+                        if message.keepalive is not None:
+                            conn.keepalive = message.keepalive
                         live = None
                         if lobby.persistence.redis_up:
                             try:
@@ -310,6 +323,9 @@ class SocketHandler:
                 elif isinstance(outcome, CloseConnection):
                     await conn.close(outcome.code, outcome.reason)
                     return
+            elif kind is WSMsgType.PING:  # (autoping is off: answered here)
+                with contextlib.suppress(ConnectionError):  # (closing meanwhile)
+                    await ws.pong(msg.data)
             elif kind in (WSMsgType.CLOSE, WSMsgType.CLOSING, WSMsgType.CLOSED,
                           WSMsgType.ERROR):
                 return

@@ -12,6 +12,12 @@ Two event forms exist (PROTOCOL.md §5.1); a client picks one at ``hello``:
 
 :func:`apply_event` is what a client does with either form: applying the lean events in order
 to the state of a ``sync`` gives, at every event, exactly the state the full form carries.
+
+The table machine builds most events' ``changes`` from what its step changed
+(``TableMachine._built_changes``, ``Game.snapshot_changes``); :func:`state_changes` is the
+definition they must match key for key (``tests/tables/test_machine_built_changes.py``) and
+what the machine uses where it has whole states to compare: after a handout (``force``), on a
+replayed table.
 """
 
 from __future__ import annotations

@@ -92,6 +92,8 @@ class Hello(Message, tag="hello", frozen=True):
     token: Token
     #: The table-event form this socket wants: 1 full state, 2 change-only (PROTOCOL.md §5.1).
     protocol: ProtocolVersion | None = None
+    #: Whether the node should send ``alive`` to this socket when it is quiet (§1).
+    keepalive: bool | None = None
 
 
 class Ping(Message, tag="ping", frozen=True):

@@ -41,7 +41,7 @@ slow click, too harsh); resignation offered → reject.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
@@ -144,6 +144,11 @@ class Action:
     play: Play | None = None
 
 
+_Inputs = tuple[Position, Phase, Side | None, Roll | None, int, Side | None,
+                Resignation | None, Outcome | None, list[Play], tuple[bool, bool, int]]
+"""What a game's snapshot is built from (``Game._inputs``)."""
+
+
 def _check_max_cube(max_cube: object) -> int:
     if (
         isinstance(max_cube, bool)
@@ -200,6 +205,9 @@ class Game:
                      | None) = None
         self._legal_list: tuple[list[Play], list[Play]] | None = None  # (_legal, its copy)
         self._phase_before_resign = Phase.ROLL
+        # The latest snapshot (to_dict, snapshot_changes) and what it was built from.
+        self._snap: dict[str, object] | None = None
+        self._snap_of: _Inputs | None = None
 
     def use_dice(self, dice: DiceSource) -> None:
         """Roll with ``dice`` from now on (a game rebuilt from recorded dice goes on)."""
@@ -421,26 +429,14 @@ class Game:
     def to_dict(self) -> dict[str, object]:
         """The JSON/msgpack-able snapshot for clients (fields in the module docstring).
 
-        Built for every event a table sends, so the parts that change only with the
-        position (board, pips, Position ID) are computed once per position, and the legal
-        plays' text once per roll.
+        The parts that change only with the position (board, pips, Position ID) are computed
+        once per position, and the legal plays' text once per roll. The snapshot is kept
+        with what it was built from, for :meth:`snapshot_changes`.
         """
-        from server.rules.gnubg import match_id, position_id
-
-        pos = self.position
-        seen = self._seen
-        if seen is None or seen[0] is not pos:
-            board = pos.board
-            pips = [
-                sum(i * n for i, n in enumerate(board, 1) if n > 0) + 25 * pos.bar[0],
-                sum((i - 25) * n for i, n in enumerate(board, 1) if n < 0) + 25 * pos.bar[1],
-            ]
-            seen = self._seen = (pos, list(board), list(pos.bar), list(pos.off), pips,
-                                 position_id(pos))
+        seen = self._position_parts()
         turn = self.turn
         to_act = self.to_act
-        resignation = self.resignation
-        return {
+        snap: dict[str, object] = {
             "phase": str(self.phase),
             "turn": None if turn is None else int(turn),
             "to_act": None if to_act is None else int(to_act),
@@ -458,19 +454,112 @@ class Game:
             "max_cube": self.max_cube,
             "can_double": turn is not None and self.can_double(turn),
             "legal_plays": self._legal_offer() if self.phase == Phase.MOVE else [],
-            "resignation": None
-            if resignation is None
-            else {
-                "side": int(resignation.side),
-                "kind": str(resignation.kind),
-                "points": resignation.kind.multiplier * self.cube,
-            },
+            "resignation": self._resignation_dict(),
             "outcome": None if self.outcome is None else self.outcome.to_dict(),
             "position_id": seen[5],
-            "match_id": match_id(self),
+            "match_id": _gnubg_ids()[0](self),
         }
+        self._snap = snap
+        self._snap_of = self._inputs()
+        return snap
+
+    def snapshot_changes(self, before: Mapping[str, object]
+                         ) -> tuple[dict[str, object], dict[str, object]] | None:
+        """``(snapshot, changes)``: the snapshot now (what :meth:`to_dict` gives) and its keys
+        whose values differ from ``before``'s, in snapshot order, exactly as
+        ``server.protocol.lean.state_changes`` would find them; built from what changed in the
+        game since ``before`` was built (each key is looked at only when something it is made
+        of was replaced), not by building and comparing whole snapshots. None when ``before``
+        is not this game's latest snapshot (then diff :meth:`to_dict`). Nothing changed:
+        ``before`` itself and no changes."""
+        was, last = self._snap_of, self._snap
+        if was is None or last is None or before is not last:
+            return None
+        now = self._inputs()
+        pos0, phase0, turn0, dice0, cube0, owner0, offer0, outcome0, legal0, flags0 = was
+        pos, phase, turn, dice, cube, owner, offer, outcome, legal, flags = now
+        part: dict[str, object] = {}
+        new_phase = phase is not phase0
+        new_turn = turn is not turn0
+        new_dice = dice != dice0
+        new_cube = cube != cube0 or owner is not owner0 or flags != flags0
+        new_offer = offer is not offer0
+        new_outcome = outcome is not outcome0
+        if new_phase:
+            _put(part, before, "phase", str(phase))
+        if new_turn:
+            _put(part, before, "turn", None if turn is None else int(turn))
+        if new_phase or new_turn or new_offer:
+            to_act = self.to_act
+            _put(part, before, "to_act", None if to_act is None else int(to_act))
+        seen = self._position_parts() if pos is not pos0 else None
+        if seen is not None:
+            _put(part, before, "board", seen[1])
+            _put(part, before, "bar", seen[2])
+            _put(part, before, "off", seen[3])
+            _put(part, before, "pips", seen[4])
+        if new_dice:
+            _put(part, before, "dice", None if dice is None else list(dice))
+        if new_cube:
+            _put(part, before, "cube", cube)
+            _put(part, before, "cube_owner", None if owner is None else int(owner))
+            _put(part, before, "cube_enabled", self.cube_enabled)
+            _put(part, before, "crawford", self.crawford)
+            _put(part, before, "max_cube", self.max_cube)
+        if new_phase or new_turn or new_cube:
+            _put(part, before, "can_double", turn is not None and self.can_double(turn))
+        if new_phase or legal is not legal0:
+            _put(part, before, "legal_plays",
+                 self._legal_offer() if phase == Phase.MOVE else [])
+        if new_offer or new_cube:
+            _put(part, before, "resignation", self._resignation_dict())
+        if new_outcome:
+            _put(part, before, "outcome", None if outcome is None else outcome.to_dict())
+        if seen is not None:
+            _put(part, before, "position_id", seen[5])
+        if new_phase or new_turn or new_dice or new_cube or new_offer or new_outcome:
+            _put(part, before, "match_id", _gnubg_ids()[0](self))
+        self._snap_of = now
+        if not part:
+            return last, part
+        snap = dict(last)
+        snap.update(part)
+        self._snap = snap
+        return snap, part
 
     # -- internals ------------------------------------------------------------------------
+
+    def _inputs(self) -> _Inputs:
+        """What the snapshot is built from (each part is replaced, never changed in place)."""
+        return (self.position, self.phase, self.turn, self.dice, self.cube, self.cube_owner,
+                self.resignation, self.outcome, self._legal,
+                (self.cube_enabled, self.crawford, self.max_cube))
+
+    def _position_parts(self) -> tuple[Position, list[int], list[int], list[int], list[int],
+                                       str]:
+        """The position, its board, bar, off and pips as lists and its Position ID: the same
+        objects while the position stands."""
+        pos = self.position
+        seen = self._seen
+        if seen is None or seen[0] is not pos:
+            board = pos.board
+            pips = [
+                sum(i * n for i, n in enumerate(board, 1) if n > 0) + 25 * pos.bar[0],
+                sum((i - 25) * n for i, n in enumerate(board, 1) if n < 0) + 25 * pos.bar[1],
+            ]
+            seen = self._seen = (pos, list(board), list(pos.bar), list(pos.off), pips,
+                                 _gnubg_ids()[1](pos))
+        return seen
+
+    def _resignation_dict(self) -> dict[str, object] | None:
+        resignation = self.resignation
+        if resignation is None:
+            return None
+        return {
+            "side": int(resignation.side),
+            "kind": str(resignation.kind),
+            "points": resignation.kind.multiplier * self.cube,
+        }
 
     def _legal_offer(self) -> list[Play]:
         """The legal plays as one list per roll (the same object until they change)."""
@@ -585,6 +674,28 @@ class Game:
                 "only the opponent of the resigning side can answer", code="not_your_turn"
             )
         return self.resignation
+
+
+_GNUBG_IDS: list[Callable[[Any], str]] = []
+
+
+def _gnubg_ids() -> list[Callable[[Any], str]]:
+    """``[match_id, position_id]`` of ``server.rules.gnubg`` (which imports this module),
+    imported once: an import in a function runs at every call once compiled."""
+    if not _GNUBG_IDS:
+        from server.rules.gnubg import match_id, position_id
+
+        _GNUBG_IDS.extend((match_id, position_id))
+    return _GNUBG_IDS
+
+
+def _put(part: dict[str, object], before: Mapping[str, object], key: str,
+         value: object) -> None:
+    """``part[key] = value`` when ``value`` is not what ``before`` has (lean.state_changes'
+    test: not the same object, and unequal or of another type)."""
+    old = before[key]
+    if old is not value and (old != value or type(old) is not type(value)):
+        part[key] = value
 
 
 def forfeit_reason(reason: EndReason | str) -> EndReason:

@@ -15,6 +15,7 @@ from redis.commands.core import AsyncScript
 
 from server.config import Settings
 from server.store.keys import Keys
+from server.store.read_batch import reads
 from server.store.results import _aw
 from server.store.write_buffer import FENCED_OUT, WriteBuffer
 
@@ -158,7 +159,7 @@ class OwnerRecords:
         """Every node that said it is alive, with the time (epoch seconds, by this node's
         clock: Redis's, less the offset the last heartbeat measured) until which it counts
         as alive."""
-        raw = await _aw(self.redis.zrange(self.keys.nodes, 0, -1, withscores=True))
+        raw = await reads(self.redis).zrange_with_scores(self.keys.nodes)
         offset = self.clock_offset
         return {_text(node): float(score) / 1000 - offset for node, score in raw}
 

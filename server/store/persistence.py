@@ -62,6 +62,7 @@ from server.store.keys import Keys
 from server.store.lobby_index import LobbyIndex
 from server.store.owners import LEASE_FIELDS, Lease, OwnerRecords
 from server.store.players import PlayerRecords
+from server.store.read_batch import reads
 from server.store.results import Fenced, ResultRecords, _aw
 from server.store.scripts import load_script
 from server.store.write_buffer import (
@@ -351,7 +352,8 @@ class Persistence(ResultRecords, OwnerRecords, EventLogReads, LobbyIndex, Player
         Not lost when this node never knew one (:meth:`claim_store` not done)."""
         try:
             async with asyncio.timeout(timeout):  # no task of its own, as wait_for makes
-                found = await self.redis.get(self.keys.store_id)
+                # (with the other reads of the tick's duties due now: one round trip)
+                found = await reads(self.redis).get(self.keys.store_id)
         except (RedisError, OSError, TimeoutError):
             return False, False
         if self.store_id is None:

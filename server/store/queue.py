@@ -59,6 +59,7 @@ from server.matchmaking.policy import (
     pool_by_id,
     ticket_status,
 )
+from server.store.read_batch import reads
 from server.store.scripts import load_script
 
 __all__ = [
@@ -555,7 +556,7 @@ class MatchmakingQueue:
         when the player index is empty, as every ticket is in it: one ``HLEN``)."""
         pools: Iterable[Pool] = POOLS
         if skip_empty:
-            if not await self.redis.hlen(self.keys.players):  # type: ignore[misc]
+            if not await reads(self.redis).hlen(self.keys.players):
                 return []
             sizes = await self.sizes()
             pools = [pool for pool in POOLS if sizes.get(pool.id)]

@@ -10,7 +10,8 @@ Commands go in (:meth:`TableMachine.act`, :meth:`~TableMachine.seat`,
 timers come back as data: every call returns a :class:`Step` with
 
 - ``events``: the new versioned events (each an :class:`~server.protocol.codec.Outgoing` with
-  its full and lean forms), to be stored before they are announced;
+  its full and lean forms; the lean ``changes`` built from what the step changed, see
+  :meth:`TableMachine._built_changes`), to be stored before they are announced;
 - ``deadlines``: timers to arm (:class:`Deadline`: "``side`` must act by ``at``", a grace
   period's end, the next game of a match); ``cancelled``: timers no longer in force;
 - ``settle``: a game just ended: the :class:`FinishedGame` the shell must settle, once.
@@ -433,12 +434,21 @@ class TableMachine:
         self._clock_side: Side | None = None
         self._clock_token: tuple[int, int, Phase] | None = None
         self.last_state: dict[str, Any] | None = None  # the state of the latest event
+        # The state the latest event was built with here (not adopted from a log): the next
+        # event's changes are built from what changed since (_built_changes) when it is
+        # still last_state. ``_direct`` False: every event diffs whole states instead (the
+        # reference the tests compare with).
+        self._built: dict[str, Any] | None = None
+        self._direct = True
         # Top-level state keys the next lean event sends whole: a full state handed out
         # between two events (sync, resume, watch) may differ from the latest event's there.
         self._forced: set[str] = set()
         self.game_starts: list[int] = []  # versions of the game_start events
         self._seats_state: list[dict[str, Any] | None] | None = None
         self._plan_state: dict[str, Any] | None = None
+        # The match's state and what it was built from (the current game, its outcome, a
+        # forfeit of the match): it changes once a game.
+        self._match_state: tuple[object, object, object, object, dict[str, Any]] | None = None
         # What the current call produced (see _step).
         self._out: list[Outgoing] = []
         self._arm: list[Deadline] = []
@@ -477,13 +487,6 @@ class TableMachine:
         """
         game = self.game
         clock_side = self._clock_side
-        plan = self.plan
-        if plan is None:
-            rating = None
-        else:
-            rating = self._plan_state
-            if rating is None:
-                rating = self._plan_state = plan.to_dict()
         settings = self.settings
         return {
             "status": str(self.status),
@@ -497,10 +500,106 @@ class TableMachine:
                 "strikes": list(self.strikes),
                 "max_strikes": settings.max_strikes,
             },
-            "match": self.match_state(),
-            "rating": rating,
+            "match": self._state_of_match(),
+            "rating": self._rating_state(),
             "held": self._held_state(),
         }
+
+    def _built_changes(self) -> tuple[dict[str, Any], dict[str, Any]] | None:
+        """``(state, changes)`` for the next event: the state now and what changed since the
+        latest event's, built from what the step changed (the game says which of its keys;
+        the seats, the rating plan and the match are rebuilt only when they change; the
+        clock is three values) rather than by building the whole state and diffing it
+        (``state_changes``). The same ``changes``, key for key and in the same order. None
+        when the latest state was not built here (a replayed table, or none yet): then the
+        caller diffs."""
+        last = self.last_state
+        game = self.game
+        if last is None or last is not self._built or game is None or not self._direct:
+            return None
+        moved = game.snapshot_changes(last["game"])
+        if moved is None:
+            return None
+        state = dict(last)
+        changes: dict[str, Any] = {}
+        status = self.status
+        if status != last["status"]:
+            changes["status"] = state["status"] = str(status)
+        seats = self._seats_dicts()
+        old: Any = last["seats"]
+        if seats is not old:
+            state["seats"] = seats
+            if seats != old:
+                changes["seats"] = seats
+        if self.game_no != last["game_no"]:
+            changes["game_no"] = state["game_no"] = self.game_no
+        if moved[1]:
+            state["game"] = moved[0]
+            changes["game"] = moved[1]
+        clock = self._clock_changes(last["clock"])
+        if clock is not None:
+            state["clock"], changes["clock"] = clock
+        for key, value in (("match", self._state_of_match()), ("rating", self._rating_state()),
+                           ("held", self._held_state())):
+            old = last[key]
+            if value is not old:
+                state[key] = value
+                if value != old or type(value) is not type(old):
+                    changes[key] = value
+        return state, changes
+
+    def _clock_changes(self, before: dict[str, Any]
+                       ) -> tuple[dict[str, Any], dict[str, Any]] | None:
+        """The state's ``clock`` now and its keys that differ from ``before`` (None: none)."""
+        part: dict[str, Any] = {}
+        side = self._clock_side
+        value: Any = None if side is None else int(side)
+        old = before["side"]
+        if old is not value and (old != value or type(old) is not type(value)):
+            part["side"] = value
+        value = self.deadline
+        old = before["deadline"]
+        if old is not value and (old != value or type(old) is not type(value)):
+            part["deadline"] = value
+        settings = self.settings
+        if before["limit"] != settings.decision_time:
+            part["limit"] = settings.decision_time
+        if before["strikes"] != self.strikes:
+            part["strikes"] = list(self.strikes)
+        if before["max_strikes"] != settings.max_strikes:
+            part["max_strikes"] = settings.max_strikes
+        if not part:
+            return None
+        clock = dict(before)
+        clock.update(part)
+        return clock, part
+
+    def _rating_state(self) -> dict[str, Any] | None:
+        """The state's ``rating``: the rating plan's dict, the same object until it changes."""
+        plan = self.plan
+        if plan is None:
+            return None
+        rating = self._plan_state
+        if rating is None:
+            rating = self._plan_state = plan.to_dict()
+        return rating
+
+    def _state_of_match(self) -> dict[str, Any] | None:
+        """:meth:`match_state` for the state: the same object until the match's score, its
+        Crawford game or its winner can have changed (a new game, an outcome, a forfeit)."""
+        match = self.match
+        if match is None:
+            return None
+        game = match.game
+        outcome = None if game is None else game.outcome
+        forfeited = match.forfeited
+        memo = self._match_state
+        if (memo is None or memo[0] is not match or memo[1] is not game
+                or memo[2] is not outcome or memo[3] is not forfeited):
+            state = self.match_state()
+            assert state is not None
+            memo = self._match_state = (match, game, outcome, forfeited, state)
+        return memo[4]
 
     def handout(self) -> dict[str, Any]:
         """The full state for a ``sync``, ``resume`` or ``watching`` answer. Where it differs
@@ -556,14 +655,20 @@ class TableMachine:
         head.update(fields)
         if with_state:
             # Both forms (PROTOCOL.md §5.1): the full one carries the whole state, the lean
-            # one what changed since the previous state-carrying event (a game's start: all).
+            # one what changed since the previous state-carrying event (a game's start: all),
+            # built from what the step changed; after a handout (keys forced whole) or a
+            # replay, the whole state is built and diffed.
             self._sync_clock(now)
-            state = self.state()
-            before = self.last_state
+            built = None if self._forced or kind == "game_start" else self._built_changes()
+            changes: dict[str, Any] | None
+            if built is None:
+                state = self.state()
+                changes = None if kind == "game_start" else state_changes(
+                    self.last_state, state, self._forced)
+            else:
+                state, changes = built
             obj = dict(head)
             obj["state"] = state
-            changes = None if kind == "game_start" else state_changes(before, state,
-                                                                       self._forced)
             if changes is None:
                 lean = obj
             else:
@@ -573,7 +678,7 @@ class TableMachine:
                 self._forced = set()
             if kind == "game_start":
                 self.game_starts.append(self.version)
-            self.last_state = state
+            self.last_state = self._built = state
         else:
             obj = lean = head
         self._out.append(Outgoing(obj, None if lean is obj else lean))

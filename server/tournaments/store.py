@@ -17,6 +17,7 @@ from typing import Any, TypeVar, cast
 import redis.asyncio as aioredis
 
 from server.store.keys import Keys
+from server.store.read_batch import reads
 from server.store.scripts import load_script
 from server.tournaments.keys import TournamentKeys
 from server.tournaments.spec import TournamentSpec
@@ -215,7 +216,7 @@ class TournamentStore:
         return bool(await self._save(keys=keys, args=[node, json.dumps(state), status]))
 
     async def running(self) -> list[str]:
-        return sorted(_text(t) for t in await _aw(self.redis.smembers(self.keys.running)))
+        return sorted(_text(t) for t in await reads(self.redis).smembers(self.keys.running))
 
     async def done_running(self, tid: str) -> None:
         await _aw(self.redis.srem(self.keys.running, tid))

@@ -1,7 +1,8 @@
 // The one WebSocket (PROTOCOL.md §1-2): JSON text frames, `hello` with the token first,
 // requests matched to answers by `id`/`ref`, reconnection with back-off when the socket drops.
-// A node can go silent with the socket still open (paused, stuck): after PING_AFTER ms of
-// quiet the page sends `ping`; after SILENT_AFTER ms without any frame (an opening socket
+// A node can go silent with the socket still open (paused, stuck): the page asks for the
+// node's keep-alives (`alive` every 2 s at most while nothing else comes); after PING_AFTER
+// ms of quiet it sends `ping`; after SILENT_AFTER ms without any frame (an opening socket
 // included) it drops the socket and reconnects (through the balancer: another node).
 
 const BACKOFF = [250, 500, 1000, 2000, 4000, 8000];
@@ -37,7 +38,7 @@ export class Socket {
     this.onStatus("connecting");
     ws.addEventListener("open", () => {
       // protocol 2: table events carry only what changed (PROTOCOL.md §5.1); GameView applies them.
-      ws.send(JSON.stringify({ type: "hello", token: this.token, protocol: 2 }));
+      ws.send(JSON.stringify({ type: "hello", token: this.token, protocol: 2, keepalive: true }));
     });
     ws.addEventListener("message", (ev) => {
       this.heardAt = Date.now();
@@ -47,7 +48,8 @@ export class Socket {
       } catch (err) {
         return;
       }
-      if (msg.type === "pong" && msg.ref === undefined) return; // the silence watch's answer
+      // The silence watch's answer, and the node's keep-alive: frames heard, nothing more.
+      if ((msg.type === "pong" && msg.ref === undefined) || msg.type === "alive") return;
       if (msg.type === "welcome") {
         this.ready = true;
         this.attempt = 0;
