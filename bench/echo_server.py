@@ -14,6 +14,7 @@ import argparse
 import asyncio
 import signal
 import sys
+from collections.abc import Callable, Coroutine
 from typing import Any
 
 from aiohttp import WSMsgType, web
@@ -50,22 +51,30 @@ async def serve(host: str, port: int) -> None:
     if server is not None and server.sockets:
         bound = server.sockets[0].getsockname()[1]
     print(f"ready {bound}", flush=True)
+    await until_stopped()
+    await runner.cleanup()
+
+
+async def until_stopped() -> None:
+    """Until SIGTERM or SIGINT."""
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
     await stop.wait()
-    await runner.cleanup()
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def main(argv: list[str] | None = None,
+         server: Callable[[str, int], Coroutine[Any, Any, None]] = serve,
+         doc: str | None = None) -> int:
+    """The command line of an echo server (``server``: this one unless given)."""
+    parser = argparse.ArgumentParser(description=(doc or __doc__).splitlines()[0])
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=0, help="0 picks a free port")
     parser.add_argument("--uvloop", type=int, choices=(0, 1), default=1,
                         help="1: uvloop's event loop when installed, as the node's default")
     args = parser.parse_args(argv)
-    run(serve(args.host, args.port), use_uvloop=bool(args.uvloop))
+    run(server(args.host, args.port), use_uvloop=bool(args.uvloop))
     return 0
 
 

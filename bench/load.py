@@ -73,18 +73,19 @@ PAGE = os.sysconf("SC_PAGE_SIZE")
 PASSWORD = "bench-password"
 
 CPROFILE_RUNNER = """
-import cProfile, signal, sys, time
-from server.__main__ import main
+import cProfile, importlib, signal, sys, time
+main = importlib.import_module(sys.argv[2]).main
 profile = cProfile.Profile(time.process_time)
 signal.signal(signal.SIGUSR1, lambda *_: profile.enable())
 signal.signal(signal.SIGUSR2, lambda *_: profile.disable())
 try:
-    main(sys.argv[2:])
+    main(sys.argv[3:])
 finally:
     profile.disable()
     profile.dump_stats(sys.argv[1])
 """
-"""Runs the server with cProfile (CPU time) switched on and off by SIGUSR1 / SIGUSR2."""
+"""Runs a server's module (``main(argv)``) with cProfile (CPU time) switched on and off by
+SIGUSR1 / SIGUSR2: ``python -c CPROFILE_RUNNER FILE MODULE ARGS...``."""
 
 TARGET_RATIO = 3.0
 TARGET_P99_MS = 50.0
@@ -664,10 +665,13 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         server_env = dict(env, PYTHONPATH=str(server_root))
         env.pop("REDIS_URL", None)
         server_log = open(work / "server.log", "wb")  # noqa: SIM115 - closed with the process
-        launcher = ([sys.executable, "-c", CPROFILE_RUNNER, args.cprofile] if args.cprofile
-                    else [sys.executable, "-m", "server"])
+        def launcher(module: str) -> list[str]:
+            if args.cprofile:
+                return [sys.executable, "-c", CPROFILE_RUNNER, args.cprofile, module]
+            return [sys.executable, "-m", module]
+
         server_cmd = [
-            *launcher, "--host", "127.0.0.1", "--port", str(port),
+            *launcher("server.__main__"), "--host", "127.0.0.1", "--port", str(port),
             "--redis-url", redis_url, "--key-prefix", prefix, "--node-id", f"bench{run_id}",
             "--trusted-proxies", "127.0.0.1", "--scrypt-n", "2", "--scrypt-r", "1",
             "--decision-time", str(args.decision_time), "--grace-period",
@@ -677,7 +681,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             "--workers", str(args.workers),
         ]
         if args.target == "floor":
-            server_cmd = [sys.executable, str(ROOT / "bench" / "floor_server.py"), "--host",
+            server_cmd = [*launcher("bench.floor_server"), "--host",
                           "127.0.0.1", "--port", str(port), "--redis-url", redis_url,
                           "--key-prefix", prefix, "--uvloop", str(args.uvloop)]
         server = subprocess.Popen(server_cmd, cwd=server_root, env=server_env, stdout=server_log,

@@ -7,11 +7,13 @@ Run from the repository root (about 3 minutes per 1,000-game run on a busy machi
 
     python3 bench/move_cost.py                     # 1,000 games at 2-5 s a decision, N F F N
     python3 bench/move_cost.py --workers 2         # also the node with --workers 2 (W runs)
+    python3 bench/move_cost.py --workers 2 --link-off   # and W without the local link (R)
     python3 bench/move_cost.py --callgrind         # first bench/callgrind.py all
     python3 bench/move_cost.py --json out.json     # also keep every figure
 
 The runs alternate node and floor (N F F N for ``--rounds 2``; with ``--workers`` each round
-adds a run of the node with that many workers after the node's), never two at once. Every run
+adds a run of the node with that many workers after the node's, and with ``--link-off`` one
+of those workers talking through Redis only, ``TABLE42_LOCAL_LINK=0``), never two at once. Every run
 measures its own echo phase at the same pace first (``--think``/``--think-max`` before each
 round trip, one socket in flight per game, two sockets per game), so the echo figure is the
 median over all runs. Reported: the median server CPU per move of each target, node / floor
@@ -23,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -32,10 +35,11 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def run_json(args: list[str], timeout: float) -> dict[str, Any]:
+def run_json(args: list[str], timeout: float,
+             env: dict[str, str] | None = None) -> dict[str, Any]:
     """Run a bench script with ``--json``; its last JSON document on stdout."""
     done = subprocess.run([sys.executable, *args], cwd=ROOT, capture_output=True, text=True,
-                          timeout=timeout, check=False)
+                          timeout=timeout, check=False, env=env)
     sys.stderr.write(done.stderr[-3000:])
     if done.returncode != 0:
         raise RuntimeError(f"{' '.join(args)} failed:\n{done.stdout[-2000:]}")
@@ -47,15 +51,18 @@ def run_json(args: list[str], timeout: float) -> dict[str, Any]:
     return dict(json.loads(text[text.find("{"):]))
 
 
-def order(rounds: int, workers: int) -> list[str]:
-    """The runs, alternating: node floor | floor node | ..., ``nodeW`` after each node."""
+def order(rounds: int, workers: int, link_off: bool = False) -> list[str]:
+    """The runs, alternating: node floor | floor node | ..., ``nodeW`` after each node (and
+    ``nodeWredis``, before it in odd rounds, after it in even ones)."""
     runs: list[str] = []
     for i in range(rounds):
         pair = ["node", "floor"] if i % 2 == 0 else ["floor", "node"]
         for target in pair:
             runs.append(target)
             if target == "node" and workers > 1:
-                runs.append(f"node{workers}")
+                many = [f"node{workers}", f"node{workers}redis"] if link_off \
+                    else [f"node{workers}"]
+                runs += many if i % 2 == 0 else many[::-1]
     return runs
 
 
@@ -70,6 +77,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--think-max", type=float, default=5.0)
     parser.add_argument("--workers", type=int, default=1,
                         help="also run the node with this many --workers (W)")
+    parser.add_argument("--link-off", action="store_true",
+                        help="with --workers: also run the workers without the local link")
     parser.add_argument("--uvloop", type=int, choices=(0, 1), default=1)
     parser.add_argument("--callgrind", action="store_true",
                         help="first bench/callgrind.py all (--small 200 --large 1700)")
@@ -94,11 +103,12 @@ def main(argv: list[str] | None = None) -> int:
     echo: list[float] = []
     rows = ["| run | target | moves/s | move RT p50 / p99 | server CPU per move | busy | "
             "echo CPU per round trip | capacity at 75% |", "|---|---|---|---|---|---|---|---|"]
-    for i, name in enumerate(order(args.rounds, args.workers), 1):
+    for i, name in enumerate(order(args.rounds, args.workers, args.link_off), 1):
         extra = (["--target", "floor"] if name == "floor" else
-                 ["--workers", name[4:]] if name != "node" else [])
+                 ["--workers", name[4:].removesuffix("redis")] if name != "node" else [])
+        env = dict(os.environ, TABLE42_LOCAL_LINK="0") if name.endswith("redis") else None
         print(f"run {i}: {name} ...", file=sys.stderr, flush=True)
-        r = run_json([*common, *extra], args.duration * 4 + 1000)
+        r = run_json([*common, *extra], args.duration * 4 + 1000, env)
         figures["runs"].append({"name": name, **r})
         load, cap = r["load"], r["capacity"]
         per.setdefault(name, []).append(load["server_cpu_per_move_us"])
@@ -126,6 +136,10 @@ def main(argv: list[str] | None = None) -> int:
         figures["workers_over_one"] = med[w] / med["node"]
         lines.append(f"With --workers {args.workers}: {med[w]:.0f} µs a move over all "
                      f"workers ({figures['workers_over_one']:.2f}× one worker's).")
+        if args.link_off:
+            figures["workers_redis_over_one"] = med[f"{w}redis"] / med["node"]
+            lines.append(f"Without the local link: {med[w + 'redis']:.0f} µs "
+                         f"({figures['workers_redis_over_one']:.2f}× one worker's).")
     print("\n".join(lines))
     if args.json is not None:
         args.json.write_text(json.dumps(figures, indent=2))

@@ -137,7 +137,8 @@ async def _services(app: web.Application) -> AsyncIterator[None]:
     accounts = Accounts(redis, keys, settings)
     ratings = RatingStore(redis, settings.key_prefix)
     bus = NodeBus(redis, keys, settings.node_id, alive_ttl=settings.lease_ttl,
-                  alive_refresh=settings.lease_renew, tick=tick)
+                  alive_refresh=settings.lease_renew, tick=tick,
+                  link_peers=settings.link_peers, link_dir=settings.link_dir)
     hub = Hub(settings.max_send_buffer,
               on_token_end=lambda reason: metrics.tokens_ended.labels(reason).inc())
     lobby = Lobby(settings, persistence, bus, hub, ratings, app[DICE_FACTORY], metrics,
@@ -181,7 +182,7 @@ async def _services(app: web.Application) -> AsyncIterator[None]:
     await persistence.load_scripts()
     await persistence.claim_store()
     persistence.start()
-    await bus.start(lobby.on_node_message)
+    await bus.start(lobby.on_node_messages)
     await ownership.start()
     await matchmaker.start()
     brackets.start()

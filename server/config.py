@@ -353,6 +353,13 @@ class Settings:
                               ge=1, le=1024, parse=_workers, metavar="N|auto")
     reuse_port: bool = _processes(False, "1/0: listen with SO_REUSEPORT, sharing the port with "
                                   "other processes that do (each worker of --workers does)")
+    local_link: bool = _processes(True, "1/0: the workers of --workers send each other node "
+                                  "messages over Unix sockets (else through Redis pub/sub)")
+    link_dir: str = _processes("", "folder of the local link's Unix sockets between sibling "
+                               "workers (set by --workers; empty = off)")
+    link_peers: tuple[str, ...] = _processes(
+        (), "comma-separated node ids of the sibling workers reached over the local link "
+        "(set by --workers)")
     uvloop: bool = _processes(True, "1/0: run the event loop on uvloop when it is installed")
 
     def __post_init__(self) -> None:

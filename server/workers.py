@@ -6,7 +6,11 @@ The parent runs no node. It starts the embedded redis-server when there is no ``
 Redis URL and its own node id (``<node_id>-<i>``, i from 1). Every worker listens on the port
 with ``SO_REUSEPORT``, so the kernel spreads new connections over them; each is a node of the
 cluster like a node on another machine: a player whose table is owned by another worker is
-served through the node bus (docs/cluster.md).
+served through the node bus (docs/cluster.md). The workers know each other: the parent makes
+a private folder for the local link (``server/cluster/link.py``) and gives each worker its
+path and every worker's id (``--link-dir``, ``--link-peers``), so node messages between them
+go over Unix sockets rather than through Redis (unless ``--local-link 0``); the folder is
+removed when the parent exits.
 
 Signals: SIGTERM and SIGINT to the parent are passed on to every worker (the workers are in
 their own process group, so a Ctrl-C in a terminal reaches them once, through the parent);
@@ -25,10 +29,12 @@ import contextlib
 import ctypes
 import ctypes.util
 import logging
+import shutil
 import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -49,14 +55,21 @@ class Worker:
     stopped_by_us: bool = False
 
 
+def worker_ids(settings: Settings) -> list[str]:
+    """The node ids of the workers: ``<node_id>-<i>``, i from 1."""
+    return [f"{settings.node_id}-{index}" for index in range(1, settings.workers + 1)]
+
+
 def worker_args(argv: Sequence[str], settings: Settings, port: int, redis_url: str | None,
-                index: int) -> list[str]:
+                index: int, link_dir: str | None = None) -> list[str]:
     """The command line of worker ``index`` (from 1): the parent's flags, then the ones that
     make it a worker (argparse keeps a flag's last value)."""
     args = [sys.executable, "-m", "server", *argv, "--workers", "1", "--reuse-port", "1",
-            "--port", str(port), "--node-id", f"{settings.node_id}-{index}"]
+            "--port", str(port), "--node-id", worker_ids(settings)[index - 1]]
     if redis_url is not None:
         args += ["--redis-url", redis_url]
+    if link_dir is not None:
+        args += ["--link-dir", link_dir, "--link-peers", ",".join(worker_ids(settings))]
     return args
 
 
@@ -92,12 +105,13 @@ def run_workers(argv: Sequence[str], settings: Settings, redis_url: str | None) 
     """Start ``settings.workers`` workers and supervise them until none is left; the exit
     status (see the module). ``redis_url`` is the embedded store's, passed on to each."""
     port, holder = shared_port(settings)
+    link_dir = tempfile.mkdtemp(prefix="table42-link-") if settings.local_link else None
     signal.pthread_sigmask(signal.SIG_BLOCK, HANDLED)
     workers: dict[int, Worker] = {}
     try:
         for index in range(1, settings.workers + 1):
             process = subprocess.Popen(
-                worker_args(argv, settings, port, redis_url, index),
+                worker_args(argv, settings, port, redis_url, index, link_dir),
                 process_group=0, preexec_fn=_as_worker)
             workers[process.pid] = Worker(f"{settings.node_id}-{index}", process)
         log.info("%d workers on %s:%d: nodes %s", len(workers), settings.host, port,
@@ -111,6 +125,8 @@ def run_workers(argv: Sequence[str], settings: Settings, redis_url: str | None) 
         signal.pthread_sigmask(signal.SIG_UNBLOCK, HANDLED)
         if holder is not None:
             holder.close()
+        if link_dir is not None:
+            shutil.rmtree(link_dir, ignore_errors=True)
 
 
 def _supervise(workers: dict[int, Worker], settings: Settings) -> int:

@@ -14,7 +14,12 @@ others can tell a dead owner from a quiet one (the tournament driver asks
 :meth:`NodeBus.is_alive`; table ownership goes by the heartbeat of
 ``server/lobby/ownership.py``, seen through ``liveness.py``). Messages are the typed structs of
 ``server/protocol/node_messages.py`` (msgpack maps with an ``op``), decoded there in one place;
-the lobby dispatches them (``Lobby.on_node_message``).
+the lobby dispatches them (``Lobby.on_node_messages``), a batch at a time: the messages one
+read brought, in order.
+
+Sibling workers of one ``--workers`` command (``link_peers``) talk over the local link
+instead (``server/cluster/link.py``: Unix sockets, no Redis round trip), whenever it is up;
+otherwise, and for every other node and every broadcast, Redis pub/sub as above.
 """
 
 from __future__ import annotations
@@ -29,6 +34,7 @@ from typing import Any
 import redis.asyncio as aioredis
 from redis.exceptions import RedisError
 
+from server.cluster.link import LocalLink
 from server.protocol.node_messages import NodeMessage, decode, encode
 from server.store.keys import Keys
 from server.tick import Tick
@@ -44,7 +50,8 @@ LISTEN_TIMEOUT = 30.0
 """Seconds the listener waits for a message before it asks again (no polling: the read
 blocks; each ask lets redis-py check the connection's health)."""
 
-Handler = Callable[[NodeMessage], Awaitable[None]]
+Handler = Callable[[list[NodeMessage]], Awaitable[None]]
+"""Handles a batch of messages from other nodes, in order (each failure its own)."""
 
 
 def _decode(data: Any) -> NodeMessage | None:
@@ -66,9 +73,11 @@ class NodeBus:
 
     def __init__(self, redis: aioredis.Redis, keys: Keys, node_id: str, *,
                  alive_ttl: float = ALIVE_TTL, alive_refresh: float = ALIVE_REFRESH,
-                 tick: Tick | None = None) -> None:
+                 tick: Tick | None = None, link_peers: tuple[str, ...] = (),
+                 link_dir: str = "") -> None:
         """``tick``: the node's tick, which refreshes the alive key (one of its own if not
-        given)."""
+        given). ``link_peers`` (the sibling workers' ids) and ``link_dir``: the local link
+        to them (off when either is empty)."""
         self._redis = redis
         self.tick = tick if tick is not None else Tick()
         # On a cluster, pub/sub and PUBLISH use a plain client of one node
@@ -84,6 +93,11 @@ class NodeBus:
         self._tasks: list[asyncio.Task[None]] = []
         self._pubsub: Any = None
         self._stopping = False
+        self.link: LocalLink | None = None
+        if link_dir and any(peer != node_id for peer in link_peers):
+            self.link = LocalLink(node_id, link_peers, link_dir, self._received_local)
+        self._local: deque[NodeMessage] = deque()
+        self._local_wake = asyncio.Event()
 
     async def start(self, handler: Handler) -> None:
         self._handler = handler
@@ -96,6 +110,9 @@ class NodeBus:
             asyncio.create_task(self._listen(), name="bus-listen"),
             asyncio.create_task(self._publish_loop(), name="bus-publish"),
         ]
+        if self.link is not None:
+            self._tasks.append(asyncio.create_task(self._dispatch_local(), name="bus-local"))
+            await self.link.start()
         self.tick.add(ALIVE, self._alive_refresh, self._refresh_alive, logger=log,
                       what="bus: alive refresh")
 
@@ -105,6 +122,8 @@ class NodeBus:
         self._wake.set()
         with contextlib.suppress(RedisError, OSError):
             await self._drain()
+        if self.link is not None:
+            await self.link.stop()
         await self.tick.remove(ALIVE)
         for task in self._tasks:
             task.cancel()
@@ -120,8 +139,13 @@ class NodeBus:
             await self._redis.delete(self._keys.node_alive(self.node_id))
 
     def send(self, node: str, message: NodeMessage) -> None:
-        """Queue ``message`` for ``node`` (never this node; callers deliver locally)."""
-        self._queue.append((self._keys.node_channel(node), encode(message)))
+        """Queue ``message`` for ``node`` (never this node; callers deliver locally): over
+        the local link when ``node`` is a sibling worker with the link up, else Redis."""
+        data = encode(message)
+        link = self.link
+        if link is not None and link.send(node, data):
+            return
+        self._queue.append((self._keys.node_channel(node), data))
         self._wake.set()
 
     def broadcast(self, message: NodeMessage) -> None:
@@ -166,14 +190,32 @@ class NodeBus:
             if message is None or message.get("type") != "message":
                 continue
             payload = _decode(message.get("data"))
-            if payload is None:
-                continue
-            try:
-                await self._handler(payload)
-            except asyncio.CancelledError:
-                raise
-            except Exception:
-                log.exception("bus: handling a node message failed")
+            if payload is not None:
+                await self._handle([payload])
+
+    async def _handle(self, batch: list[NodeMessage]) -> None:
+        assert self._handler is not None
+        try:
+            await self._handler(batch)
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            log.exception("bus: handling node messages failed")
+
+    def _received_local(self, messages: list[NodeMessage]) -> None:
+        self._local.extend(messages)
+        self._local_wake.set()
+
+    async def _dispatch_local(self) -> None:
+        """The messages the local link brought, a batch (all there is) at a time."""
+        local = self._local
+        while True:
+            await self._local_wake.wait()
+            self._local_wake.clear()
+            while local:
+                batch = list(local)
+                local.clear()
+                await self._handle(batch)
 
     async def _refresh_alive(self) -> None:
         await self._redis.set(self._keys.node_alive(self.node_id), "1", px=self._alive_ttl_ms)

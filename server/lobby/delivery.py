@@ -16,11 +16,12 @@ import logging
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
+import msgspec
 from redis.exceptions import RedisError
 
 from server.net.connection import Connection
 from server.protocol import node_messages as ops
-from server.protocol.codec import Outgoing
+from server.protocol.codec import Outgoing, Packed, WireFormat, encode
 from server.protocol.node_messages import Actor
 from server.store.retry import REDIS_AWAY, Backoff, retry_redis
 
@@ -29,10 +30,26 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+_PACK = WireFormat.MSGPACK
+
 INBOX_EVENTS = frozenset({"rating", "boosted", "tournament_pairing", "tournament_table",
                            "tournament_result", "tournament_over"})
 """Events kept in a player's inbox until delivered once (they carry an ``event_id``): the
 rating events and the tournament events."""
+
+
+def packed(frame: Mapping[str, Any]) -> msgspec.Raw:
+    """A frame for a :class:`~server.protocol.node_messages.Deliver`: its msgpack."""
+    return msgspec.Raw(encode(frame, _PACK))
+
+
+def deliver(out: Outgoing, *, player: str | None = None,
+            conns: list[str] | None = None) -> ops.Deliver:
+    """A ``deliver`` of ``out``, its forms packed (the encodings ``out`` keeps for sockets
+    here, made once)."""
+    lean = msgspec.Raw(out.frame(_PACK, True)) if out.lean is not None else ops.NO_FRAME
+    return ops.Deliver(player=player, conns=conns or [], frame=msgspec.Raw(out.frame(_PACK)),
+                       lean=lean)
 
 
 class Delivery:
@@ -50,7 +67,7 @@ class Delivery:
             if node == self.node_id:
                 self.hub.push_player(player, out)
             else:
-                self.bus.send(node, ops.Deliver(player=player, frame=out.obj, lean=out.lean))
+                self.bus.send(node, deliver(out, player=player))
 
     def deliver_conns(self, conns: Iterable[tuple[str, str]], out: Outgoing) -> None:
         """Send ``out`` to the sockets ``(node, conn id)``; one bus message per other node."""
@@ -61,7 +78,7 @@ class Delivery:
             else:
                 remote.setdefault(node, []).append(conn)
         for node, ids in remote.items():
-            self.bus.send(node, ops.Deliver(conns=ids, frame=out.obj, lean=out.lean))
+            self.bus.send(node, deliver(out, conns=ids))
 
     def deliver_chat(self, players: Mapping[str, list[str]], conns: Mapping[str, list[str]],
                      message: dict[str, Any]) -> None:
@@ -93,7 +110,7 @@ class Delivery:
                 message = self.without_muted(actor.conn, message)
             self.hub.push_conn_id(actor.conn, Outgoing(message))
         else:
-            self.bus.send(actor.node, ops.Deliver(conns=[actor.conn], frame=message))
+            self.bus.send(actor.node, ops.Deliver(conns=[actor.conn], frame=packed(message)))
 
     def charge_sync(self, conn_id: str, answer: Mapping[str, Any]) -> None:
         """A ``sync`` answer costs the socket it goes to one message of its rate limit per
@@ -114,7 +131,7 @@ class Delivery:
                 if node == self.node_id:
                     self.push_rating_here(player, event)
                 else:
-                    self.bus.send(node, ops.Deliver(player=player, frame=event))
+                    self.bus.send(node, ops.Deliver(player=player, frame=packed(event)))
         else:
             # Not seated-and-connected as far as the table knows: try presence.
             self.lobby.spawn(self.push_to_player(player, event))
@@ -199,14 +216,17 @@ class Delivery:
 
     def delivered(self, message: ops.Deliver) -> None:
         """A ``deliver`` from another node: write its frame to the player's sockets here
-        and to the sockets it names (an answer already given here is dropped)."""
-        frame = message.frame
-        out = Outgoing(frame, message.lean)
+        and to the sockets it names (an answer already given here is dropped). The frame is
+        decoded only if something needs more than its type (a JSON socket, an answer)."""
+        out: Outgoing = Packed(bytes(message.frame), message.lean_packed())
         player = message.player
-        if player is not None and frame.get("type") in INBOX_EVENTS:
-            self.push_rating_here(player, frame)
+        if player is not None and ops.frame_type(message.frame) in INBOX_EVENTS:
+            self.push_rating_here(player, out.obj)
         elif player is not None:
             self.hub.push_player(player, out)
+        if not message.conns:
+            return
+        frame = out.obj
         for conn_id in message.conns:
             if self.lobby.forwarding.answered_by_owner(conn_id, frame):
                 if frame.get("type") == "sync":

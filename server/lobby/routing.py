@@ -82,6 +82,9 @@ __all__ = ["Actor", "Lobby", "LobbyListeners", "store_away"]
 
 log = logging.getLogger(__name__)
 
+_WRITES = (ops.Deliver, ops.Push, ops.Chat)
+"""Node messages whose handling only writes to sockets here (no ``await``)."""
+
 PONG = Outgoing({"type": "pong", "ref": None})
 """The answer to a ``ping`` without ``id`` (the clients' silence watch, PROTOCOL.md §1): one
 message for every socket, each format encoded once."""
@@ -434,17 +437,51 @@ class Lobby:
 
     # --- messages from other nodes (server/protocol/node_messages.py) -----------------------
 
+    async def on_node_messages(self, messages: list[NodeMessage]) -> None:
+        """Messages from other nodes, decoded and checked by the bus, in order. The frames
+        that a run of ``deliver``, ``push`` and ``chat`` writes to sockets here leave in one
+        write per socket; a message that fails is logged and the next one handled."""
+        hub = self.hub
+        delivery = self.delivery
+        i, end = 0, len(messages)
+        while i < end:
+            if type(messages[i]) not in _WRITES:
+                await self._on_node_message(messages[i])
+                i += 1
+                continue
+            hub.hold_writes()
+            try:
+                while i < end and type(message := messages[i]) in _WRITES:
+                    i += 1
+                    try:
+                        if type(message) is ops.Deliver:
+                            delivery.delivered(message)
+                        elif type(message) is ops.Push:
+                            delivery.pushed(message)
+                        elif type(message) is ops.Chat:
+                            delivery.chatted(message)
+                    except Exception:
+                        log.exception("bus: handling a %s message failed", type(message))
+            finally:
+                hub.release_writes()
+        await self.flush()
+
     async def on_node_message(self, message: NodeMessage) -> None:
-        """One message from another node, decoded and checked by the bus."""
+        """One message from another node (see :meth:`on_node_messages`)."""
+        await self.on_node_messages([message])
+
+    async def _on_node_message(self, message: NodeMessage) -> None:
+        try:
+            await self._dispatch_node_message(message)
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            log.exception("bus: handling a %s message failed", type(message))
+
+    async def _dispatch_node_message(self, message: NodeMessage) -> None:
         match message:
             case ops.Cmd():
                 await self.forwarding.command(message)
-            case ops.Deliver():
-                self.delivery.delivered(message)
-            case ops.Push():
-                self.delivery.pushed(message)
-            case ops.Chat():
-                self.delivery.chatted(message)
             case ops.Attach():
                 await self.forwarding.attached(message)
             case ops.Detach():
@@ -468,4 +505,3 @@ class Lobby:
                 if message.node != self.node_id:  # broadcasts come back to their sender too
                     for listener in self.listeners.released:
                         listener(message.node)
-        await self.flush()

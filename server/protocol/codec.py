@@ -233,3 +233,54 @@ class Outgoing:
         if data is None:
             data = self._wires[slot] = wire_frame(self.frame(fmt, lean), fmt)
         return data
+
+
+_packed_in = msgspec.msgpack.Decoder(dict[str, Any])
+
+
+class Packed(Outgoing):
+    """A message that came from another node already encoded (its msgpack payloads, the full
+    form and, for a table event, the change-only one): msgpack sockets get those bytes as
+    they are; the dict is decoded only when something asks for it (a JSON socket, a check
+    of a field)."""
+
+    __slots__ = ("_lean", "_lean_packed", "_obj", "_packed")
+
+    def __init__(self, packed: bytes, lean: bytes | None = None) -> None:
+        self._packed = packed
+        self._lean_packed = lean
+        self._obj: dict[str, Any] | None = None
+        self._lean: dict[str, Any] | None = None
+        self._frames = [None, packed, None, lean]
+        self._wires = [None, None, None, None]
+
+    @property
+    def obj(self) -> dict[str, Any]:
+        if self._obj is None:
+            self._obj = _packed_in.decode(self._packed)
+        return self._obj
+
+    @obj.setter
+    def obj(self, value: dict[str, Any]) -> None:
+        self._obj = value
+
+    @property
+    def lean(self) -> dict[str, Any] | None:
+        if self._lean is None and self._lean_packed is not None:
+            self._lean = _packed_in.decode(self._lean_packed)
+        return self._lean
+
+    @lean.setter
+    def lean(self, value: dict[str, Any] | None) -> None:
+        self._lean = value
+
+    def _slot(self, fmt: WireFormat, lean: bool) -> int:
+        slot = 1 if fmt is _MSGPACK else 0
+        return slot + 2 if lean and self._lean_packed is not None else slot
+
+    def wire(self, fmt: WireFormat, lean: bool = False) -> bytes:
+        slot = self._slot(fmt, lean)
+        data = self._wires[slot]
+        if data is None:
+            data = self._wires[slot] = wire_frame(self.frame(fmt, lean), fmt)
+        return data

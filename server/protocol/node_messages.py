@@ -54,14 +54,51 @@ class Cmd(_Op, tag="cmd", frozen=True):
     hops: int = 0
 
 
+NO_FRAME = msgspec.Raw(b"")
+"""A :class:`Deliver` without a ``lean`` form."""
+_NIL = msgspec.Raw(b"\xc0")
+
+
 class Deliver(_Op, tag="deliver", frozen=True):
     """``frame`` for every socket of ``player`` on the receiving node and for its sockets
-    ``conns``; ``lean``: the change-only form of a table event, when it has one."""
+    ``conns``; ``lean``: the change-only form of a table event, when it has one (else
+    :data:`NO_FRAME`). Both are carried packed, as the msgpack of the frame's map (the same
+    bytes on the wire as the map itself): the sender encodes each once for its own sockets
+    and the bus, the receiver writes them to msgpack sockets without decoding them."""
 
-    frame: Frame
+    frame: msgspec.Raw
     player: str | None = None
     conns: list[str] = []
-    lean: Frame | None = None
+    lean: msgspec.Raw = NO_FRAME
+
+    def __post_init__(self) -> None:
+        # Checked as the map it was (decoding a field as Raw checks only that it is msgpack).
+        lean = self.lean
+        if not _is_map(self.frame) or not (lean in (NO_FRAME, _NIL) or _is_map(lean)):
+            raise ValueError("a deliver's frame and lean must be maps")
+
+    def lean_packed(self) -> bytes | None:
+        """The change-only form's msgpack, None when there is none."""
+        lean = self.lean
+        return None if lean in (NO_FRAME, _NIL) else bytes(lean)
+
+
+def _is_map(packed: msgspec.Raw) -> bool:
+    """Whether ``packed`` is a msgpack map (fixmap, map 16 or map 32)."""
+    view = memoryview(packed)
+    return bool(view) and (0x80 <= view[0] <= 0x8F or view[0] in (0xDE, 0xDF))
+
+
+class _Head(msgspec.Struct):
+    type: Any = None
+
+
+_head = msgspec.msgpack.Decoder(_Head)
+
+
+def frame_type(packed: msgspec.Raw | bytes) -> Any:
+    """The ``type`` of a packed frame, read without decoding the rest."""
+    return _head.decode(packed).type
 
 
 class Push(_Op, tag="push", frozen=True):
@@ -160,7 +197,7 @@ def encode(message: NodeMessage) -> bytes:
     return _encoder.encode(message)
 
 
-def decode(data: bytes) -> NodeMessage:
+def decode(data: bytes | memoryview) -> NodeMessage:
     """The node message in ``data``. Raises ``ValueError`` (``msgspec.ValidationError`` or
     ``msgspec.DecodeError``, both subclasses) when it is not msgpack, names no known op, or
     lacks a field its op needs."""

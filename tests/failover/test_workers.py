@@ -1,7 +1,8 @@
 """``python -m server --workers 2`` as a real process: two worker nodes on one port sharing the
 embedded redis-server the parent started; a game whose players' sockets landed on different
 workers is played to the end (through the node bus), and SIGINT to the parent stops every
-worker and the store.
+worker and the store. The workers talk over the local link (Unix sockets): a game across
+them publishes nothing on Redis, also after one worker was killed and started again.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import redis.asyncio as aioredis
 from nodes import (
     BASE_FLAGS,
     OWNERSHIP_FLAGS,
@@ -110,3 +112,100 @@ async def test_two_workers_serve_one_game_and_stop_together(tmp_path: Path) -> N
                 os.kill(pid, signal.SIGKILL)
             node.kill()
             await node.wait(10.0)
+
+
+def cmdline(pid: int) -> list[str]:
+    return Path(f"/proc/{pid}/cmdline").read_bytes().decode().split("\0")[:-1]
+
+
+def flag(args: list[str], name: str) -> str:
+    """The last value of ``name`` on a command line (argparse keeps the last)."""
+    return args[len(args) - 1 - args[::-1].index(name) + 1]
+
+
+async def publishes(redis: aioredis.Redis) -> int:
+    stats = await redis.info("commandstats")
+    return int(stats.get("cmdstat_publish", {}).get("calls", 0))
+
+
+STRAY_PUBLISHES = 5
+"""Broadcasts that may fall in a game's time (a takeover's after a worker was killed): a
+handful, where a game through Redis publishes at least one message per event."""
+
+
+async def cross_game(node: Node, names: tuple[str, str], redis: aioredis.Redis) -> int:
+    """Play a game between two players on different workers; the PUBLISH calls Redis saw
+    meanwhile (checked to be far fewer than the game's events)."""
+    a = await player_on(node, names[0], None, None)
+    b = await player_on(node, names[1], None, welcomed_by(a))
+    try:
+        assert {welcomed_by(a), welcomed_by(b)} == {"w-1", "w-2"}
+        table = await seat_two(a, b)
+        before = await publishes(redis)
+        over: dict[str, Any] = await play_to_end([a, b], table)
+        assert over["type"] == "game_over"
+        published = await publishes(redis) - before
+        version, _ = a.latest_state(table)
+        assert version > 4 * STRAY_PUBLISHES, version
+        return published
+    finally:
+        await a.close()
+        await b.close()
+
+
+@pytest.mark.timeout(300)
+async def test_workers_talk_over_the_local_link_and_find_a_restarted_one(
+        tmp_path: Path) -> None:
+    port = free_port()
+    args = ["--workers", "2", "--port", str(port), "--host", "127.0.0.1",
+            "--data-dir", str(tmp_path / "store"), "--node-id", "w"]
+    for name, value in {**BASE_FLAGS, **OWNERSHIP_FLAGS}.items():
+        args += [name, str(value)]
+    env = node_env()
+    env.pop("REDIS_URL", None)
+    env["TABLE42_LOG_LEVEL"] = "INFO"  # the link logs each connection
+    log_path = tmp_path / "workers.log"
+    with log_path.open("wb") as log:
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "server", *args, env=env, cwd=ROOT, stdout=log,
+            stderr=subprocess.STDOUT)
+    node = Node("w", port, proc, log_path)
+    restarted: asyncio.subprocess.Process | None = None
+    redis: aioredis.Redis | None = None
+    try:
+        await wait_ready(node, timeout=120)
+        workers = {flag(cmdline(pid), "--node-id"): pid for pid in children(proc.pid)
+                   if "--node-id" in cmdline(pid)}
+        assert sorted(workers) == ["w-1", "w-2"], node.log()[-3000:]
+        second = cmdline(workers["w-2"])
+        assert flag(second, "--link-peers") == "w-1,w-2"
+        redis = aioredis.Redis.from_url(flag(second, "--redis-url"))
+        await wait_until_logged(node, "link: connected to w-1", 1)
+        await wait_until_logged(node, "link: connected to w-2", 1)
+        assert await cross_game(node, ("alice", "bob"), redis) <= STRAY_PUBLISHES
+
+        os.kill(workers["w-2"], signal.SIGKILL)
+        await wait_until_logged(node, "link: connection to w-2 lost", 1)
+        with log_path.open("ab") as log:
+            restarted = await asyncio.create_subprocess_exec(
+                *second, env=env, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
+        await wait_until_logged(node, "link: connected to w-2", 2)  # w-1 dialled again
+        await wait_until_logged(node, "link: connected to w-1", 2)  # the new w-2
+        assert await cross_game(node, ("carol", "dave"), redis) <= STRAY_PUBLISHES
+    finally:
+        if redis is not None:
+            await redis.aclose()
+        if restarted is not None and restarted.returncode is None:
+            restarted.terminate()
+            await restarted.wait()
+        if proc.returncode is None:
+            node.signal(signal.SIGINT)
+            await node.wait(60.0)
+
+
+async def wait_until_logged(node: Node, text: str, times: int) -> None:
+    for _ in range(600):
+        if node.log().count(text) >= times:
+            return
+        await asyncio.sleep(0.1)
+    raise AssertionError(f"{text!r} not logged {times} times:\n{node.log()[-3000:]}")

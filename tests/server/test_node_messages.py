@@ -7,9 +7,16 @@ from __future__ import annotations
 from typing import Any
 
 import msgpack
+import msgspec
 import pytest
 
 from server.protocol import node_messages as ops
+
+
+def packed(frame: dict[str, Any]) -> msgspec.Raw:
+    """A frame as a ``deliver`` carries it: its msgpack (the same bytes as the map)."""
+    return msgspec.Raw(msgpack.packb(frame))
+
 
 ACTOR = ops.Actor("alice", "Alice", False, "10.0.0.1", "n1", "c1")
 ACTOR_MAP = {"player": "alice", "name": "Alice", "is_guest": False, "address": "10.0.0.1",
@@ -20,9 +27,9 @@ WIRE: list[tuple[ops.NodeMessage, dict[str, Any]]] = [
      {"op": "cmd", "actor": ACTOR_MAP, "msg": {"type": "roll", "table": "t"}}),
     (ops.Cmd(actor=ACTOR, msg={"type": "roll", "table": "t"}, hops=1),
      {"op": "cmd", "actor": ACTOR_MAP, "msg": {"type": "roll", "table": "t"}, "hops": 1}),
-    (ops.Deliver(player="bob", frame={"type": "x"}, lean={"type": "y"}),
+    (ops.Deliver(player="bob", frame=packed({"type": "x"}), lean=packed({"type": "y"})),
      {"op": "deliver", "player": "bob", "frame": {"type": "x"}, "lean": {"type": "y"}}),
-    (ops.Deliver(conns=["c1", "c2"], frame={"type": "x"}),
+    (ops.Deliver(conns=["c1", "c2"], frame=packed({"type": "x"})),
      {"op": "deliver", "conns": ["c1", "c2"], "frame": {"type": "x"}}),
     (ops.Push(player="bob", frame={"type": "x"}),
      {"op": "push", "player": "bob", "frame": {"type": "x"}}),
@@ -53,8 +60,11 @@ def test_each_op_keeps_its_keys(message: ops.NodeMessage, wire: dict[str, Any]) 
 
 def test_fields_a_node_left_out_take_their_defaults() -> None:
     # As a node sends them without the optional keys (or with ``lean`` set to nil).
-    assert ops.decode(msgpack.packb({"op": "deliver", "player": "p", "frame": {},
-                                     "lean": None})) == ops.Deliver(player="p", frame={})
+    for extra in ({}, {"lean": None}):
+        deliver = ops.decode(msgpack.packb({"op": "deliver", "player": "p", "frame": {},
+                                            **extra}))
+        assert isinstance(deliver, ops.Deliver) and deliver.lean_packed() is None
+        assert bytes(deliver.frame) == msgpack.packb({})
     assert ops.decode(msgpack.packb({"op": "taken_over", "table": "t", "node": "n"})) \
         == ops.TakenOver(table="t", node="n")
     actor = dict(ACTOR_MAP)

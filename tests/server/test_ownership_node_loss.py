@@ -35,7 +35,7 @@ async def test_a_paused_owners_players_get_the_node_loss_grace_and_are_attached_
     # n1 wakes up: its heartbeat finds it was taken for dead, it lets the table go and
     # attaches its sockets of the table's players to n2, which sends them resume.
     bus = one.app[BUS]
-    await bus.start(one.lobby.on_node_message)
+    await bus.start(one.lobby.on_node_messages)
     await one.app[OWNERSHIP].start()
     for client in (a, b):
         resume = await client.expect("resume", table=table)
