@@ -77,6 +77,28 @@ class _SourceFirst(importlib.abc.MetaPathFinder):
             fullname, source)
 
 
+class _GroupRuntime(importlib.abc.MetaPathFinder):
+    """Finds the compiled group's shared runtime (``<hash>__mypyc``, at the top of the
+    checkout) when the top of the checkout is not on ``sys.path``: an editable install maps
+    only the runtime of the group it built, and adding a module to :data:`COMPILED` renames
+    the group, so a script run from elsewhere after ``build_ext --inplace`` would not find
+    the new one."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+
+    def find_spec(self, fullname: str, path: Sequence[str] | None,
+                  target: ModuleType | None = None) -> importlib.machinery.ModuleSpec | None:
+        del target
+        if path is not None or not fullname.endswith("__mypyc"):
+            return None
+        for suffix in importlib.machinery.EXTENSION_SUFFIXES:
+            file = self.root / (fullname + suffix)
+            if file.exists():
+                return importlib.util.spec_from_file_location(fullname, file)
+        return None
+
+
 BUILDS: dict[str, str] = {}
 """Module name -> its build, once :func:`install` ran."""
 
@@ -99,5 +121,7 @@ def install(root: Path = ROOT) -> dict[str, str]:
                 builds[name] = "pure (stale build)"
         sys.meta_path.insert(0, _SourceFirst({
             module_name(source): root / source for source in COMPILED}))
+    elif "compiled" in builds.values():
+        sys.meta_path.append(_GroupRuntime(root))  # after the usual finders
     BUILDS.update(builds)
     return BUILDS

@@ -128,3 +128,33 @@ def test_a_stale_compiled_module_is_not_loaded(tmp_path: Path) -> None:
     stale = _run([sys.executable, "-c", probe], tmp_path, env, 60).strip().split(maxsplit=1)
     assert stale[0] == "pure" and stale[1].endswith("(stale build) " + str(
         tmp_path / "server" / "rules" / "moves.py")), stale
+
+
+@pytest.mark.timeout(300)
+def test_the_compiled_core_loads_from_outside_the_checkout(tmp_path: Path) -> None:
+    """The group's shared runtime (``<hash>__mypyc``) sits at the top of the checkout; a
+    script run from elsewhere, with only the packages' folder mapped (as an editable install
+    does) and not the top itself on the path, still loads the compiled modules."""
+    if not COMPILED or not (ROOT / "server" / "rules" / "moves.build").exists():
+        pytest.skip("no stamped compiled build here")
+    for name in ("server", "rating_plugin"):
+        shutil.copytree(ROOT / name, tmp_path / "top" / name,
+                        ignore=shutil.ignore_patterns("__pycache__"))
+    for shared in ROOT.glob("*__mypyc*"):
+        shutil.copy2(shared, tmp_path / "top" / shared.name)
+    (tmp_path / "elsewhere").mkdir()
+    # A finder for the two packages only, as pip's editable finder maps them.
+    probe = (
+        "import importlib.util, sys; from importlib.machinery import PathFinder\n"
+        "class Packages:\n"
+        "    def find_spec(self, name, path=None, target=None):\n"
+        f"        top = {str(tmp_path / 'top')!r}\n"
+        "        if name in ('server', 'rating_plugin'):\n"
+        "            return PathFinder.find_spec(name, [top])\n"
+        "        return None\n"
+        "sys.meta_path.append(Packages())\n"
+        "import server.builds as b, server.tables.machine as m\n"
+        "print(sorted(set(b.BUILDS.values())), m.__file__)\n"
+    )
+    out = _run([sys.executable, "-c", probe], tmp_path / "elsewhere", dict(os.environ), 60)
+    assert out.startswith("['compiled'] ") and not out.strip().endswith(".py"), out
