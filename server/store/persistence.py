@@ -346,15 +346,19 @@ class Persistence(ResultRecords, OwnerRecords, EventLogReads, LobbyIndex, Player
         self.store_id = None if found is None else _text(found)
         return self.store_id or ""
 
-    async def check_store(self, timeout: float = 2.0) -> tuple[bool, bool]:
-        """(Redis answered, the store was lost): one GET of the store's identity. Lost means
-        answered with no identity or another one than this node knows (emptied, replaced).
-        Not lost when this node never knew one (:meth:`claim_store` not done)."""
+    async def check_store(self, timeout: float = 2.0, *,
+                          alone: bool = False) -> tuple[bool, bool]:
+        """(Redis answered, the store was lost): one GET of the store's identity (with the
+        other reads of the tick's duties due now, one round trip; ``alone``: on a
+        connection of its own). Lost means answered with no identity or another one than
+        this node knows (emptied, replaced). Not lost when this node never knew one
+        (:meth:`claim_store` not done)."""
+        key = self.keys.store_id
         try:
             async with asyncio.timeout(timeout):  # no task of its own, as wait_for makes
-                # (with the other reads of the tick's duties due now: one round trip)
-                found = await reads(self.redis).get(self.keys.store_id)
-        except (RedisError, OSError, TimeoutError):
+                found = await (self.redis.get(key) if alone else reads(self.redis).get(key))
+        except (RedisError, OSError, TimeoutError) as exc:
+            log.info("Redis check failed: %r", exc)
             return False, False
         if self.store_id is None:
             return True, False
@@ -384,6 +388,11 @@ class Persistence(ResultRecords, OwnerRecords, EventLogReads, LobbyIndex, Player
         # A generous timeout: a node under load answers late, not never (an unreachable
         # Redis refuses the connection at once).
         up, lost = await self.check_store(timeout=max(interval, 2.0))
+        if not up and self._redis_up:
+            # Before every table holds and every move is refused: asked once more, alone
+            # (a read that failed with the batch it went in, or a loop too busy to read the
+            # answer in time, is not an outage; a Redis that is away refuses this too).
+            up, lost = await self.check_store(timeout=max(interval, 2.0), alone=True)
         if lost:
             self.store_lost()
         if up and self.store_id is None:

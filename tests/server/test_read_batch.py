@@ -5,11 +5,16 @@ or its own error, a read alone goes as it is, and a cluster client batches too."
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
+from typing import Any
 
 import pytest
 import redis.asyncio as aioredis
 from redis.exceptions import ResponseError
 
+from server.config import Settings
+from server.store.keys import Keys
+from server.store.persistence import Persistence
 from server.store.read_batch import ReadBatch, reads
 
 
@@ -70,3 +75,27 @@ async def test_a_cluster_client_batches_its_reads(
     got = await asyncio.gather(batch.get(f"{key_prefix}one"), batch.smembers(f"{key_prefix}two"),
                                batch.hlen(f"{key_prefix}three"))
     assert list(got) == [b"1", {b"m"}, 0] and batch.round_trips == 1
+
+
+async def test_a_failed_batched_check_is_asked_again_alone_before_redis_counts_as_away(
+        redis_client: aioredis.Redis, make_settings: Callable[..., Settings],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The Redis check's read failing with its batch (or answered too late for a busy loop)
+    is not an outage: the check asks once more on its own before every table holds."""
+    settings = make_settings()
+    store = Persistence(redis_client, Keys(settings.key_prefix), settings)
+    await store.claim_store()
+    batch = reads(redis_client)
+
+    def failing(key: str) -> asyncio.Future[Any]:
+        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        future.set_exception(ConnectionError("the batch's connection broke"))
+        return future
+
+    monkeypatch.setattr(batch, "get", failing)
+    await store.check_once()
+    assert store.redis_up  # asked alone, Redis answered
+    await redis_client.connection_pool.disconnect()
+    monkeypatch.setattr(store.redis, "get", failing)
+    await store.check_once()
+    assert not store.redis_up  # alone too: away
