@@ -51,26 +51,24 @@ async def post_json(url: str, body: Mapping[str, Any] | None = None,
         return resp.status, dict(data)
 
 
+async def _token(ws_url: str, path: str, ok: int, body: dict[str, Any] | None = None) -> str:
+    """The ``token`` of a POST to ``path`` answered ``ok``; :class:`ClientError` otherwise."""
+    status, reply = await post_json(http_base(ws_url) + path, body)
+    if status != ok:
+        raise ClientError(f"{path}: {status} {reply}")
+    return str(reply["token"])
+
+
 async def guest_token(ws_url: str) -> str:
     """A fresh guest token (``POST /api/guest``) from the server of ``ws_url``."""
-    status, body = await post_json(http_base(ws_url) + "/api/guest")
-    if status != 200:
-        raise ClientError(f"/api/guest: {status} {body}")
-    return str(body["token"])
+    return await _token(ws_url, "/api/guest", 200)
 
 
 async def register(ws_url: str, name: str, password: str) -> str:
     """Create an account (``POST /api/register``) and return its token."""
-    status, body = await post_json(http_base(ws_url) + "/api/register",
-                                   {"name": name, "password": password})
-    if status != 201:
-        raise ClientError(f"/api/register: {status} {body}")
-    return str(body["token"])
+    return await _token(ws_url, "/api/register", 201, {"name": name, "password": password})
 
 
 async def login(ws_url: str, name: str, password: str) -> str:
-    status, body = await post_json(http_base(ws_url) + "/api/login",
-                                   {"name": name, "password": password})
-    if status != 200:
-        raise ClientError(f"/api/login: {status} {body}")
-    return str(body["token"])
+    """Log in (``POST /api/login``) and return the token."""
+    return await _token(ws_url, "/api/login", 200, {"name": name, "password": password})

@@ -1,4 +1,5 @@
 """One game of backgammon as a state machine: opening roll, rolls, plays, cube, resignation.
+(Pure and compiled as one unit with the table core, so it stays one file past 700 lines.)
 
 Phases (``Game.phase``) and who acts (``Game.to_act``)::
 

@@ -64,15 +64,22 @@ async def player_on(node: Node, name: str, worker: str | None, avoid: str | None
     raise AssertionError(f"{name}: every connection landed on {avoid}")
 
 
-@pytest.mark.timeout(240)
-async def test_two_workers_serve_one_game_and_stop_together(tmp_path: Path) -> None:
-    port = free_port()
+def _workers_command(port: int, tmp_path: Path) -> tuple[list[str], dict[str, str]]:
+    """``python -m server``'s arguments for two workers on ``port``, and its environment
+    (no REDIS_URL: the parent starts the embedded store)."""
     args = ["--workers", "2", "--port", str(port), "--host", "127.0.0.1",
             "--data-dir", str(tmp_path / "store"), "--node-id", "w"]
     for flag, value in {**BASE_FLAGS, **OWNERSHIP_FLAGS}.items():
         args += [flag, str(value)]
     env = node_env()
-    env.pop("REDIS_URL", None)  # the parent starts the embedded store
+    env.pop("REDIS_URL", None)
+    return args, env
+
+
+@pytest.mark.timeout(240)
+async def test_two_workers_serve_one_game_and_stop_together(tmp_path: Path) -> None:
+    port = free_port()
+    args, env = _workers_command(port, tmp_path)
     log_path = tmp_path / "workers.log"
     with log_path.open("wb") as log:
         proc = await asyncio.create_subprocess_exec(
@@ -157,12 +164,7 @@ async def cross_game(node: Node, names: tuple[str, str], redis: aioredis.Redis) 
 async def test_workers_talk_over_the_local_link_and_find_a_restarted_one(
         tmp_path: Path) -> None:
     port = free_port()
-    args = ["--workers", "2", "--port", str(port), "--host", "127.0.0.1",
-            "--data-dir", str(tmp_path / "store"), "--node-id", "w"]
-    for name, value in {**BASE_FLAGS, **OWNERSHIP_FLAGS}.items():
-        args += [name, str(value)]
-    env = node_env()
-    env.pop("REDIS_URL", None)
+    args, env = _workers_command(port, tmp_path)
     env["TABLE42_LOG_LEVEL"] = "INFO"  # the link logs each connection
     log_path = tmp_path / "workers.log"
     with log_path.open("wb") as log:
