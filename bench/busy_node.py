@@ -66,7 +66,9 @@ from busy_scenario import (  # noqa: E402
     run,
     violations,
 )
-from nodes import Cluster  # noqa: E402
+from nodes import Cluster, Player, seat_two  # noqa: E402
+
+from server.client import register  # noqa: E402
 
 
 def row(rec: PhaseRecord) -> str:
@@ -117,18 +119,30 @@ def per_load(rec: PhaseRecord) -> list[str]:
 
 
 async def stall(world: World, seconds: float) -> dict[str, Any]:
-    """SIGSTOP n1 for ``seconds`` with the paced games running; owners before and after."""
-    tables = dict(world.tables)
-    before = {t: await owner_of(world, t) for t in tables.values()}
+    """A new paced table on n1 (its tables may have moved in a phase), then SIGSTOP n1 for
+    ``seconds`` with the paced games running; the owners before and after, the gone lines."""
+    tokens = [await register(world.setup.ws_url, f"stall{i}", "correct horse")
+              for i in range(2)]
+    a, b = [await Player.open(world.n1, token) for token in tokens]
+    fresh = await seat_two(a, b)
+    tables = [fresh, *world.tables.values()]
+    before = {t: await owner_of(world, t) for t in tables}
+    offsets = {n.name: len(n.log()) for n in world.cluster.nodes.values()}
     world.n1.pause()
     try:
         await asyncio.sleep(seconds)
     finally:
         world.n1.resume()
     await asyncio.sleep(3.0)
-    after = {t: await owner_of(world, t) for t in tables.values()}
-    moved = [f"{t}: {before[t]} -> {after[t]}" for t in before if after[t] != before[t]]
-    return {"stall_s": seconds, "tables": len(before), "taken_over": moved}
+    after = {t: await owner_of(world, t) for t in tables}
+    gone = [f"{n.name}: {line}" for n in world.cluster.nodes.values()
+            for line in n.log()[offsets.get(n.name, 0):].splitlines()
+            if "is gone" in line or "heartbeat had run out" in line]
+    with contextlib.suppress(Exception):
+        await asyncio.gather(a.close(), b.close())
+    return {"stall_s": seconds, "n1_tables": sum(o == world.n1.name for o in before.values()),
+            "taken_over": [f"{t}: {before[t]} -> {after[t]}" for t in tables
+                           if after[t] != before[t]], "gone_lines": gone}
 
 
 async def kill(world: World, limit: float = 60.0) -> dict[str, Any]:
@@ -165,8 +179,7 @@ async def bench(args: argparse.Namespace) -> dict[str, Any]:
         root = Path(args.root).resolve() if args.root else ROOT
         cluster = Cluster(args.redis_url, prefix, Path(logs), root=root)
         try:
-            loads = {kind for name in phases for kind in PHASES[name]}
-            world = await build(cluster, redis, scale, loads)
+            world = await build(cluster, redis, scale, phases)
             print(f"record {world.game_id}: {world.record_bytes:,} bytes", file=sys.stderr)
             records = await run(world, phases, keep_going=bool(args.stall or args.kill))
             if args.stall:

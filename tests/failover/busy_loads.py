@@ -26,11 +26,11 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import base64
 import contextlib
 import itertools
 import json
-import random
-import string
+import os
 import sys
 import time
 from collections import Counter
@@ -124,8 +124,13 @@ async def guest(http: aiohttp.ClientSession, base: str, addr: str) -> str:
         return str(body["token"])
 
 
-def random_id(length: int) -> str:
-    return "".join(random.choices(string.ascii_letters + string.digits, k=length))
+def random_ids(count: int, length: int) -> list[str]:
+    """``count`` ids of ``length`` random URL-safe characters, never seen before (one
+    ``os.urandom`` call: the flood makes thousands a second)."""
+    size = length * 3 // 4 + 3
+    blob = base64.urlsafe_b64encode(os.urandom(size * count)).decode()
+    step = len(blob) // count
+    return [blob[i * step:i * step + length] for i in range(count)]
 
 
 async def flood(base: str, sockets: int, rate: float, seconds: float,
@@ -168,9 +173,9 @@ async def flood(base: str, sockets: int, rate: float, seconds: float,
                     if n % 2 == 0:
                         msg: dict[str, Any] = {
                             "type": "ack_events", "id": next(ids),
-                            "events": [random_id(ID_LENGTH) for _ in range(ACK_IDS)]}
+                            "events": random_ids(ACK_IDS, ID_LENGTH)}
                     else:
-                        msg = {"type": "watch", "id": next(ids), "table": random_id(12)}
+                        msg = {"type": "watch", "id": next(ids), "table": random_ids(1, 12)[0]}
                     await ws.send_str(json.dumps(msg))
                     sent[msg["type"]] += 1
                     n += 1
