@@ -15,6 +15,9 @@ prints one JSON summary on stdout.
   every ``--think`` seconds, under the default message rate) until it ends or ``--seconds``
   have passed: games arrive faster than they end, so the node's load grows all along.
 
+The sustained loads report ``active``: the Unix times their offered load began and ended
+(the node's memory is judged over that span, not over the sockets' closing).
+
 Every answer that refuses work is counted by its code. The issue's rule is that a refusal
 carries ``busy`` or ``rate_limited`` with ``retry_after`` (HTTP: 429 or 503 with
 ``Retry-After``); what breaks it is listed under ``bad``. A refused create/join is sent
@@ -189,11 +192,13 @@ async def flood(base: str, sockets: int, rate: float, seconds: float,
 
     start = time.monotonic()
     loop = asyncio.get_running_loop()
+    active = (time.time() + 1.0, time.time() + 1.0 + seconds)
     async with aiohttp.ClientSession(timeout=timeout) as http:
         results = await asyncio.gather(*(one(i, http, loop.time() + 1.0)
                                          for i in range(sockets)), return_exceptions=True)
     failures = [repr(r) for r in results if isinstance(r, BaseException)]
-    return {"sockets": sockets, "rate": rate, "seconds": seconds, "sent": dict(sent),
+    return {"sockets": sockets, "rate": rate, "seconds": seconds, "active": active,
+            "sent": dict(sent),
             "answers": dict(answers), "closes": dict(closes), "bad": (bad + failures)[:20],
             "bad_count": len(bad) + len(failures), "wall_s": time.monotonic() - start}
 
@@ -210,6 +215,7 @@ async def overload(base: str, ws_url: str, games: int, rate: float, seconds: flo
     addresses = itertools.count(1)
     loop = asyncio.get_running_loop()
     deadline = loop.time() + seconds
+    active = (time.time(), time.time() + seconds)
 
     def refused(exc: RequestFailed, what: str) -> float | None:
         """The wait a refusal asks for, or None (and a ``bad`` entry) when it is not one."""
@@ -309,6 +315,7 @@ async def overload(base: str, ws_url: str, games: int, rate: float, seconds: flo
         await asyncio.gather(*(arrival(http, k) for k in range(games)))
     creates = sum(v for k, v in refusals.items() if k.startswith("create_table"))
     return {"games": games, "arrival_rate": rate, "seconds": seconds, "think": think,
+            "active": active,
             **dict(counts), "refusals": dict(refusals), "bad": bad[:20], "bad_count": len(bad),
             "not_admitted": counts["games_offered"] - counts["games_started"] - counts["failed"],
             "create_refused_share": creates / max(1, creates + counts["games_started"]),

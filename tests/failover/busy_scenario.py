@@ -41,6 +41,7 @@ import json
 import random
 import subprocess
 import sys
+import time
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -169,9 +170,13 @@ class PhaseRecord:
         return figures
 
     def second_half_growth(self) -> float | None:
-        start, end = self.load_window
-        if end <= start:
+        """MiB n1 grew over the second half of the sustained load's active span (the
+        flood's, else the overload's; Unix times from the load process)."""
+        spans = [load["active"] for kind in ("flood", "overload")
+                 if (load := self.loads.get(kind)) and load.get("active")]
+        if not spans:
             return None
+        start, end = spans[0]
         mid = start + (end - start) / 2
         half = [m for t, m in self.rss if mid <= t <= end]
         if len(half) < 2:
@@ -352,12 +357,11 @@ async def owner_of(world: World, table: str) -> str:
 
 async def sample(world: World) -> None:
     """Every 0.25 s: n1's and n2's memory, a Redis PING, the paced tables' owners."""
-    loop = asyncio.get_running_loop()
     owners: dict[str, str] = {}
     while not world.stop.is_set():
         rec = world.current
         with contextlib.suppress(OSError):
-            rec.rss.append((loop.time(), rss_mib(world.n1.pid)))
+            rec.rss.append((time.time(), rss_mib(world.n1.pid)))
             rec.rss_n2.append(rss_mib(world.n2.pid))
         try:
             async with asyncio.timeout(1.0):
