@@ -19,15 +19,18 @@ from each of 64 guest sockets for 30 s), ``overload`` (300 new games arriving at
 each played flat out by two new guests), ``reviews`` (100 concurrent ``GET
 /api/games/{id}/review`` of a game never reviewed, one address each), ``records`` (1,000
 concurrent anonymous ``GET /api/games/{id}`` of a ~1.9 MB record, 1,000 chat lines, from
-one address), ``together`` (the four at once). Each phase: the seated players' ping
-(through their own sockets, every 0.5 s, the paced games' decisions every 2-5 s) p50 / p99 /
-max, takeovers of their tables (owner changes in Redis), "is gone" / "heartbeat had run
-out" log lines, ``held`` frames and ``unavailable`` refusals sent to seated players while
-the bench's Redis client was answered, refusals by kind and the ones without ``busy`` /
-``rate_limited`` and ``retry_after``, ``n1``'s resident memory (before, peak, after, growth
-over the second half of the load), ``n1``'s and ``n2``'s CPU over the load (the process's,
-every thread: with one load alone, per request), and what each load saw (latencies, answers).
-The verdict lines are the test's requirements.
+one address), ``together`` (the four at once); on request (``--phases``) also ``mats``
+(``GET /api/games/{id}/mat`` of the large record, ``--record-reads`` at once from one
+address) and ``reviews_cached`` (after ``reviews``: the same game's review again).
+
+Each phase: the seated players' ping (through their own sockets, every 0.5 s, the paced
+games' decisions every 2-5 s) p50 / p99 / max, takeovers of their tables (owner changes in
+Redis), "is gone" / "heartbeat had run out" log lines, ``held`` frames and ``unavailable``
+refusals sent to seated players while the bench's Redis client was answered, refusals by
+kind and the ones without ``busy`` / ``rate_limited`` and ``retry_after``, ``n1``'s resident
+memory (before, peak, after, growth over the second half of a sustained load), ``n1``'s and
+``n2``'s CPU over the load (the process's, every thread: with one load alone, per request),
+and what each load saw (latencies, answers). The verdict lines are the test's requirements.
 
 ``--stall S`` then pauses ``n1`` (SIGSTOP) for S seconds, the paced games running: the
 figure is whether a peer took its tables (the issue: a 10 s stall takes nothing). ``--kill``
@@ -56,6 +59,7 @@ sys.path.insert(0, str(ROOT / "tests" / "failover"))
 
 import redis.asyncio as aioredis  # noqa: E402
 from busy_scenario import (  # noqa: E402
+    ALL_PHASES,
     FULL,
     PHASES,
     SUITE,
@@ -95,7 +99,7 @@ def per_load(rec: PhaseRecord) -> list[str]:
     lines = []
     f = rec.figures()
     for kind, load in rec.loads.items():
-        if kind in ("records", "reviews"):
+        if kind in ("records", "mats", "reviews", "reviews_cached"):
             per = f[kind].get("n1_cpu_ms_per_request")
             p50, p99 = load.get("latency_p50_s"), load.get("latency_p99_s")
             lines.append(
@@ -169,7 +173,7 @@ async def bench(args: argparse.Namespace) -> dict[str, Any]:
                                    ("load_seconds", args.load_seconds)) if v is not None}
     scale = dataclasses.replace(scale, **overrides)
     phases = [p.strip() for p in args.phases.split(",") if p.strip()]
-    unknown = set(phases) - set(PHASES)
+    unknown = set(phases) - set(ALL_PHASES)
     if unknown:
         raise SystemExit(f"unknown phases: {sorted(unknown)}")
     prefix = f"bench-busy-{uuid.uuid4().hex[:8]}:"

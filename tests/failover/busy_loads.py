@@ -4,6 +4,7 @@ prints one JSON summary on stdout.
 
 - ``records``: ``--count`` concurrent anonymous ``GET /api/games/{id}`` from one address
   (``X-Forwarded-For``; the node believes it from 127.0.0.1), each body read whole;
+- ``mats``: the same for ``GET /api/games/{id}/mat`` (the bench's figure);
 - ``reviews``: ``--count`` concurrent ``GET /api/games/{id}/review``, each from its own
   address (so that no per-address budget, but sharing one computation, is what spares the
   node);
@@ -326,7 +327,7 @@ async def overload(base: str, ws_url: str, games: int, rate: float, seconds: flo
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("kind", choices=("records", "reviews", "flood", "overload"))
+    parser.add_argument("kind", choices=("records", "mats", "reviews", "flood", "overload"))
     parser.add_argument("--http", required=True, help="http://127.0.0.1:PORT of the node")
     parser.add_argument("--game", default="", help="the finished game's id")
     parser.add_argument("--count", type=int, default=100)
@@ -342,6 +343,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.kind == "records":
         result = asyncio.run(http_burst(base, f"/api/games/{args.game}", args.count,
                                         one_address=True, block=203))
+    elif args.kind == "mats":
+        result = asyncio.run(http_burst(base, f"/api/games/{args.game}/mat", args.count,
+                                        one_address=True, block=205))
     elif args.kind == "reviews":
         result = asyncio.run(http_burst(base, f"/api/games/{args.game}/review", args.count,
                                         one_address=False, block=204))

@@ -85,6 +85,11 @@ PHASES: dict[str, tuple[str, ...]] = {
 }
 """The phases in their order: the sustained loads first, while the node's heap has not been
 grown by the large reads (memory freed by those would hide a leak's growth)."""
+ALL_PHASES: dict[str, tuple[str, ...]] = {
+    **PHASES, "mats": ("mats",), "reviews_cached": ("reviews_cached",)}
+"""With the bench's extra phases: ``mats`` (the record's ``.mat``, ``record_reads`` at once
+from one address) and ``reviews_cached`` (the reviews again, of the game the first
+``reviews`` phase reviewed)."""
 SUSTAINED = frozenset({"flood", "overload"})
 
 
@@ -262,18 +267,18 @@ async def build(cluster: Cluster, redis: aioredis.Redis, scale: Scale,
                 phases: list[str]) -> World:
     """Start the nodes, make the large record (and a game never reviewed for each phase that
     reviews) when a load needs them, seat the paced games."""
-    loads = {kind for name in phases for kind in PHASES[name]}
+    loads = {kind for name in phases for kind in ALL_PHASES[name]}
     started = await asyncio.gather(cluster.start("n1", **DEFAULTS),
                                    cluster.start("n2", **DEFAULTS),
                                    cluster.start("setup", **SETUP_FLAGS))
     n1, n2, setup = started
     game_id, size, fresh = "", 0, []
-    if loads & {"records", "reviews"}:
+    if loads & {"records", "mats", "reviews", "reviews_cached"}:
         game_id = await large_game(cluster, setup, scale.chat_lines, "chatty")
         size = await record_size(n1, game_id)
     if "reviews" in loads:  # one game never reviewed for each phase that reviews
         fresh = [game_id, *[await large_game(cluster, setup, 0, f"quiet{i}")
-                            for i in range(sum("reviews" in PHASES[p] for p in phases) - 1)]]
+                            for i in range(sum("reviews" in ALL_PHASES[p] for p in phases) - 1)]]
     world = World(cluster, redis, scale, n1, n2, setup, game_id, size, fresh)
     tokens = await asyncio.gather(*(library_register(setup.ws_url, f"seated{i}",
                                                      "correct horse")
@@ -385,8 +390,11 @@ async def sample(world: World) -> None:
 
 def load_args(world: World, kind: str) -> list[str]:
     s = world.scale
+    if kind == "reviews_cached":
+        return [str(HERE / "busy_loads.py"), "reviews", "--http", world.n1.http,
+                "--game", world.game_id, "--count", str(s.reviews)]
     common = [str(HERE / "busy_loads.py"), kind, "--http", world.n1.http]
-    if kind == "records":
+    if kind in ("records", "mats"):
         return [*common, "--game", world.game_id, "--count", str(s.record_reads)]
     if kind == "reviews":
         game = world.unreviewed.pop(0) if len(world.unreviewed) > 1 else world.unreviewed[0]
@@ -428,11 +436,11 @@ async def run_phase(world: World, name: str) -> PhaseRecord:
     await asyncio.sleep(world.scale.settle)
     cpu = {n.name: n.cpu_seconds() for n in (world.n1, world.n2)}
     start = loop.time()
-    results = await asyncio.gather(*(run_load(world, kind) for kind in PHASES[name]))
+    results = await asyncio.gather(*(run_load(world, kind) for kind in ALL_PHASES[name]))
     end = loop.time()
     rec.cpu = {n.name: n.cpu_seconds() - cpu[n.name] for n in (world.n1, world.n2)}
     rec.load_window = (start, end)
-    rec.loads = dict(zip(PHASES[name], results, strict=True))
+    rec.loads = dict(zip(ALL_PHASES[name], results, strict=True))
     await asyncio.sleep(world.scale.settle)
     for n in nodes:
         lines = new_log_lines(n, offsets[n.name])
@@ -489,7 +497,7 @@ def violations(rec: PhaseRecord) -> list[str]:
                        f"{len(pings)} pings)")
     out += [f"{p} seated socket lost: {lost}" for lost in rec.lost]
     out += [f"{p} paced game: {err}" for err in rec.paced_errors[:5]]
-    if SUSTAINED & set(PHASES[rec.name]):
+    if SUSTAINED & set(ALL_PHASES[rec.name]):
         growth = rec.second_half_growth()
         if growth is not None and growth > LEVEL_ALLOWANCE_MIB:
             out.append(f"{p} n1's memory still grew {growth:.0f} MiB over the second half "
