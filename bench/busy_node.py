@@ -50,6 +50,7 @@ import sys
 import tempfile
 import time
 import uuid
+from collections.abc import Coroutine
 from pathlib import Path
 from typing import Any
 
@@ -164,6 +165,15 @@ async def kill(world: World, limit: float = 60.0) -> dict[str, Any]:
             "not_taken_over": len(mine) - len(took)}
 
 
+async def guarded(step: Coroutine[Any, Any, dict[str, Any]]) -> dict[str, Any]:
+    """A step after the phases: its failure is a figure, the phases' figures are kept."""
+    try:
+        async with asyncio.timeout(180):
+            return await step
+    except Exception as exc:
+        return {"failed": repr(exc)}
+
+
 async def bench(args: argparse.Namespace) -> dict[str, Any]:
     scale = FULL if args.scale == "full" else SUITE
     overrides = {k: v for k, v in (("record_reads", args.record_reads),
@@ -187,9 +197,9 @@ async def bench(args: argparse.Namespace) -> dict[str, Any]:
             print(f"record {world.game_id}: {world.record_bytes:,} bytes", file=sys.stderr)
             records = await run(world, phases, keep_going=bool(args.stall or args.kill))
             if args.stall:
-                extra["stall"] = await stall(world, args.stall)
+                extra["stall"] = await guarded(stall(world, args.stall))
             if args.kill:
-                extra["kill"] = await kill(world)
+                extra["kill"] = await guarded(kill(world))
             world.stop.set()
             for task in world.tasks:
                 task.cancel()

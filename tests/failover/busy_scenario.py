@@ -61,7 +61,7 @@ from nodes import (
 )
 
 from server.client import register as library_register
-from server.client.connection import ConnectionLost, RequestFailed, RequestTimeout
+from server.client.connection import ClientError, ConnectionLost, RequestFailed, RequestTimeout
 
 HERE = Path(__file__).resolve().parent
 PING_P99_LIMIT = 0.250
@@ -349,7 +349,7 @@ async def ping(world: World, player: Player) -> None:
 async def reopen(world: World, player: Player) -> None:
     while not world.stop.is_set():
         await asyncio.sleep(1.0)
-        with contextlib.suppress(ConnectionLost, RequestTimeout, OSError):
+        with contextlib.suppress(ClientError, OSError):  # refused (503) or lost again
             await player.reconnect()
             return
 
