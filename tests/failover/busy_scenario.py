@@ -500,8 +500,8 @@ def violations(rec: PhaseRecord) -> list[str]:
     if SUSTAINED & set(ALL_PHASES[rec.name]):
         growth = rec.second_half_growth()
         if growth is not None and growth > LEVEL_ALLOWANCE_MIB:
-            out.append(f"{p} n1's memory still grew {growth:.0f} MiB over the second half "
-                       f"of the load (allowed {LEVEL_ALLOWANCE_MIB:.0f} MiB)")
+            out.append(f"{p} n1's memory still grew {growth:.1f} MiB over the second half "
+                       f"of the load (allowed {LEVEL_ALLOWANCE_MIB:.1f} MiB)")
     for kind, load in rec.loads.items():
         out += [f"{p} {kind}: {bad}" for bad in load.get("bad", [])[:5]]
         if load.get("bad_count", 0) > 5:
