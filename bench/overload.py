@@ -3,10 +3,11 @@ with the door (docs/operations.md "Overload") off and on.
 
 Run from the repository root (by hand; about 2 minutes a run)::
 
-    python3 bench/overload.py --capacity-steps 20,40,60,80     # find the capacity, then
-                                                                # 1.5x and 2x, door off, on
-    python3 bench/overload.py --capacity 60                     # skip the search
-    python3 bench/overload.py --capacity 60 --json out.json     # also keep every figure
+    python3 bench/overload.py                       # capacity from a 20-game probe's CPU,
+                                                    # then 1.5x and 2x, door off and on
+    python3 bench/overload.py --search 20,40,60,80  # capacity: the most games at p99 < 50 ms
+    python3 bench/overload.py --capacity 60         # skip finding it
+    python3 bench/overload.py --capacity 60 --json out.json   # also keep every figure
 
 It drives ``bench/load.py``'s harness (its client processes and bots: registered players
 from their own addresses play rated Competitive games of random legal plays over real
@@ -29,10 +30,13 @@ window (every move is of an admitted game), moves per second, the node's CPU sha
 of table requests (``create_table`` + ``join``) refused ``busy``, the games started and the
 share of the window ``/readyz`` answered ``busy`` (polled every 0.5 s).
 
-**Capacity** is the most concurrent games (pairs) of the ``--capacity-steps`` runs (door off)
-whose move p99 stays under 50 ms. On a machine whose cores the node shares with the bots
-(their CPU per move is larger than the node's) this is the capacity of *the node with its
-load generator on this machine*: say the machine and its load average with the figures.
+**Capacity**, with ``--search``, is the most concurrent games (pairs) of those runs (door off)
+whose move p99 stays under 50 ms. On a machine shared with other work the p99 of even a light
+run is the machine's (its scheduler's delays), not the node's: there the default is the
+probe, as ``bench/load.py`` states capacity: one door-off run of ``--probe`` games, and the
+games at which the node's process would be 75% of a core busy, linear in its CPU per game.
+Either way the bots share the machine's cores with the node (their CPU per move is about the
+node's): say the machine and its load average with the figures.
 """
 
 from __future__ import annotations
@@ -284,9 +288,14 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--capacity", type=int, default=None,
                         help="the node's capacity in games (skips the search)")
-    parser.add_argument("--capacity-steps", default="20,40,60,80,100",
-                        help="concurrent games tried, door off, to find the capacity")
-    parser.add_argument("--factors", default="1.5,2", help="offered load, times capacity")
+    parser.add_argument("--search", default=None, metavar="N,N,...",
+                        help="concurrent games tried, door off: the capacity is the most "
+                             "whose move p99 is under 50 ms")
+    parser.add_argument("--probe", type=int, default=20,
+                        help="without --search: the games of the door-off run whose CPU "
+                             "per game gives the capacity (75%% of a core)")
+    parser.add_argument("--factors", default="1,1.5,2",
+                        help="offered loads, times the capacity (each door off, then on)")
     parser.add_argument("--clients", type=int, default=2, help="client processes")
     parser.add_argument("--think", type=float, default=0.2)
     parser.add_argument("--think-max", type=float, default=0.6)
@@ -304,12 +313,21 @@ def main(argv: list[str] | None = None) -> int:
         r = run_once(args, games, door)
         results.append(r)
         print(line(r), flush=True)
+        if args.json:  # after every run: a long series stopped half-way keeps what it has
+            Path(args.json).write_text(json.dumps({"capacity": capacity, "runs": results},
+                                                  indent=2))
         return r
 
-    capacity = args.capacity
-    if capacity is None:
+    capacity: int | None = args.capacity
+    if capacity is None and args.search is None:
+        r = one(args.probe, door=False)
+        capacity = round(args.probe * load.CAPACITY_BUSY / max(r["server_cpu_share"], 1e-6))
+        print(f"capacity: {capacity} games (75% of a core at {r['server_cpu_share']:.1%} for "
+              f"{args.probe} games, door off, think {args.think}-{args.think_max} s)",
+              flush=True)
+    elif capacity is None:
         capacity = 0
-        for games in (int(x) for x in args.capacity_steps.split(",")):
+        for games in (int(x) for x in args.search.split(",")):
             r = one(games, door=False)
             if r["move_p99_ms"] is None or r["move_p99_ms"] >= TARGET_P99_MS:
                 break
@@ -318,15 +336,10 @@ def main(argv: list[str] | None = None) -> int:
               f"think {args.think}-{args.think_max} s)", flush=True)
         if capacity == 0:
             return 1
-    else:
-        one(capacity, door=False)
     for factor in (float(x) for x in args.factors.split(",")):
         games = round(capacity * factor)
         one(games, door=False)
         one(games, door=True)
-    if args.json:
-        Path(args.json).write_text(json.dumps({"capacity": capacity, "runs": results},
-                                              indent=2))
     return 0
 
 

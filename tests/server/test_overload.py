@@ -15,12 +15,16 @@ Every wait is a poll with a generous timeout; no duration is asserted.
 from __future__ import annotations
 
 import asyncio
+from argparse import Namespace
 from pathlib import Path
 from typing import Any
 
 import pytest
 from hardening_helpers import ServerProcess, http_json
 from server_helpers import connect, guest, play_out, seat_two
+
+from server.bot.__main__ import sit_down
+from server.client import Client as LibraryClient
 
 READY_TIMEOUT = 30.0
 LOAD_FLAGS = (
@@ -66,9 +70,14 @@ async def test_a_busy_node_refuses_new_work_and_its_games_go_on(
         "--redis-url", redis_url, "--key-prefix", key_prefix, "--trusted-proxies", "127.0.0.1",
         "--scrypt-n", "2", "--scrypt-r", "1", *LOAD_FLAGS, "--load-test-burn-file", str(burn),
     ).start()
-    clients = []
+    clients: list[LibraryClient] = []
     try:
-        a, b, c, d = clients = [await connect(server, await guest(server)) for _ in range(4)]
+        a, b, c, d = players = [await connect(server, await guest(server)) for _ in range(4)]
+        clients.extend(players)
+        # The client library itself (its requests raise RequestFailed), as server.bot uses it.
+        e = await LibraryClient.connect(server.ws_url, await guest(server), auto_reconnect=False,
+                                        headers={"X-Forwarded-For": "10.250.0.1"})
+        clients.append(e)
         table, start = await seat_two(server, a, b)
         game_id = start["game_id"]
         opened = await c.request({"type": "create_table", "mode": "competitive"})
@@ -90,6 +99,8 @@ async def test_a_busy_node_refuses_new_work_and_its_games_go_on(
         for path in (f"/api/games/{game_id}", f"/api/games/{game_id}/mat",
                      f"/api/games/{game_id}/review"):
             await _busy_http(server, path)
+        # python -m server.bot waits a busy node out before its next game.
+        sitting = asyncio.create_task(sit_down(e, Namespace(join=None, against="random")))
         # What is not new work is served: the table list, a ping, a seated player's join.
         status, _h, listed = await http_json("GET", server.http + "/api/tables")
         assert status == 200, listed
@@ -111,9 +122,11 @@ async def test_a_busy_node_refuses_new_work_and_its_games_go_on(
         assert 'table42_busy_refusals_total{kind="record"} 2.0' in metrics
 
         # Calm again: the same requests are served.
+        assert not sitting.done()
         burn.unlink()
         body = await _ready_status(server, 200)
         assert body["status"] == "ready" and body["busy"] is False
+        assert isinstance(await asyncio.wait_for(sitting, 60), str)
         created = await d.request({"type": "create_table", "mode": "competitive"})
         assert created["type"] == "table_created", created
         status, _h, record = await http_json("GET", server.http + f"/api/games/{game_id}")
