@@ -24,9 +24,8 @@ from aiohttp import web
 from aiohttp.typedefs import Middleware
 
 from server.metrics import Metrics
-from server.net.http_api import error_response
 from server.net.load import LoadMeter
-from server.protocol.errors import ErrorCode, ProtocolError, retry_later
+from server.protocol.errors import ErrorCode, ProtocolError, http_error_body, retry_later
 from server.protocol.messages import CreateTable, Join, JoinQueue, Message, PlayComputer
 
 BUSY_MESSAGE = "this node is busy: new games and heavy reads are refused for now; retry later"
@@ -98,7 +97,9 @@ class Admission:
                 if kind is not None and request.method in ("GET", "HEAD"):
                     refused = self.refusal(kind)
                     if refused is not None:
-                        return error_response(refused)
+                        return web.json_response(
+                            http_error_body(refused), status=503,
+                            headers={"Retry-After": str(refused.retry_after)})
             return await handler(request)
 
         return admission

@@ -30,6 +30,8 @@ from server.lobby.matchmaker import Matchmaker
 from server.lobby.refusals import error_reply, store_away
 from server.lobby.routing import Lobby
 from server.net.addresses import client_address
+from server.net.admission import NEW_WORK as REFUSED_WHEN_BUSY
+from server.net.admission import Admission
 from server.net.connection import Connection, Hub
 from server.protocol.codec import Outgoing, WireFormat
 from server.protocol.errors import (
@@ -42,10 +44,7 @@ from server.protocol.lean import PROTOCOL_LEAN, PROTOCOLS
 from server.protocol.messages import (
     MATCHMAKING_MESSAGES,
     MESSAGE_TYPES,
-    CreateTable,
     Hello,
-    Join,
-    JoinQueue,
     PlayComputer,
     TableMessage,
 )
@@ -55,7 +54,6 @@ from server.tables.machine import HOLD_RETRY_AFTER
 
 if TYPE_CHECKING:
     from server.lobby.computer import ComputerOpponents
-    from server.net.admission import Admission
 
 log = logging.getLogger(__name__)
 
@@ -63,7 +61,7 @@ CLOSE_POLICY_VIOLATION = 1008
 CLOSE_TRY_AGAIN_LATER = 1013
 DEFAULT_PROTOCOL = PROTOCOL_LEAN
 """The table-event form of a socket that does not say (PROTOCOL.md §5.1)."""
-NEW_WORK = frozenset({CreateTable, Join, JoinQueue, PlayComputer})
+NEW_WORK = frozenset(REFUSED_WHEN_BUSY)
 """The messages a busy node may refuse (server/net/admission.py): they take the chain of
 checks below, where the door is; moves never do."""
 TO_LOBBY = frozenset(MESSAGE_TYPES) - {Hello, PlayComputer, *MATCHMAKING_MESSAGES, *NEW_WORK}
