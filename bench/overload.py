@@ -69,6 +69,7 @@ sys.path.insert(0, str(ROOT))
 from bench import load  # noqa: E402  (bench/load.py: the harness this builds on)
 
 TARGET_P99_MS = 50.0
+READ_CONCURRENCY = 64
 DOOR_OFF = ["--load-max-lag", "0", "--load-max-cpu", "0"]
 
 
@@ -179,6 +180,85 @@ class ReadyPoll:
         return sum(window) / len(window) if window else None
 
 
+class ReadFlood:
+    """``rate`` reads a second of one finished game's record (``GET /api/games/{id}``, a
+    costly route for the node, cheap for the reader), from a thread of the main process, at
+    most :data:`READ_CONCURRENCY` in flight. The game: the first of the tables listed at the
+    start whose record exists."""
+
+    def __init__(self, http: str, rate: float) -> None:
+        self.http = http
+        self.rate = rate
+        self.done: list[tuple[float, int, float]] = []  # (at, status, seconds)
+        self.skipped = 0
+        self.game_id: str | None = None
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=lambda: asyncio.run(self._main()), daemon=True)
+
+    def start(self) -> ReadFlood:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(30)
+
+    async def _main(self) -> None:
+        import aiohttp
+
+        async with aiohttp.ClientSession() as http:
+            while self.game_id is None and not self._stop.is_set():
+                async with http.get(self.http + "/api/tables?limit=50") as resp:
+                    tables = [t["table"] for t in (await resp.json()).get("tables", [])
+                              if isinstance(t, dict) and "table" in t] \
+                        if resp.status == 200 else []
+                for table in tables:
+                    async with http.get(f"{self.http}/api/games/{table}-g1") as resp:
+                        if resp.status == 200:
+                            self.game_id = f"{table}-g1"
+                            break
+                await asyncio.sleep(0.5)
+            url = f"{self.http}/api/games/{self.game_id}"
+            gate = asyncio.Semaphore(READ_CONCURRENCY)
+            tasks: set[asyncio.Task[None]] = set()
+
+            async def read() -> None:
+                async with gate:
+                    sent = time.monotonic()
+                    try:
+                        async with http.get(url) as resp:
+                            await resp.read()
+                            status = resp.status
+                    except aiohttp.ClientError:
+                        status = 0
+                    self.done.append((time.monotonic(), status, time.monotonic() - sent))
+
+            period, due = 1.0 / self.rate, time.monotonic()
+            while not self._stop.is_set():
+                if gate.locked():
+                    self.skipped += 1
+                else:
+                    task = asyncio.create_task(read())
+                    tasks.add(task)
+                    task.add_done_callback(tasks.discard)
+                due += period
+                await asyncio.sleep(max(0.0, due - time.monotonic()))
+            for task in list(tasks):
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+
+    def figures(self, lo: float, hi: float) -> dict[str, Any]:
+        window = [(status, took) for at, status, took in self.done if lo <= at < hi]
+        served = [took for status, took in window if status == 200]
+        return {"reads_per_second": self.rate, "game_id": self.game_id,
+                "answered": len(window), "served": len(served),
+                "refused_busy": sum(1 for status, _ in window if status == 503),
+                "failed": sum(1 for status, _ in window if status not in (200, 503)),
+                "served_p50_ms": load.ms(load.percentile(served, 0.5)),
+                "served_p99_ms": load.ms(load.percentile(served, 0.99)),
+                "skipped": self.skipped}
+
+
 def run_once(args: argparse.Namespace, games: int, door: bool) -> dict[str, Any]:
     """One node offered ``games`` concurrent paced games, door on or off."""
     from server.embedded_redis import EmbeddedRedis
@@ -189,6 +269,7 @@ def run_once(args: argparse.Namespace, games: int, door: bool) -> dict[str, Any]
     server: subprocess.Popen[bytes] | None = None
     pool: Pool | None = None
     poll: ReadyPoll | None = None
+    flood: ReadFlood | None = None
     try:
         port = load.free_port()
         env = dict(os.environ, TABLE42_LOG_LEVEL="WARNING", PYTHONPATH=str(ROOT))
@@ -219,6 +300,8 @@ def run_once(args: argparse.Namespace, games: int, door: bool) -> dict[str, Any]
                  "measure_to": start + args.warmup + args.duration}
         times["end"] = times["measure_to"] + 1.0
         poll = ReadyPoll(http + "/readyz").start()
+        if args.reads:
+            flood = ReadFlood(http, args.reads).start()
         for conn in pool.conns:
             conn.send({"op": "games_run", "args": dict(times, think=args.think,
                                                        think_max=args.think_max,
@@ -227,6 +310,8 @@ def run_once(args: argparse.Namespace, games: int, door: bool) -> dict[str, Any]
         spent = load.measure_window({"server": [server.pid], "clients": pool.pids,
                                      "redis": redis_pids},
                                     times["measure_from"], times["measure_to"])
+        reads = flood.figures(times["measure_from"], times["measure_to"]) \
+            if flood is not None else None
         replies = load.collect(pool, "games_run", args.duration + 180)
         moves = [rt for r in replies for rt in r["moves"]]
         refused: Counter[str] = Counter()
@@ -252,10 +337,13 @@ def run_once(args: argparse.Namespace, games: int, door: bool) -> dict[str, Any]
             "refused_share": sum(refused.values()) / asked if asked else 0.0,
             "busy_share": poll.busy_share(times["measure_from"], times["measure_to"]),
             "errors": dict(errors),
+            "reads": reads,
             "load_average": os.getloadavg(),
             "server_log_tail": load.tail(work / "server.log"),
         }
     finally:
+        if flood is not None:
+            flood.stop()
         if poll is not None:
             poll.stop()
         if pool is not None:
@@ -274,14 +362,18 @@ def line(r: dict[str, Any]) -> str:
     def f(value: float | None, digits: int = 1) -> str:
         return "-" if value is None else f"{value:,.{digits}f}"
 
-    busy = r["busy_share"]
+    busy, reads = r["busy_share"], r["reads"]
+    extra = "" if not reads else (
+        f"\n       reads {reads['reads_per_second']:g}/s: served {reads['served']} "
+        f"(p50 {f(reads['served_p50_ms'])} p99 {f(reads['served_p99_ms'])} ms), refused busy "
+        f"{reads['refused_busy']}, failed {reads['failed']}, skipped {reads['skipped']}")
     return (f"{r['games']:>5} games  door {'on ' if r['door'] else 'off'}  "
             f"move p50 {f(r['move_p50_ms'])} p99 {f(r['move_p99_ms'])} "
             f"max {f(r['move_max_ms'], 0)} ms  {f(r['moves_per_second'], 0)} moves/s  "
             f"node CPU {r['server_cpu_share']:.0%}  clients {r['clients_cpu_share']:.0%}  "
             f"refused {r['refused_share']:.0%} of {r['table_requests']}  "
             f"busy {'-' if busy is None else f'{busy:.0%}'}  started {r['games_started']}  "
-            f"load {r['load_average'][0]:.1f}")
+            f"load {r['load_average'][0]:.1f}{extra}")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -303,6 +395,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--duration", type=float, default=40.0)
     parser.add_argument("--ramp", type=float, default=15.0,
                         help="seconds over which the pairs' first tables are opened")
+    parser.add_argument("--reads", type=float, default=0.0,
+                        help="also this many reads a second of a finished game's record "
+                             "(GET /api/games/{id}: costly for the node, cheap for the "
+                             "reader) from the first finished game on")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--json", default=None, metavar="FILE", help="write every figure")
     args = parser.parse_args(argv)
