@@ -8,7 +8,8 @@ What counts as new work, in one place:
   ``error`` message with code ``busy`` and ``retry_after`` (PROTOCOL.md);
 - over HTTP, :data:`HEAVY_ROUTES`: the finished-game reads (record, ``.mat``, replay,
   review), answered 503 ``busy`` with ``Retry-After`` by :meth:`Admission.middleware`
-  before their handler runs.
+  before their handler runs. They are optional and costly: refused as soon as the node is
+  *strained* (a load reading over its limit now), without waiting for it to turn busy.
 
 Never refused for load: moves, rolls, the cube, resigning, chat, sync, leave, watch, a
 seated player's join or reconnect, cancelling a queue entry, and every other route.
@@ -61,10 +62,11 @@ class Admission:
         self.metrics = metrics
         self._seat_of = seat_of
 
-    def refusal(self, kind: str) -> ProtocolError | None:
-        """The ``busy`` refusal of new work of ``kind`` (counted), or None when let in."""
+    def refusal(self, kind: str, *, strained: bool = False) -> ProtocolError | None:
+        """The ``busy`` refusal of new work of ``kind`` (counted), or None when let in;
+        ``strained``: refused as soon as the node is strained, not only when busy."""
         meter = self.meter
-        if not meter.busy():
+        if not (meter.strained() if strained else meter.busy()):
             return None
         self.metrics.busy_refusals.labels(kind).inc()
         self.metrics.error(ErrorCode.BUSY)
@@ -83,19 +85,19 @@ class Admission:
         return self.refusal(kind)
 
     def middleware(self) -> Middleware:
-        """The aiohttp middleware refusing :data:`HEAVY_ROUTES` while busy (one check of the
-        busy flag per request; the route look-up only while busy)."""
+        """The aiohttp middleware refusing :data:`HEAVY_ROUTES` while the node is strained
+        (one check per request; the route look-up only while strained)."""
         meter = self.meter
 
         @web.middleware
         async def admission(request: web.Request, handler: Handler) -> web.StreamResponse:
-            if meter.busy():
+            if meter.strained():
                 info = request.match_info
                 route = getattr(info, "route", None)
                 resource = getattr(route, "resource", None)
                 kind = HEAVY_ROUTES.get(resource.canonical) if resource is not None else None
                 if kind is not None and request.method in ("GET", "HEAD"):
-                    refused = self.refusal(kind)
+                    refused = self.refusal(kind, strained=True)
                     if refused is not None:
                         return web.json_response(
                             http_error_body(refused), status=503,

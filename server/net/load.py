@@ -14,9 +14,11 @@ loop's lag, the process's CPU seconds) and keeps two smoothed readings:
 The node turns **busy** when either reading has stayed over its limit (``max_lag``,
 ``max_cpu``; 0 turns that reading's limit off) for ``busy_after`` seconds, and turns calm
 again when both have stayed under :data:`CALM_SHARE` of their limits for ``calm_after``
-seconds: the gap between the two levels and the two holds keep it from flapping.
+seconds: the gap between the two levels and the two holds keep it from flapping. It is
+**strained** while a reading is over its limit now, or while it is busy: optional costly
+work (the finished-game reads) is refused from the first moment, before ``busy_after``.
 :meth:`LoadMeter.retry_after` is the honest wait for a refused client: the calm hold still to
-run, at least one second.
+run while busy, at least one second.
 
 The asyncio shell that samples the loop on a timer is :mod:`server.net.load_watch`; its
 inputs are callables, so a reading taken elsewhere (a heartbeat thread's view of the loop)
@@ -126,9 +128,16 @@ class LoadMeter:
         """Whether the node refuses new work now."""
         return self._busy
 
+    def strained(self) -> bool:
+        """Whether a reading is over its limit now, or the node is busy (the finished-game
+        reads are refused meanwhile)."""
+        return self._busy or self._over_since is not None
+
     def retry_after(self) -> float:
         """Seconds a refused client should wait: what is left of the calm hold (all of it
         while the node is still over its calm levels), at least 1."""
+        if not self._busy:
+            return 1.0  # strained only: the next sample may well be under the limit
         hold = self.limits.calm_after
         if self._calm_since is not None:
             hold -= self._now - self._calm_since

@@ -131,3 +131,15 @@ def test_time_going_backwards_or_standing_still_is_harmless() -> None:
     meter.observe(10.0, 0.5, 1.0)
     meter.observe(9.0, -1.0, 0.5)
     assert 0.0 <= meter.lag() <= LAG_CAP and meter.cpu() >= 0.0
+
+
+def test_strained_at_once_busy_only_after_the_hold() -> None:
+    node = Driven()
+    assert not node.meter.strained()
+    node.run(0.5, lag=0.3)
+    assert node.meter.strained() and not node.meter.busy()
+    assert node.meter.retry_after() == 1.0
+    node.run(5, lag=0.3)
+    assert node.meter.strained() and node.meter.busy()
+    node.run(60, lag=0.0)
+    assert not node.meter.strained() and not node.meter.busy()

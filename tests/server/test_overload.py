@@ -61,6 +61,20 @@ async def _busy_http(server: ServerProcess, path: str) -> None:
     assert int(headers["Retry-After"]) >= 1, headers
 
 
+async def _served(server: ServerProcess, path: str) -> Any:
+    """GET ``path`` until it is served (a read waits out a moment of load, as a client
+    does: 503 ``busy`` only); its body."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + READY_TIMEOUT
+    while True:
+        status, _headers, body = await http_json("GET", server.http + path)
+        if status == 200:
+            return body
+        assert status == 503 and body["error"]["code"] == "busy", (path, status, body)
+        assert loop.time() < deadline, f"{path} never served"
+        await asyncio.sleep(0.2)
+
+
 @pytest.mark.timeout(240)
 async def test_a_busy_node_refuses_new_work_and_its_games_go_on(
     redis_url: str, key_prefix: str, tmp_path: Path
@@ -129,10 +143,10 @@ async def test_a_busy_node_refuses_new_work_and_its_games_go_on(
         assert isinstance(await asyncio.wait_for(sitting, 60), str)
         created = await d.request({"type": "create_table", "mode": "competitive"})
         assert created["type"] == "table_created", created
-        status, _h, record = await http_json("GET", server.http + f"/api/games/{game_id}")
-        assert status == 200 and record["game_id"] == game_id, record
-        status, _h, text = await http_json("GET", server.http + f"/api/games/{game_id}/mat")
-        assert status == 200 and isinstance(text, str) and text, text
+        record = await _served(server, f"/api/games/{game_id}")
+        assert record["game_id"] == game_id, record
+        text = await _served(server, f"/api/games/{game_id}/mat")
+        assert isinstance(text, str) and text, text
     finally:
         for client in clients:
             await client.close()
