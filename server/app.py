@@ -36,11 +36,14 @@ from server.lobby.matchmaker import Matchmaker
 from server.lobby.ownership import Ownership
 from server.lobby.routing import Lobby, LobbyListeners
 from server.metrics import Metrics
+from server.net.admission import Admission
 from server.net.connection import CLOSE_GOING_AWAY, Connection, Hub
 from server.net.games_api import GameRoutes
 from server.net.http_api import AccountRoutes
 from server.net.http_middleware import http_middleware
 from server.net.liveness import SocketLiveness
+from server.net.load import LoadLimits, LoadMeter
+from server.net.load_watch import LoadWatch
 from server.net.public_api import PublicRoutes
 from server.net.review_api import ReviewRoute
 from server.net.security_headers import add_security_headers
@@ -79,6 +82,8 @@ METRICS = web.AppKey("metrics", Metrics)
 ACCOUNT_ROUTES = web.AppKey("account_routes", AccountRoutes)
 COMPUTER = web.AppKey("computer", ComputerOpponents)
 OWNERSHIP = web.AppKey("ownership", Ownership)
+LOAD = web.AppKey("load", LoadMeter)
+ADMISSION = web.AppKey("admission", Admission)
 CLOSE_SERVICE_RESTART = 1012
 """WebSocket close code for a drain: the client reconnects (to another node) at once."""
 
@@ -90,14 +95,24 @@ def create_app(settings: Settings, *, dice_factory: DiceFactory | None = None) -
     if not settings.redis_url:
         raise SettingsError("redis_url is required (python -m server starts one if unset)")
     metrics = Metrics(enabled=settings.metrics)
+    # The node's load, and the door that refuses new work while it is busy (built before the
+    # app: its middleware is one of the app's).
+    load = LoadMeter(LoadLimits(max_lag=settings.load_max_lag, max_cpu=settings.load_max_cpu,
+                                busy_after=settings.load_busy_after,
+                                calm_after=settings.load_calm_after))
     app = web.Application(
         client_max_size=settings.http_max_body,
         middlewares=[http_middleware(settings, metrics=metrics)],
     )
+    admission = Admission(load, metrics, seat_of=lambda player: app[PERSISTENCE].seat_of(player))
+    app.middlewares.append(admission.middleware())
+    app[LOAD] = load
+    app[ADMISSION] = admission
     app[SETTINGS] = settings
     app[METRICS] = metrics
     app[DICE_FACTORY] = dice_factory if dice_factory is not None else SecretDice
     app[TICK] = Tick()  # every periodic duty of the node runs on it
+    app.cleanup_ctx.append(_load_watch)
     app.cleanup_ctx.append(_services)
     app.on_shutdown.append(_stop_brackets)
     app.on_shutdown.append(_close_sockets)
@@ -157,7 +172,8 @@ async def _services(app: web.Application) -> AsyncIterator[None]:
     matchmaker = Matchmaker(settings, redis, lobby, hub, ratings, persistence, tick=tick)
     app[MATCHMAKER] = matchmaker
     account_routes = AccountRoutes(accounts, persistence, settings.node_id,
-                                   settings.list_limit, settings=settings, metrics=metrics)
+                                   settings.list_limit, settings=settings, metrics=metrics,
+                                   busy=app[LOAD].busy)
     account_routes.add_to(app)
     app[ACCOUNT_ROUTES] = account_routes
     app.router.add_get("/api/matchmaking", matchmaker.overview)
@@ -178,7 +194,7 @@ async def _services(app: web.Application) -> AsyncIterator[None]:
     app[COMPUTER] = computer
     app.router.add_post("/api/bot", account_routes.limited_by("guest", account_routes.bot_token))
     app.router.add_get("/ws", SocketHandler(settings, accounts, lobby, hub, matchmaker,
-                                            computer).handle)
+                                            computer, admission=app[ADMISSION]).handle)
     await persistence.load_scripts()
     await persistence.claim_store()
     persistence.start()
@@ -201,6 +217,18 @@ async def _services(app: web.Application) -> AsyncIterator[None]:
         await bus.stop()
         await redis.aclose()
         log.info("node %s stopped", settings.node_id)
+
+
+async def _load_watch(app: web.Application) -> AsyncIterator[None]:
+    """Sample the node's load (server/net/load_watch.py) while the app runs."""
+    settings = app[SETTINGS]
+    watch = LoadWatch(app[LOAD], settings.load_sample_interval, app[METRICS],
+                      burn_file=settings.load_test_burn_file)
+    watch.start()
+    try:
+        yield
+    finally:
+        watch.stop()
 
 
 async def _stop_brackets(app: web.Application) -> None:

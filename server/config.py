@@ -98,6 +98,7 @@ _limits = _declarer("limits per address and account, HTTP guards")
 _logs = _declarer("logs and metrics")
 _computer = _declarer("playing the computer")
 _processes = _declarer("processes")
+_overload = _declarer("overload: new work refused while the node is busy")
 
 
 def _workers(raw: str) -> int:
@@ -327,6 +328,23 @@ class Settings:
     list_cache_ttl: float = _limits(0.5, "seconds a page of the table list is reused (0 = "
                                     "never; identical requests meanwhile share one Redis "
                                     "read)", ge=0)
+
+    # Overload (server/net/load.py, docs/operations.md "Overload"): busy once the loop's lag
+    # or the CPU share stays over its limit for load_busy_after seconds; calm again once both
+    # stay under 70% of their limits for load_calm_after seconds. 0 turns a limit off.
+    load_max_lag: float = _overload(0.1, "seconds of event-loop lag (smoothed) over which the "
+                                    "node counts as loaded (0 = not judged)", ge=0)
+    load_max_cpu: float = _overload(0.9, "CPU share of one core (smoothed) over which the node "
+                                    "counts as loaded (0 = not judged)", ge=0)
+    load_busy_after: float = _overload(3.0, "seconds a loaded node waits before it refuses "
+                                       "new work (busy)", ge=0)
+    load_calm_after: float = _overload(5.0, "seconds under 70% of both limits before a busy "
+                                       "node takes new work again", ge=0)
+    load_sample_interval: float = _overload(0.25, "seconds between two load samples (one "
+                                            "timer)", gt=0, le=10)
+    load_test_burn_file: str = _overload("", "tests only: while this file exists, each load "
+                                         "sample stalls the loop for the seconds it holds "
+                                         "(empty = off)")
 
     log_level: str = _logs("INFO", "log level: DEBUG, INFO, WARNING, ERROR or CRITICAL")
     json_logs: bool = _logs(False, "1/0: log one JSON object per line (with request/game ids)")

@@ -243,6 +243,15 @@ class Metrics:
         self.rating_delay = histogram("table42_game_end_to_rating_seconds",
                                       "from a game's last move to its rating events' push",
                                       _SLOW)
+        # Overload (server/net/load.py, docs/operations.md "Overload")
+        self.loop_lag = gauge("table42_loop_lag_seconds",
+                              "the event loop's lag, smoothed (how late a due timer runs)")
+        self.cpu_share = gauge("table42_cpu_share",
+                               "the process's CPU time over wall time, smoothed (1: one core)")
+        self.busy = gauge("table42_busy", "1 while the node refuses new work (busy)")
+        self.busy_refusals = counter("table42_busy_refusals",
+                                     "new work refused while the node is busy, by kind",
+                                     ("kind",))
         if enabled:
             self.registry.register(_Collector(families))
 

@@ -33,10 +33,16 @@ async def bot_token(url: str, level: Level) -> str:
     return str(body["token"])
 
 
+BUSY_TRIES = 60
+"""``busy`` refusals (an overloaded node, PROTOCOL.md §18) waited out before giving up."""
+
+
 async def sit_down(client: Client, args: argparse.Namespace, tries: int = 100) -> str:
     """A table for the next game. The seat of the game just over is freed a moment after
-    its end, so ``already_seated`` is retried for a few seconds."""
-    for _ in range(tries):
+    its end, so ``already_seated`` is retried for a few seconds; a ``busy`` node is asked
+    again after its ``retry_after``."""
+    busy = seated = 0
+    while seated < tries:
         try:
             if args.join:
                 await client.join(args.join)
@@ -47,8 +53,14 @@ async def sit_down(client: Client, args: argparse.Namespace, tries: int = 100) -
             print(f"table {table}: waiting for an opponent", flush=True)
             return table
         except RequestFailed as exc:
+            if exc.code == "busy" and busy < BUSY_TRIES:
+                busy += 1
+                wait = exc.error.raw.get("retry_after")
+                await asyncio.sleep(float(wait) if isinstance(wait, int | float) else 1.0)
+                continue
             if exc.code != "already_seated":
                 raise
+            seated += 1
             await asyncio.sleep(0.05)
     raise SystemExit("still seated at the previous table")
 

@@ -127,6 +127,7 @@ class AccountRoutes:
     def __init__(
         self, accounts: Accounts, persistence: Persistence, node_id: str, list_limit: int,
         *, settings: Settings | None = None, metrics: Metrics | None = None,
+        busy: Callable[[], bool] | None = None,
     ) -> None:
         self.accounts = accounts
         self.persistence = persistence
@@ -135,6 +136,7 @@ class AccountRoutes:
         self.settings = settings if settings is not None else Settings(node_id=node_id)
         self.metrics = metrics if metrics is not None else Metrics(enabled=False)
         self.draining = False  # set on shutdown: /readyz answers 503
+        self.busy = busy if busy is not None else lambda: False  # the node's load (readyz)
         s = self.settings
         on = s.limits
         self._trusted = s.trusted_networks
@@ -306,12 +308,15 @@ class AccountRoutes:
         )
 
     async def readyz(self, request: web.Request) -> web.Response:
-        """Ready for new traffic: not draining, and Redis answered its last check."""
+        """Ready for new traffic: not draining, Redis answered its last check, and not busy
+        (server/net/admission.py: the balancer sends new players elsewhere meanwhile)."""
         redis_ok = self.persistence.redis_up
-        ready = redis_ok and not self.draining
-        status = "ready" if ready else "draining" if self.draining else "unavailable"
-        return web.json_response({"status": status, "redis": redis_ok, "node": self.node_id},
-                                 status=200 if ready else 503)
+        busy = self.busy()
+        ready = redis_ok and not self.draining and not busy
+        status = "ready" if ready else "draining" if self.draining else \
+            "unavailable" if not redis_ok else "busy"
+        return web.json_response({"status": status, "redis": redis_ok, "node": self.node_id,
+                                  "busy": busy}, status=200 if ready else 503)
 
     async def metrics_page(self, request: web.Request) -> web.Response:
         if not self.metrics.enabled:

@@ -30,6 +30,8 @@ from server.lobby.matchmaker import Matchmaker
 from server.lobby.refusals import error_reply, store_away
 from server.lobby.routing import Lobby
 from server.net.addresses import client_address
+from server.net.admission import NEW_WORK as REFUSED_WHEN_BUSY
+from server.net.admission import Admission
 from server.net.connection import Connection, Hub
 from server.protocol.codec import Outgoing, WireFormat
 from server.protocol.errors import (
@@ -39,7 +41,13 @@ from server.protocol.errors import (
     http_error_body,
 )
 from server.protocol.lean import PROTOCOL_LEAN, PROTOCOLS
-from server.protocol.messages import MATCHMAKING_MESSAGES, MESSAGE_TYPES, Hello, PlayComputer
+from server.protocol.messages import (
+    MATCHMAKING_MESSAGES,
+    MESSAGE_TYPES,
+    Hello,
+    PlayComputer,
+    TableMessage,
+)
 from server.protocol.session import Accepted, CloseConnection, Refused, Session, SessionLimits
 from server.store.accounts import Accounts, Identity
 from server.tables.machine import HOLD_RETRY_AFTER
@@ -53,7 +61,10 @@ CLOSE_POLICY_VIOLATION = 1008
 CLOSE_TRY_AGAIN_LATER = 1013
 DEFAULT_PROTOCOL = PROTOCOL_LEAN
 """The table-event form of a socket that does not say (PROTOCOL.md §5.1)."""
-TO_LOBBY = frozenset(MESSAGE_TYPES) - {Hello, PlayComputer, *MATCHMAKING_MESSAGES}
+NEW_WORK = frozenset(REFUSED_WHEN_BUSY)
+"""The messages a busy node may refuse (server/net/admission.py): they take the chain of
+checks below, where the door is; moves never do."""
+TO_LOBBY = frozenset(MESSAGE_TYPES) - {Hello, PlayComputer, *MATCHMAKING_MESSAGES, *NEW_WORK}
 """The messages of an authenticated socket that always go to the lobby (moves among them):
 one set look-up instead of the chain of checks the others go through."""
 WRITER_LIMIT = 1 << 62
@@ -117,13 +128,16 @@ class SocketHandler:
 
     def __init__(self, settings: Settings, accounts: Accounts, lobby: Lobby, hub: Hub,
                  matchmaker: Matchmaker | None = None,
-                 computer: ComputerOpponents | None = None) -> None:
+                 computer: ComputerOpponents | None = None, *,
+                 admission: Admission | None = None) -> None:
+        """``admission``: the door refusing new work while the node is busy (None: none)."""
         self.settings = settings
         self.accounts = accounts
         self.lobby = lobby
         self.hub = hub
         self.matchmaker = matchmaker
         self.computer = computer
+        self.admission = admission
         self.limits = session_limits(settings)
         self._trusted = settings.trusted_networks
 
@@ -302,6 +316,11 @@ class SocketHandler:
                             return
                     elif conn.identity is None:  # ping before hello
                         await self._send(conn, {"type": "pong", "ref": message.ref})
+                    elif type(message) in NEW_WORK and self.admission is not None and \
+                            (busy := await self.admission.message_refusal(
+                                conn.player, message)) is not None:
+                        table = message.table if isinstance(message, TableMessage) else None
+                        await self._send(conn, error_message(busy, message.ref, table))
                     elif isinstance(message, MATCHMAKING_MESSAGES) and self.matchmaker is not None:
                         if not lobby.persistence.redis_up:  # as the lobby does (Redis outage)
                             await self._send(conn, error_reply(

@@ -86,6 +86,10 @@ def make_settings(redis_url: str, key_prefix: str) -> Callable[..., Settings]:
             # The per-address hardening limits (every loopback test client is one address);
             # tests/server/test_hardening*.py turn them on.
             "limits": False,
+            # The in-process server shares its process and loop with the test's clients: its
+            # load is theirs too. test_overload.py judges a real server process's load.
+            "load_max_lag": 0.0,
+            "load_max_cpu": 0.0,
         }
         values.update(overrides)
         return Settings(**values)
