@@ -4,8 +4,10 @@
 Settings come from flags and environment variables (``python -m server --help`` lists them;
 ``server/config.py`` has the table). Without ``REDIS_URL`` an embedded redis-server is started
 for the life of the process; it keeps its data in the data folder (``--data-dir``) and finds it
-again at the next start. SIGTERM and SIGINT shut down cleanly: sockets are closed with 1001,
-in-flight settlements and the write-behind buffer are flushed, then Redis (if embedded) stops.
+again at the next start. It is started again when it dies (``server/store_supervisor.py``);
+when it keeps dying the process stops as on SIGTERM and exits with status 3. SIGTERM and
+SIGINT shut down cleanly: sockets are closed with 1001, in-flight settlements and the
+write-behind buffer are flushed, then Redis (if embedded) stops.
 
 ``--workers N`` (``auto``: one per core) runs N such nodes on the port instead, one process
 each, sharing the embedded redis-server (``server/workers.py``). The event loop is uvloop's

@@ -11,6 +11,9 @@ waits until it answers ``PING`` and stops it again. Two kinds:
   reused at the next start. One process at a time owns a folder's store (a lock file,
   ``<data_dir>/table42.lock``); the admin commands find it by its socket
   (:func:`store_url`), or start it themselves for the length of a command when no server runs.
+
+``python -m server`` has its kept store watched and started again when it dies
+(:meth:`EmbeddedRedis.exit_waiter`, :meth:`EmbeddedRedis.restart`, ``server/store_supervisor.py``).
 """
 
 from __future__ import annotations
