@@ -44,6 +44,10 @@ SIGNALS_OF_THE_MAIN_THREAD = (signal.SIGCHLD, signal.SIGINT, signal.SIGTERM, sig
 (``sigwaitinfo`` in the workers' parent) or handles them."""
 
 
+def _times(count: int) -> str:
+    return "once" if count == 1 else f"{count} times"
+
+
 @contextlib.contextmanager
 def _signals_blocked() -> Iterator[None]:
     """Block the main thread's signals around the start of a thread, which inherits the
@@ -153,7 +157,7 @@ class StoreSupervisor:
         if len(self._deaths) <= self.restarts:
             return False
         self.failure = (
-            f"the embedded redis-server failed {len(self._deaths)} times within "
+            f"the embedded redis-server failed {_times(len(self._deaths))} within "
             f"{self.window:g} s (embedded_restarts allows {self.restarts}; last: {how}); "
             f"the server stops. Its log: {self._log_path()}")
         log.critical("%s", self.failure)

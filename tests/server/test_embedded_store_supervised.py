@@ -250,6 +250,30 @@ def test_a_store_that_keeps_dying_is_given_up(data_dir: Path) -> None:
         supervisor.stop()
 
 
+def test_deaths_older_than_the_window_are_forgotten(data_dir: Path) -> None:
+    """One restart allowed in 10 s (a driven clock): deaths 11 s apart are each started
+    again; two within 10 s are given up."""
+    now = [0.0]
+    store = EmbeddedRedis(data_dir=data_dir).start()
+    gave_up = threading.Event()
+    supervisor = StoreSupervisor(store, restarts=1, window=10, clock=lambda: now[0],
+                                 on_give_up=lambda _why: gave_up.set()).start()
+    try:
+        old = kill_store(data_dir)
+        old = wait_for_new_store(data_dir, old)
+        now[0] += 11
+        kill_store(data_dir)
+        old = wait_for_new_store(data_dir, old)
+        assert supervisor.restarted == 2 and not gave_up.is_set()
+        now[0] += 9
+        kill_store(data_dir)
+        assert gave_up.wait(20)
+        assert supervisor.failure is not None and "failed 2 times within 10 s" in \
+            supervisor.failure, supervisor.failure
+    finally:
+        supervisor.stop()
+
+
 def test_a_store_that_cannot_start_again_is_tried_then_given_up(
     data_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
