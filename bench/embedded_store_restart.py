@@ -36,7 +36,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from server.client import Client, RequestFailed  # noqa: E402
-from server.embedded_redis import _server_pid  # noqa: E402
+from server.embedded_redis import server_pid  # noqa: E402
 
 
 def free_port() -> int:
@@ -95,7 +95,7 @@ async def play(ws: str, folder: Path, args: argparse.Namespace, gaps: list[float
                 return
             if killed is None and len(gaps) < args.kills and accepted and \
                     accepted % args.every == 0:
-                pid = _server_pid(folder / "redis.sock")
+                pid = server_pid(folder / "redis.sock")
                 assert pid is not None
                 os.kill(pid, signal.SIGKILL)
                 killed = time.monotonic()

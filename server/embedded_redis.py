@@ -120,7 +120,7 @@ def _answers_ping(where: int | Path) -> bool:
         return False
 
 
-def _server_pid(where: int | Path) -> int | None:
+def server_pid(where: int | Path) -> int | None:
     """The process id a running redis-server gives in ``INFO server``, or None."""
     try:
         reply = _command(where, "INFO", "server")
@@ -257,7 +257,7 @@ class EmbeddedRedis:
                     "--data-dir, or share its store with REDIS_URL=" + self.url)
             if _answers_ping(self.socket):  # left running by an owner that died
                 self._adopted = True
-                self._adopted_pid = _server_pid(self.socket)
+                self._adopted_pid = server_pid(self.socket)
                 return self
         else:
             self._dir = tempfile.TemporaryDirectory(prefix="table42-redis-")
@@ -327,11 +327,13 @@ class EmbeddedRedis:
         )
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            if process.poll() is not None:
+            code = process.poll()
+            if code is not None:
                 err = process.stderr.read().decode() if process.stderr else ""
                 tail = log.read_text()[-500:] if log.exists() else ""
                 self._reap()
-                raise EmbeddedRedisError(f"redis-server exited at start: {err or tail}")
+                how = "exited" if code >= 0 else _how_it_ended(code)
+                raise EmbeddedRedisError(f"redis-server {how} at start: {err or tail}")
             if _answers_ping(self.port if self.data_dir is None else self.socket):
                 if self.cluster:
                     self._own_every_slot(deadline)

@@ -88,6 +88,12 @@ class StoreSupervisor:
         self._thread = thread
         return self
 
+    @property
+    def pid(self) -> int | None:
+        """The redis-server's process id once it runs (waits for a restart under way)."""
+        with self._lock:
+            return self.store.pid
+
     def stop(self) -> None:
         """Stop watching and stop the store (written out first, as
         :meth:`EmbeddedRedis.stop` does)."""

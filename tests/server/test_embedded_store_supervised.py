@@ -27,7 +27,7 @@ import server.embedded_redis as embedded_redis
 from server.bot.player import BotPlayer, GameLog, think_here
 from server.bot.strategy import Level
 from server.client import Client
-from server.embedded_redis import EmbeddedRedis, _command, _server_pid
+from server.embedded_redis import EmbeddedRedis, _command, server_pid
 from server.store_supervisor import EXIT_STORE_FAILED, StoreSupervisor
 
 # --- helpers ---------------------------------------------------------------------------------
@@ -40,7 +40,7 @@ def data_dir(tmp_path: Path) -> Iterator[Path]:
     folder.mkdir(exist_ok=True)
     yield folder
     # A redis-server a test left behind (an orphan) is shut down before the folder goes.
-    pid = _server_pid(folder / "redis.sock")
+    pid = server_pid(folder / "redis.sock")
     if pid is not None:
         _kill(pid)
     subprocess.run(["rm", "-rf", str(folder)], check=False)
@@ -52,7 +52,7 @@ def _kill(pid: int) -> None:
 
 
 def store_pid(data_dir: Path) -> int | None:
-    return _server_pid(data_dir / "redis.sock")
+    return server_pid(data_dir / "redis.sock")
 
 
 def kill_store(data_dir: Path) -> int:
@@ -63,11 +63,18 @@ def kill_store(data_dir: Path) -> int:
     return pid
 
 
-def wait_for_new_store(data_dir: Path, old: int, timeout: float = 20.0) -> int:
+def wait_for_new_store(data_dir: Path, old: int, timeout: float = 20.0,
+                       supervisor: StoreSupervisor | None = None,
+                       node: Node | None = None) -> int:
+    """The pid of the redis-server answering in place of ``old``, once its supervisor (in
+    this process, or ``node``'s: its log) counts it as started (a kill before that is a
+    failed start)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         pid = store_pid(data_dir)
-        if pid is not None and pid != old:
+        if pid is not None and pid != old and (
+                (supervisor is None or supervisor.pid == pid)
+                and (node is None or f"is back (pid {pid}," in node.log())):
             return pid
         time.sleep(0.05)
     raise AssertionError(f"no redis-server started again in {data_dir}")
@@ -193,7 +200,7 @@ async def play_through_kills(node: Node, kills: int) -> tuple[GameLog, GameLog, 
             while a.tables[table].v <= at_kill + 1:  # an event in flight may be stored
                 await asyncio.sleep(0.005)
             gaps.append(time.monotonic() - killed)
-            await asyncio.to_thread(wait_for_new_store, node.data_dir, old)
+            await asyncio.to_thread(wait_for_new_store, node.data_dir, old, node=node)
         logs = await asyncio.wait_for(asyncio.gather(*games), 240)
     finally:
         await a.close()
@@ -213,7 +220,7 @@ def test_a_killed_store_is_started_again_with_its_data(data_dir: Path) -> None:
         for round_ in range(3):
             assert _command(store.socket, "SET", f"k{round_}", "kept").startswith(b"+OK")
             old = kill_store(data_dir)
-            new = wait_for_new_store(data_dir, old)
+            new = wait_for_new_store(data_dir, old, supervisor=supervisor)
             assert store.pid == new
             for earlier in range(round_ + 1):  # every acknowledged write is there
                 assert b"kept" in _command(store.socket, "GET", f"k{earlier}")
@@ -235,9 +242,9 @@ def test_a_store_that_keeps_dying_is_given_up(data_dir: Path) -> None:
     supervisor = StoreSupervisor(store, restarts=2, window=60, on_give_up=give_up).start()
     try:
         old = kill_store(data_dir)
-        old = wait_for_new_store(data_dir, old)
+        old = wait_for_new_store(data_dir, old, supervisor=supervisor)
         kill_store(data_dir)
-        old = wait_for_new_store(data_dir, old)
+        old = wait_for_new_store(data_dir, old, supervisor=supervisor)
         kill_store(data_dir)  # the third death within the window: no third start
         assert gave_up.wait(20)
         assert supervisor.restarted == 2
@@ -260,10 +267,10 @@ def test_deaths_older_than_the_window_are_forgotten(data_dir: Path) -> None:
                                  on_give_up=lambda _why: gave_up.set()).start()
     try:
         old = kill_store(data_dir)
-        old = wait_for_new_store(data_dir, old)
+        old = wait_for_new_store(data_dir, old, supervisor=supervisor)
         now[0] += 11
         kill_store(data_dir)
-        old = wait_for_new_store(data_dir, old)
+        old = wait_for_new_store(data_dir, old, supervisor=supervisor)
         assert supervisor.restarted == 2 and not gave_up.is_set()
         now[0] += 9
         kill_store(data_dir)
@@ -289,7 +296,8 @@ def test_a_store_that_cannot_start_again_is_tried_then_given_up(
         assert supervisor.restarted == 0
         assert supervisor.failure is not None
         assert "failed 4 times" in supervisor.failure
-        assert "did not start again: redis-server exited at start" in supervisor.failure
+        assert "did not start again: redis-server exited at start" in supervisor.failure, \
+            supervisor.failure
     finally:
         supervisor.stop()
 
@@ -307,7 +315,7 @@ def test_an_adopted_store_is_watched_too(data_dir: Path) -> None:
         assert heir._adopted and heir.pid == orphan_pid
         assert _command(heir.socket, "SET", "adopted", "yes").startswith(b"+OK")
         kill_store(data_dir)
-        new = wait_for_new_store(data_dir, orphan_pid)
+        new = wait_for_new_store(data_dir, orphan_pid, supervisor=supervisor)
         assert heir.pid == new and not heir._adopted  # now a child of the heir
         assert b"yes" in _command(heir.socket, "GET", "adopted")
     finally:
@@ -343,7 +351,7 @@ async def test_a_store_that_keeps_dying_ends_the_server(
     a, b, _table = await seat_two(node)
     try:
         old = await asyncio.to_thread(kill_store, data_dir)
-        await asyncio.to_thread(wait_for_new_store, data_dir, old)
+        await asyncio.to_thread(wait_for_new_store, data_dir, old, node=node)
         await asyncio.to_thread(kill_store, data_dir)
         code = await node.exit_code()
     finally:
@@ -362,7 +370,7 @@ async def test_the_workers_parent_supervises_the_store(
 ) -> None:
     node = await start_node(nodes, data_dir, tmp_path, "--workers", "2")
     old = await asyncio.to_thread(kill_store, data_dir)
-    await asyncio.to_thread(wait_for_new_store, data_dir, old)
+    await asyncio.to_thread(wait_for_new_store, data_dir, old, node=node)
     await node.healthz_is(200)
     # A game on the workers after the restart.
     a, b, table = await seat_two(node)
@@ -394,7 +402,7 @@ async def test_a_store_orphaned_by_a_killed_server_is_adopted_and_supervised(
     assert store_pid(data_dir) == orphan  # adopted, not started anew
     assert orphan is not None
     await asyncio.to_thread(kill_store, data_dir)
-    await asyncio.to_thread(wait_for_new_store, data_dir, orphan)
+    await asyncio.to_thread(wait_for_new_store, data_dir, orphan, node=heir)
     await heir.healthz_is(200)
     a, b, _table = await seat_two(heir)
     await a.close()
