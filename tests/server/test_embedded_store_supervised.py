@@ -369,6 +369,12 @@ async def test_the_workers_parent_supervises_the_store(
     data_dir: Path, tmp_path: Path, nodes: list[Node]
 ) -> None:
     node = await start_node(nodes, data_dir, tmp_path, "--workers", "2")
+    # Both workers up first (a node that starts while its Redis is away stops, status 1).
+    for _ in range(300):
+        if node.log().count(" ready (key prefix") == 2:
+            break
+        await asyncio.sleep(0.1)
+    assert node.log().count(" ready (key prefix") == 2, node.log()
     old = await asyncio.to_thread(kill_store, data_dir)
     await asyncio.to_thread(wait_for_new_store, data_dir, old, node=node)
     await node.healthz_is(200)
