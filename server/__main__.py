@@ -4,8 +4,10 @@
 Settings come from flags and environment variables (``python -m server --help`` lists them;
 ``server/config.py`` has the table). Without ``REDIS_URL`` an embedded redis-server is started
 for the life of the process; it keeps its data in the data folder (``--data-dir``) and finds it
-again at the next start. SIGTERM and SIGINT shut down cleanly: sockets are closed with 1001,
-in-flight settlements and the write-behind buffer are flushed, then Redis (if embedded) stops.
+again at the next start. It is started again when it dies (``server/store_supervisor.py``);
+when it keeps dying the process stops as on SIGTERM and exits with status 3. SIGTERM and
+SIGINT shut down cleanly: sockets are closed with 1001, in-flight settlements and the
+write-behind buffer are flushed, then Redis (if embedded) stops.
 
 ``--workers N`` (``auto``: one per core) runs N such nodes on the port instead, one process
 each, sharing the embedded redis-server (``server/workers.py``). The event loop is uvloop's
@@ -17,17 +19,20 @@ from __future__ import annotations
 import contextlib
 import gc
 import logging
+import os
+import signal
 import sys
 from collections.abc import Sequence
 
 from aiohttp import web
 
 from server.app import METRICS, create_app
-from server.config import SettingsError, settings_from
+from server.config import Settings, SettingsError, settings_from
 from server.embedded_redis import EmbeddedRedis, EmbeddedRedisError
 from server.logs import setup_logging
 from server.net.event_loop import loop_factory, run
 from server.net.http_server import raise_fd_limit, serve
+from server.store_supervisor import EXIT_STORE_FAILED, StoreSupervisor
 from server.tournaments.cli import main as runner_key_main
 from server.workers import main_with_workers
 
@@ -64,6 +69,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     setup_logging(settings.log_level, json_lines=settings.json_logs)
     raise_fd_limit()
     embedded: EmbeddedRedis | None = None
+    supervisor: StoreSupervisor | None = None
     if not settings.redis_url:
         try:
             embedded = EmbeddedRedis(data_dir=settings.data_folder()).start()
@@ -73,26 +79,37 @@ def main(argv: Sequence[str] | None = None) -> int:
         settings = settings.with_changes(redis_url=embedded.url)
         log.info("REDIS_URL not set: the embedded redis-server keeps its data in %s (%s)",
                  embedded.data_dir, embedded.url)
-    if settings.workers > 1:
-        try:
-            return main_with_workers(args, settings, embedded.url if embedded else None)
-        finally:
-            if embedded is not None:
-                embedded.stop()
+        # Started again when it dies; when it keeps dying the process stops as on SIGTERM
+        # (the workers' parent passes it on to every worker) and exits with its own status.
+        supervisor = StoreSupervisor(
+            embedded, restarts=settings.embedded_restarts,
+            window=settings.embedded_restart_window,
+            on_give_up=lambda _why: os.kill(os.getpid(), signal.SIGTERM)).start()
     try:
-        app = create_app(settings)
-        app.on_startup.append(_settle_heap)
-        # Like web.run_app, with the connection guard (server/net/http_server.py) installed;
-        # SIGTERM and SIGINT end serve() normally, so everything closes in order.
-        uvloop = loop_factory(settings.uvloop) is not None
-        log.info("event loop: %s", "uvloop" if uvloop else "asyncio")
-        with contextlib.suppress(KeyboardInterrupt):
-            run(serve(app, settings, app[METRICS]), use_uvloop=uvloop)
+        if settings.workers > 1:
+            code = main_with_workers(args, settings, embedded.url if embedded else None)
+        else:
+            code = _serve(settings)
     finally:
-        if embedded is not None:
-            embedded.stop()
-    return 0
+        if supervisor is not None:
+            supervisor.stop()
+    if supervisor is not None and supervisor.failure is not None:
+        print(f"python -m server: {supervisor.failure}", file=sys.stderr)
+        return EXIT_STORE_FAILED
+    return code
 
+
+def _serve(settings: Settings) -> int:
+    """Run one node in this process until SIGTERM or SIGINT."""
+    app = create_app(settings)
+    app.on_startup.append(_settle_heap)
+    # Like web.run_app, with the connection guard (server/net/http_server.py) installed;
+    # SIGTERM and SIGINT end serve() normally, so everything closes in order.
+    uvloop = loop_factory(settings.uvloop) is not None
+    log.info("event loop: %s", "uvloop" if uvloop else "asyncio")
+    with contextlib.suppress(KeyboardInterrupt):
+        run(serve(app, settings, app[METRICS]), use_uvloop=uvloop)
+    return 0
 
 if __name__ == "__main__":
     sys.exit(main())

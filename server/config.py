@@ -133,6 +133,13 @@ class Settings:
         "append-only file, from one start to the next",
         shown_default="$XDG_DATA_HOME/table42, else ~/.local/share/table42")
     key_prefix: str = _store("t42:", "prefix of every Redis key the server writes (no braces)")
+    # The embedded store's supervisor (server/store_supervisor.py, docs/operations.md "When
+    # the embedded store dies"): a redis-server that dies is started again, this often at most.
+    embedded_restarts: int = _store(
+        5, "times the embedded redis-server is started again after it died within "
+        "embedded_restart_window; one more death ends the server (exit status 3)", ge=0)
+    embedded_restart_window: float = _store(
+        60.0, "seconds over which embedded_restarts are counted", gt=0)
 
     token_ttl: float = _accounts(7 * 24 * 3600.0, "lifetime of an account's bearer token, "
                                  "seconds", gt=0)

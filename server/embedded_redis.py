@@ -11,6 +11,9 @@ waits until it answers ``PING`` and stops it again. Two kinds:
   reused at the next start. One process at a time owns a folder's store (a lock file,
   ``<data_dir>/table42.lock``); the admin commands find it by its socket
   (:func:`store_url`), or start it themselves for the length of a command when no server runs.
+
+``python -m server`` has its kept store watched and started again when it dies
+(:meth:`EmbeddedRedis.exit_waiter`, :meth:`EmbeddedRedis.restart`, ``server/store_supervisor.py``).
 """
 
 from __future__ import annotations
@@ -19,12 +22,14 @@ import contextlib
 import fcntl
 import os
 import random
+import select
 import shutil
+import signal
 import socket
 import subprocess
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import TracebackType
 from typing import IO
@@ -115,6 +120,57 @@ def _answers_ping(where: int | Path) -> bool:
         return False
 
 
+def server_pid(where: int | Path) -> int | None:
+    """The process id a running redis-server gives in ``INFO server``, or None."""
+    try:
+        reply = _command(where, "INFO", "server")
+    except OSError:
+        return None
+    for line in reply.split(b"\r\n"):
+        if line.startswith(b"process_id:"):
+            with contextlib.suppress(ValueError):
+                return int(line.split(b":", 1)[1])
+    return None
+
+
+def _how_it_ended(status: int) -> str:
+    """A child's ``returncode`` in words."""
+    if status < 0:
+        try:
+            name = signal.Signals(-status).name
+        except ValueError:
+            name = "?"
+        return f"killed by signal {-status} ({name})"
+    return f"exited with status {status}"
+
+
+def _wait_for_pid(pid: int) -> str:
+    """Block until process ``pid`` (not a child of this one: a store adopted from an owner
+    that died) has ended. A pidfd says so the moment it happens; without one (not Linux
+    5.3+) the process is looked for every quarter of a second."""
+    try:
+        fd = os.pidfd_open(pid)
+    except (AttributeError, OSError):
+        fd = -1
+    if fd >= 0:
+        try:
+            poller = select.poll()
+            poller.register(fd, select.POLLIN)
+            while not poller.poll():
+                pass
+        finally:
+            os.close(fd)
+        return "ended"
+    while True:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return "ended"
+        except PermissionError:  # pragma: no cover - another user's process: still there
+            pass
+        time.sleep(0.25)
+
+
 def _lock(data_dir: Path) -> IO[str] | None:
     """Take the folder's lock without waiting: the open lock file, or None if another process
     holds it. The lock lasts as long as the file stays open (the kernel drops it when the
@@ -165,6 +221,7 @@ class EmbeddedRedis:
         self._process: subprocess.Popen[bytes] | None = None
         self._lock: IO[str] | None = None
         self._adopted = False
+        self._adopted_pid: int | None = None
         if self.data_dir is None:
             self.port = port or _free_port(cluster=cluster)
             self.url = f"redis://127.0.0.1:{self.port}/0"
@@ -181,21 +238,12 @@ class EmbeddedRedis:
 
     @property
     def pid(self) -> int | None:
-        """The redis-server's process id while it runs (benchmarks read its CPU time)."""
-        return None if self._process is None else self._process.pid
+        """The redis-server's process id while it runs (benchmarks read its CPU time; an
+        adopted one's too)."""
+        return self._adopted_pid if self._process is None else self._process.pid
 
     def start(self, timeout: float = 10.0) -> EmbeddedRedis:
-        if self.data_dir is None:
-            self._dir = tempfile.TemporaryDirectory(prefix="table42-redis-")
-            folder = Path(self._dir.name)
-            args = [
-                redis_server_binary(),
-                "--bind", "127.0.0.1",
-                "--port", str(self.port),
-                "--save", "",
-                "--appendonly", "no",
-            ]
-        else:
+        if self.data_dir is not None:
             folder = self.data_dir
             try:
                 folder.mkdir(parents=True, exist_ok=True, mode=0o700)
@@ -209,7 +257,39 @@ class EmbeddedRedis:
                     "--data-dir, or share its store with REDIS_URL=" + self.url)
             if _answers_ping(self.socket):  # left running by an owner that died
                 self._adopted = True
+                self._adopted_pid = server_pid(self.socket)
                 return self
+        else:
+            self._dir = tempfile.TemporaryDirectory(prefix="table42-redis-")
+        try:
+            self._spawn(timeout)
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def restart(self, timeout: float = 10.0) -> None:
+        """Start the kept store's redis-server again after it died (the folder's lock stays
+        held): the same socket and folder, its data read back from the append-only file.
+        Raises :class:`EmbeddedRedisError` when it does not come up (nothing is left
+        running then)."""
+        if self.data_dir is None or self._lock is None:
+            raise EmbeddedRedisError("only a started kept store is started again")
+        self._adopted = False
+        self._adopted_pid = None
+        self._reap()
+        self._spawn(timeout)
+
+    def _args(self, folder: Path) -> list[str]:
+        if self.data_dir is None:
+            args = [
+                redis_server_binary(),
+                "--bind", "127.0.0.1",
+                "--port", str(self.port),
+                "--save", "",
+                "--appendonly", "no",
+            ]
+        else:
             args = [
                 redis_server_binary(),
                 "--port", "0",
@@ -219,35 +299,77 @@ class EmbeddedRedis:
                 "--appendfsync", "everysec",
                 "--save", "",
             ]
-        log = folder / "redis.log"
         args += [
             "--dir", str(folder),
-            "--logfile", str(log),
+            "--logfile", str(folder / "redis.log"),
             "--maxmemory", self._maxmemory,
             "--protected-mode", "yes",
         ]
         if self.cluster:
             args += ["--cluster-enabled", "yes",
                      "--cluster-config-file", str(folder / "nodes.conf")]
+        return args
+
+    def _spawn(self, timeout: float) -> None:
+        """Run the redis-server and wait until it answers ``PING``; on failure nothing of it
+        is left running and :class:`EmbeddedRedisError` says why."""
+        if self.data_dir is not None:
+            folder = self.data_dir
+        else:
+            assert self._dir is not None
+            folder = Path(self._dir.name)
+        log = folder / "redis.log"
         # Its own process group: a Ctrl-C in a terminal reaches the server, which stops this
         # store last (after its final writes), not both at once.
-        self._process = subprocess.Popen(
-            args, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-            process_group=0,
+        process = self._process = subprocess.Popen(
+            self._args(folder), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE, process_group=0,
         )
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            if self._process.poll() is not None:
-                err = self._process.stderr.read().decode() if self._process.stderr else ""
+            code = process.poll()
+            if code is not None:
+                err = process.stderr.read().decode() if process.stderr else ""
                 tail = log.read_text()[-500:] if log.exists() else ""
-                raise EmbeddedRedisError(f"redis-server exited at start: {err or tail}")
+                self._reap()
+                how = "exited" if code >= 0 else _how_it_ended(code)
+                raise EmbeddedRedisError(f"redis-server {how} at start: {err or tail}")
             if _answers_ping(self.port if self.data_dir is None else self.socket):
                 if self.cluster:
                     self._own_every_slot(deadline)
-                return self
+                return
             time.sleep(0.02)
-        self.stop()
-        raise EmbeddedRedisError(f"redis-server did not answer on port {self.port}")
+        self._reap()
+        raise EmbeddedRedisError(
+            f"redis-server did not answer on {self.port or self.socket} within {timeout:g} s")
+
+    def _reap(self) -> None:
+        """End the redis-server child, if any (SIGTERM, SIGKILL 5 s later), and forget it."""
+        process, self._process = self._process, None
+        if process is None:
+            return
+        if process.poll() is None:
+            process.terminate()
+            try:
+                process.wait(5)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+        if process.stderr is not None:
+            process.stderr.close()
+
+    def exit_waiter(self) -> Callable[[], str] | None:
+        """A function that blocks until the redis-server running now ends and says how
+        (``killed by signal 9 (SIGKILL)``), for the store's supervisor thread; None when
+        there is none to watch (not started, stopped, or an adopted one whose process id it
+        did not give)."""
+        process = self._process
+        if process is not None:
+            return lambda: _how_it_ended(process.wait())
+        pid = self._adopted_pid
+        if self._adopted and pid is not None:
+            return lambda: _wait_for_pid(pid)
+        return None
 
     def _own_every_slot(self, deadline: float) -> None:
         """Make this node a one-node cluster holding all 16384 slots, and wait until it is ok."""
@@ -267,16 +389,8 @@ class EmbeddedRedis:
             with contextlib.suppress(OSError):
                 _command(self.socket, "SHUTDOWN")
             self._adopted = False
-        if self._process is not None and self._process.poll() is None:
-            self._process.terminate()
-            try:
-                self._process.wait(5)
-            except subprocess.TimeoutExpired:
-                self._process.kill()
-                self._process.wait()
-        if self._process is not None and self._process.stderr is not None:
-            self._process.stderr.close()
-        self._process = None
+            self._adopted_pid = None
+        self._reap()
         if self._dir is not None:
             self._dir.cleanup()
             self._dir = None
