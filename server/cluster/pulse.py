@@ -105,7 +105,7 @@ class NodePulse:
         self.online: int | None = None  # players connected here: set on the loop
         self.online_count: Callable[[], int] | None = None  # asked on the loop, if given
         self.beat_at = -float("inf")  # monotonic time of the last heartbeat written
-        self.answered_at = -float("inf")  # monotonic time of the last probe answered
+        self.answered_at = -float("inf")  # monotonic start of the last probe answered
         self.beats = 0  # heartbeats written (for tests and the bench)
         self._loop: asyncio.AbstractEventLoop | None = None
         self._on_news: Callable[[PulseNews], None] | None = None
@@ -142,9 +142,10 @@ class NodePulse:
         posted = self._posted
         return 0.0 if posted is None else max(0.0, time.monotonic() - posted)
 
-    def answered_within(self, seconds: float) -> bool:
-        """Whether a probe of the thread answered within the last ``seconds``."""
-        return self._up and time.monotonic() - self.answered_at <= seconds
+    def answered_since(self, when: float) -> bool:
+        """Whether a probe of the thread started at ``when`` (monotonic) or later answered
+        (and none failed since)."""
+        return self._up and self.answered_at >= when
 
     def start(self, on_news: Callable[[PulseNews], None]) -> None:
         """Start the thread (on the running loop): ``on_news`` is called on the loop with
@@ -244,7 +245,7 @@ class NodePulse:
         else:
             up, found = True, None if raw is None else (
                 raw.decode() if isinstance(raw, bytes) else str(raw))
-            self.answered_at = time.monotonic()
+            self.answered_at = started
         with self._lock:
             self._up, self._found, self._probed_at = up, found, started
         self._tell()

@@ -88,8 +88,8 @@ def _text(raw: Any) -> str:
 class StoreProbe(Protocol):
     """A probe of Redis off the event loop (the node's pulse thread)."""
 
-    def answered_within(self, seconds: float) -> bool:
-        """Whether a probe answered within the last ``seconds``."""
+    def answered_since(self, when: float) -> bool:
+        """Whether a probe started at ``when`` (monotonic) or later answered."""
         ...
 
 
@@ -189,14 +189,15 @@ class Persistence(ResultRecords, OwnerRecords, EventLogReads, LobbyIndex, Player
         return await asyncio.shield(pending)
 
     async def _confirm(self) -> bool:
+        started = time.monotonic()
         try:
             up, lost = await self.check_store(
                 timeout=max(self._settings.redis_check_interval, 2.0))
         finally:
             self._confirming = None
-        if not up and self._probe_answers():
-            # The loop read its answer too late, the pulse thread's own probe answered:
-            # a busy node, not a Redis outage.
+        if not up and self.probe is not None and self.probe.answered_since(started):
+            # The loop read its answer too late, while the pulse thread's own probe, sent
+            # since, answered: a busy node, not a Redis outage.
             return True
         if not up:
             if self._redis_up:
@@ -434,18 +435,15 @@ class Persistence(ResultRecords, OwnerRecords, EventLogReads, LobbyIndex, Player
         if not task.cancelled() and task.exception() is not None:
             log.warning("Redis check failed: %s", task.exception())
 
-    def _probe_answers(self) -> bool:
-        """Whether the pulse thread's probe answered within two check periods and a
-        probe's timeout (a probe in flight may take that long)."""
-        probe = self.probe
-        return probe is not None and probe.answered_within(
-            2 * self._settings.redis_check_interval + 2.0)
-
     async def answers(self, timeout: float = 1.0) -> bool:
         """Whether Redis answers (``/healthz``): the pulse thread's probe when the node has
-        one (a busy loop is not a Redis outage), else a PING on the loop."""
+        one (a busy loop is not a Redis outage): one started within two check periods and
+        a probe's timeout (a probe in flight may take that long) answered; else a PING on
+        the loop."""
         if self.probe is not None:
-            return self._probe_answers()
+            window = 2 * self._settings.redis_check_interval + max(
+                self._settings.redis_check_interval, 2.0)
+            return self.probe.answered_since(time.monotonic() - window)
         return await self.ping(timeout=timeout)
 
     async def _checked(self, up: bool, lost: bool, started: float | None) -> None:

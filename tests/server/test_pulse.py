@@ -73,7 +73,7 @@ async def test_a_busy_loop_keeps_its_heartbeat_and_its_view_of_redis(
     most, beats = busy(2.5, pulse)
     assert most >= 2.0, "the thread did not see the loop stuck"
     assert beats >= 3, "no heartbeat while the loop was busy"
-    assert pulse.answered_within(1.0)
+    assert pulse.answered_since(time.monotonic() - 1.0)
     keys = Keys(key_prefix)
     assert await alive_until(redis_client, keys, "n1") > await redis_now(redis_client)
     await asyncio.sleep(0.3)
@@ -117,5 +117,5 @@ async def test_a_redis_that_does_not_answer_is_seen_away(
             break
         await asyncio.sleep(0.05)
     assert news and not news[-1].up
-    assert not pulse.answered_within(10.0)
+    assert not pulse.answered_since(-float("inf"))
     assert pulse.beats == 0
