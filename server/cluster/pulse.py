@@ -57,6 +57,10 @@ STUCK_LOG_AFTER = 2.0
 """A loop stuck this long (seconds) is logged, once per stall, by the thread."""
 
 
+class _LoopClosed(Exception):
+    """The loop the thread reports to is closed: the thread ends."""
+
+
 @dataclass(frozen=True, slots=True)
 class PulseNews:
     """What the thread learned that the loop acts on (the latest state, not a history).
@@ -178,23 +182,34 @@ class NodePulse:
             while not self._stop.is_set():
                 now = time.monotonic()
                 if now >= next_watch:
-                    self._watch(now)
+                    self._step(self._watch, now)
                     next_watch = now + WATCH_PERIOD
                 if now >= next_probe:
-                    self._probe()
+                    self._step(self._probe)
                     next_probe = max(next_probe + self.check_interval, time.monotonic())
                 if now >= next_beat:
-                    self._beat()
+                    self._step(self._beat)
                     next_beat = max(next_beat + self.lease_renew, time.monotonic())
                 self._stop.wait(max(0.0, min(next_watch, next_probe, next_beat)
                                     - time.monotonic()))
-        except RuntimeError:  # the loop closed under the thread (the process is ending)
+        except _LoopClosed:  # the process is ending
             pass
         finally:
             if self._client is not None:
                 with contextlib.suppress(RedisError, OSError):
                     self._client.close()
                 self._client = self._script = None
+
+    def _step(self, step: Callable[..., None], *args: Any) -> None:
+        """Run one step; whatever it raises is logged and the thread goes on (a thread
+        that died would stop the heartbeat of a live node), unless the loop is closed."""
+        try:
+            step(*args)
+        except Exception as exc:
+            loop = self._loop
+            if loop is None or loop.is_closed():
+                raise _LoopClosed from exc
+            log.exception("node pulse: %s failed", getattr(step, "__name__", "a step"))
 
     def _connect(self) -> Any:
         """The thread's client (made at first use: a cluster client connects when made)."""
