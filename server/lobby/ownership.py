@@ -10,7 +10,10 @@ so an idle table costs no Redis command. The node that makes a table claims its 
 a hint, the record is the truth). Every write of the table is fenced by the epoch
 (``fenced_append.lua``, ``fenced_result.lua``; the lobby listing reads the record first).
 
-:class:`Ownership` then, on the node's tick (``server/tick.py``),
+:class:`Ownership` then, on the node's tick (``server/tick.py``) and its pulse thread
+(``server/cluster/pulse.py``: the heartbeat and the Redis probe run there, off the event loop,
+so a busy loop is not a dead node; a loop stuck for ``loop_stuck_limit`` lets the heartbeat
+end then),
 
 * beats the heart each ``lease_renew``. A heartbeat that finds the node's time had run out
   (paused past it, cut off from Redis) reads the record of each table it owns once and lets
