@@ -30,6 +30,7 @@ from redis.exceptions import RedisError
 
 from rating_plugin.store import RatingStore
 from server.cluster.bus import NodeBus
+from server.cluster.pulse import NodePulse
 from server.config import Settings, SettingsError
 from server.lobby.computer import ComputerOpponents
 from server.lobby.matchmaker import Matchmaker
@@ -84,6 +85,9 @@ COMPUTER = web.AppKey("computer", ComputerOpponents)
 OWNERSHIP = web.AppKey("ownership", Ownership)
 LOAD = web.AppKey("load", LoadMeter)
 ADMISSION = web.AppKey("admission", Admission)
+PULSE = web.AppKey("pulse", NodePulse)
+"""The node's pulse thread: heartbeat, Redis probe, the loop's lag (``lag()``,
+``stuck_for()``)."""
 CLOSE_SERVICE_RESTART = 1012
 """WebSocket close code for a drain: the client reconnects (to another node) at once."""
 
@@ -167,7 +171,14 @@ async def _services(app: web.Application) -> AsyncIterator[None]:
     app[LOBBY] = lobby
     liveness = SocketLiveness(hub, tick, settings.heartbeat)
     app[LIVENESS] = liveness
-    ownership = Ownership(settings, persistence, lobby, tick=tick)
+    # The heartbeat and the Redis probe run on a thread of their own: a busy loop is not
+    # a dead node, nor a Redis outage (server/cluster/pulse.py).
+    pulse = NodePulse(settings.redis_url, keys, settings.node_id,
+                      lease_ttl=settings.lease_ttl, lease_renew=settings.lease_renew,
+                      check_interval=settings.redis_check_interval,
+                      stuck_limit=settings.loop_stuck_limit)
+    app[PULSE] = pulse
+    ownership = Ownership(settings, persistence, lobby, tick=tick, pulse=pulse)
     app[OWNERSHIP] = ownership
     matchmaker = Matchmaker(settings, redis, lobby, hub, ratings, persistence, tick=tick)
     app[MATCHMAKER] = matchmaker
@@ -197,7 +208,7 @@ async def _services(app: web.Application) -> AsyncIterator[None]:
                                             computer, admission=app[ADMISSION]).handle)
     await persistence.load_scripts()
     await persistence.claim_store()
-    persistence.start()
+    persistence.start(probed=True)  # by the pulse thread, from ownership.start()
     await bus.start(lobby.on_node_messages)
     await ownership.start()
     await matchmaker.start()
@@ -222,8 +233,10 @@ async def _services(app: web.Application) -> AsyncIterator[None]:
 async def _load_watch(app: web.Application) -> AsyncIterator[None]:
     """Sample the node's load (server/net/load_watch.py) while the app runs."""
     settings = app[SETTINGS]
+    # One reading of the loop's lag for the node: the pulse thread's (server/cluster/pulse.py,
+    # made by _services, which starts after this).
     watch = LoadWatch(app[LOAD], settings.load_sample_interval, app[METRICS],
-                      burn_file=settings.load_test_burn_file)
+                      lag_reading=lambda: app[PULSE].lag(), burn_file=settings.load_test_burn_file)
     watch.start()
     try:
         yield

@@ -267,6 +267,13 @@ class Settings:
     lease_renew: float = _ownership(2.0, "seconds between two heartbeats of a node", gt=0)
     takeover_scan: float = _ownership(1.0, "seconds between two looks for dead nodes and "
                                       "tables handed over", gt=0)
+    # Busy is not dead (server/cluster/pulse.py, docs/operations.md "Busy or dead"): the
+    # heartbeat runs on a thread of its own and goes on while the event loop is busy; a loop
+    # that has run nothing for loop_stuck_limit counts as hung and the heartbeat ends then.
+    loop_stuck_limit: float = _ownership(
+        30.0, "seconds a node's event loop may run nothing (one long task) before the node "
+        "counts as dead and its tables are taken over (its heartbeat goes on until then)",
+        gt=0)
     # A table taken over from a dead node: the player to act gets the time left on the clock
     # when its last event was stored, plus this.
     takeover_allowance: float = _ownership(10.0, "seconds added to the clock of the player to "

@@ -43,6 +43,7 @@ class Tick:
         self._task: asyncio.Task[None] | None = None
         self._origin: float | None = None
         self._armed: float | None = None  # the due time the task sleeps until
+        self._halts: list[Callable[[], None]] = []
 
     def add(self, name: str, period: float, step: Step, *, first: float | None = None,
             logger: logging.Logger = log, what: str | None = None) -> None:
@@ -83,10 +84,19 @@ class Tick:
             with contextlib.suppress(asyncio.CancelledError):
                 await task
 
+    def on_halt(self, stop: Callable[[], None]) -> None:
+        """Have :meth:`halt` call ``stop`` too: a duty of the node that runs off the tick
+        (the node's pulse thread, ``server/cluster/pulse.py``)."""
+        self._halts.append(stop)
+
     def halt(self) -> None:
         """Run nothing more, as if the process were paused (tests freeze a node so): every
-        duty is forgotten, the task and every run in progress cancelled. A part started
-        again adds its duties again."""
+        duty is forgotten, the task and every run in progress cancelled, and what was
+        registered with :meth:`on_halt` stopped. A part started again adds its duties
+        again."""
+        halts, self._halts = self._halts, []
+        for stop in halts:
+            stop()
         if self._task is not None:
             self._task.cancel()
             self._task = None

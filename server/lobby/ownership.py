@@ -10,7 +10,10 @@ so an idle table costs no Redis command. The node that makes a table claims its 
 a hint, the record is the truth). Every write of the table is fenced by the epoch
 (``fenced_append.lua``, ``fenced_result.lua``; the lobby listing reads the record first).
 
-:class:`Ownership` then, on the node's tick (``server/tick.py``),
+:class:`Ownership` then, on the node's tick (``server/tick.py``) and its pulse thread
+(``server/cluster/pulse.py``: the heartbeat and the Redis probe run there, off the event loop,
+so a busy loop is not a dead node; a loop stuck for ``loop_stuck_limit`` lets the heartbeat
+end then),
 
 * beats the heart each ``lease_renew``. A heartbeat that finds the node's time had run out
   (paused past it, cut off from Redis) reads the record of each table it owns once and lets
@@ -49,6 +52,7 @@ of it: milliseconds.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
 import random
@@ -56,6 +60,7 @@ import time
 
 from redis.exceptions import RedisError
 
+from server.cluster.pulse import NodePulse, PulseNews
 from server.config import Settings
 from server.lobby.routing import Lobby
 from server.protocol.node_messages import Released
@@ -78,9 +83,12 @@ class Ownership:
     """The ownership duties of one node. Needs the node's settings, persistence and lobby."""
 
     def __init__(self, settings: Settings, persistence: Persistence, lobby: Lobby, *,
-                 tick: Tick | None = None) -> None:
-        """``tick``: the node's tick, which runs the heartbeat and the scan (one of its own
-        if not given)."""
+                 tick: Tick | None = None, pulse: NodePulse | None = None) -> None:
+        """``tick``: the node's tick, which runs the scan (one of its own if not given);
+        ``pulse``: the node's pulse thread, which beats the heart and probes Redis off the
+        loop (``server/cluster/pulse.py``; without one, the tick beats the heart)."""
+        self.pulse = pulse
+        self._late_task: asyncio.Task[None] | None = None
         self.settings = settings
         self.tick = tick if tick is not None else Tick()
         self.node_id = settings.node_id
@@ -100,8 +108,17 @@ class Ownership:
         await self.beat_once()
         self._claim_after = 0.0  # a restart under the same id is not a pause
         self._started = True
-        self.tick.add(HEARTBEAT, self.settings.lease_renew, self.beat_once, logger=log,
-                      what="ownership: heartbeat")
+        pulse = self.pulse
+        if pulse is not None:
+            pulse.online_count = self.lobby.online_players
+            pulse.online = self.lobby.online_players()
+            pulse.beat_at = self._beat_at
+            self.persistence.probe = pulse
+            pulse.start(self._news)
+            self.tick.on_halt(pulse.halt)
+        else:
+            self.tick.add(HEARTBEAT, self.settings.lease_renew, self.beat_once, logger=log,
+                          what="ownership: heartbeat")
         self.tick.add(SCAN, self.settings.takeover_scan, self.scan_once, logger=log,
                       what="ownership: takeover scan",
                       first=0 if self._handed else None)  # a peer handed tables over already
@@ -109,7 +126,11 @@ class Ownership:
     async def stop(self) -> None:
         """Stop beating and scanning, and say this node is gone (peers clean up after it at
         once)."""
+        if self.pulse is not None:
+            await self.pulse.stop()
         await self.tick.remove(HEARTBEAT, SCAN)
+        if self._late_task is not None:
+            self._late_task.cancel()
         with contextlib.suppress(RedisError, OSError):
             await self.persistence.node_gone(self.node_id)
 
@@ -126,8 +147,31 @@ class Ownership:
         late = await self.persistence.heartbeat(self.node_id, self.settings.lease_ttl,
                                                   self.lobby.online_players())
         self._beat_at = time.monotonic()
-        if not late:
-            return
+        if late:
+            await self._after_late()
+
+    def _news(self, news: PulseNews) -> None:
+        """On the loop: what the pulse thread learned (its probe's answer, the clock offset
+        to Redis, a heartbeat that found this node's time had run out)."""
+        if news.clock_offset is not None:
+            self.persistence.clock_offset = news.clock_offset
+        self.persistence.probed(news.up, news.found, news.probed_at)
+        if news.late and self._late_task is None:
+            self._late_task = asyncio.ensure_future(self._after_late())
+            self._late_task.add_done_callback(self._late_done)
+
+    def _late_done(self, task: asyncio.Task[None]) -> None:
+        self._late_task = None
+        if not task.cancelled() and (exc := task.exception()) is not None:
+            log.warning("ownership: checking this node's tables after its heartbeat had "
+                        "run out failed: %s", exc)
+
+    def _last_beat(self) -> float:
+        """Monotonic time of this node's last heartbeat written."""
+        return self.pulse.beat_at if self.pulse is not None else self._beat_at
+
+    async def _after_late(self) -> None:
+        """This node's heartbeat had run out: let go of what its peers took."""
         self._claim_after = time.monotonic() + self.settings.lease_renew
         if self._started:
             log.warning("ownership: this node's heartbeat had run out (paused or cut off); "
@@ -164,7 +208,7 @@ class Ownership:
             self._own_checked = True
         handed, self._handed = self._handed, set()
         now = time.monotonic()
-        if now < self._claim_after or now - self._beat_at >= self.settings.lease_ttl:
+        if now < self._claim_after or now - self._last_beat() >= self.settings.lease_ttl:
             # Just found late itself, or no heartbeat of its own came through for as long as
             # a peer's counts: the others may be as late as this node, not dead.
             self._handed |= handed  # looked at once this node may claim again

@@ -301,7 +301,7 @@ class AccountRoutes:
 
     async def healthz(self, request: web.Request) -> web.Response:
         """Alive, and whether Redis answers (a liveness probe: never limited)."""
-        ok = self.persistence.redis_up and await self.persistence.ping(timeout=1.0)
+        ok = self.persistence.redis_up and await self.persistence.answers(timeout=1.0)
         return web.json_response(
             {"status": "ok" if ok else "unavailable", "redis": ok, "node": self.node_id},
             status=200 if ok else 503,

@@ -155,6 +155,12 @@ class Keys:
         alive refresh; same hash tag as :attr:`nodes`, read together)."""
         return f"{self.prefix}{{nodes}}:online"
 
+    @property
+    def node_lag(self) -> str:
+        """Hash node id -> its event loop's lag, ms (written with its heartbeat when it
+        changed, by the node's pulse thread: ``server/cluster/pulse.py``)."""
+        return f"{self.prefix}{{nodes}}:lag"
+
     def node_alive(self, node: str) -> str:
         return f"{self.prefix}node:{node}:alive"
 

@@ -179,6 +179,7 @@ class OwnerRecords:
         if nodes:
             await _aw(self.redis.zrem(self.keys.nodes, *nodes))
             await _aw(self.redis.hdel(self.keys.online, *nodes))
+            await _aw(self.redis.hdel(self.keys.node_lag, *nodes))
             await _aw(self.redis.delete(*[self.keys.node_tables(n) for n in nodes]))
 
     async def owner_of(self, table: str) -> str | None:

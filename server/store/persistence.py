@@ -49,7 +49,7 @@ import logging
 import secrets
 import time
 from collections.abc import Callable
-from typing import Any, cast
+from typing import Any, Protocol, cast
 
 import redis.asyncio as aioredis
 from redis.exceptions import NoScriptError, RedisError
@@ -85,6 +85,14 @@ def _text(raw: Any) -> str:
     return raw.decode() if isinstance(raw, bytes) else str(raw)
 
 
+class StoreProbe(Protocol):
+    """A probe of Redis off the event loop (the node's pulse thread)."""
+
+    def answered_since(self, when: float) -> bool:
+        """Whether a probe started at ``when`` (monotonic) or later answered."""
+        ...
+
+
 class Persistence(ResultRecords, OwnerRecords, EventLogReads, LobbyIndex, PlayerRecords):
     def __init__(self, redis: aioredis.Redis, keys: Keys, settings: Settings,
                  metrics: Metrics | None = None, *,
@@ -108,6 +116,11 @@ class Persistence(ResultRecords, OwnerRecords, EventLogReads, LobbyIndex, Player
         self._redis_up = True
         self.on_health = on_health
         self._confirming: asyncio.Future[bool] | None = None
+        # The node's pulse thread (server/cluster/pulse.py), when it probes Redis instead of
+        # the tick (start(probed=True)): its answers come through probed().
+        self.probe: StoreProbe | None = None
+        self._claimed_at = 0.0  # monotonic time the store's identity was last read here
+        self._reclaiming: asyncio.Task[None] | None = None
         # The store identity this node knows (claim_store), and who is told when it is gone.
         self.store_id: str | None = None
         self.on_store_lost = on_store_lost
@@ -176,11 +189,16 @@ class Persistence(ResultRecords, OwnerRecords, EventLogReads, LobbyIndex, Player
         return await asyncio.shield(pending)
 
     async def _confirm(self) -> bool:
+        started = time.monotonic()
         try:
             up, lost = await self.check_store(
                 timeout=max(self._settings.redis_check_interval, 2.0))
         finally:
             self._confirming = None
+        if not up and self.probe is not None and self.probe.answered_since(started):
+            # The loop read its answer too late, while the pulse thread's own probe, sent
+            # since, answered: a busy node, not a Redis outage.
+            return True
         if not up:
             if self._redis_up:
                 log.warning("Redis is unreachable")
@@ -344,6 +362,7 @@ class Persistence(ResultRecords, OwnerRecords, EventLogReads, LobbyIndex, Player
         await self.redis.set(key, secrets.token_hex(16), nx=True)
         found = await self.redis.get(key)
         self.store_id = None if found is None else _text(found)
+        self._claimed_at = time.monotonic()
         return self.store_id or ""
 
     async def check_store(self, timeout: float = 2.0, *,
@@ -393,6 +412,42 @@ class Persistence(ResultRecords, OwnerRecords, EventLogReads, LobbyIndex, Player
             # (a read that failed with the batch it went in, or a loop too busy to read the
             # answer in time, is not an outage; a Redis that is away refuses this too).
             up, lost = await self.check_store(timeout=max(interval, 2.0), alone=True)
+        await self._checked(up, lost, started)
+
+    def probed(self, up: bool, found: str | None, probed_at: float) -> None:
+        """The pulse thread's probe (``server/cluster/pulse.py``) read the store's identity
+        ``found`` (``up``: it answered) in a probe started at ``probed_at`` (monotonic): the
+        same decisions as :meth:`check_once`, without a command on the loop. A probe that
+        answers is health, however late the loop reads it. A probe started before this
+        node last read the identity is no news of a loss (the identity it read may be the
+        one this node replaced)."""
+        lost = (up and self.store_id is not None and probed_at >= self._claimed_at
+                and found != self.store_id)
+        if lost or (up and self.store_id is None):
+            if self._reclaiming is None:
+                self._reclaiming = asyncio.ensure_future(self._checked(up, lost, None))
+                self._reclaiming.add_done_callback(self._reclaimed)
+            return
+        self._set_health(up)
+
+    def _reclaimed(self, task: asyncio.Task[None]) -> None:
+        self._reclaiming = None
+        if not task.cancelled() and task.exception() is not None:
+            log.warning("Redis check failed: %s", task.exception())
+
+    async def answers(self, timeout: float = 1.0) -> bool:
+        """Whether Redis answers (``/healthz``): the pulse thread's probe when the node has
+        one (a busy loop is not a Redis outage): one started within two check periods and
+        a probe's timeout (a probe in flight may take that long) answered; else a PING on
+        the loop."""
+        if self.probe is not None:
+            window = 2 * self._settings.redis_check_interval + max(
+                self._settings.redis_check_interval, 2.0)
+            return self.probe.answered_since(time.monotonic() - window)
+        return await self.ping(timeout=timeout)
+
+    async def _checked(self, up: bool, lost: bool, started: float | None) -> None:
+        """What a check found: a lost store, its identity written again, the health."""
         if lost:
             self.store_lost()
         if up and self.store_id is None:
@@ -401,8 +456,11 @@ class Persistence(ResultRecords, OwnerRecords, EventLogReads, LobbyIndex, Player
             with contextlib.suppress(RedisError, OSError):
                 await self.claim_store()
                 await self.load_scripts()
-        if up:
+        if up and started is not None:
             self.metrics.redis_rtt.observe(time.perf_counter() - started)
+        self._set_health(up)
+
+    def _set_health(self, up: bool) -> None:
         if up != self.redis_up:
             log.warning("Redis is %s", "back" if up else "unreachable")
         self.redis_up = up
@@ -413,14 +471,19 @@ class Persistence(ResultRecords, OwnerRecords, EventLogReads, LobbyIndex, Player
         append of the flush (on a cluster, on every master)."""
         await self.redis.script_load(self._fenced_append.script)
 
-    def start(self) -> None:
+    def start(self, *, probed: bool = False) -> None:
+        """Start the flusher, and the Redis check on the tick unless ``probed``: the node's
+        pulse thread probes Redis and tells :meth:`probed` (and sets :attr:`probe`)."""
         self._task = asyncio.create_task(self.run_flusher(), name="write-behind")
-        self.tick.add("redis-check", self._settings.redis_check_interval, self.check_once,
-                      first=0, logger=log, what="Redis check")
+        if not probed:
+            self.tick.add("redis-check", self._settings.redis_check_interval, self.check_once,
+                          first=0, logger=log, what="Redis check")
 
     async def stop(self) -> None:
         """Stop the flusher and write what is left (nothing buffered is lost on shutdown)."""
         await self.tick.remove("redis-check")
+        if self._reclaiming is not None:
+            self._reclaiming.cancel()
         if self._task is not None:
             self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError):

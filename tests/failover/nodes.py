@@ -90,6 +90,21 @@ BASE_FLAGS: dict[str, Any] = {
     "--matchmaking-hold": 0.1,
 }
 
+STALL_SIGNAL = signal.SIGUSR2
+STALL_HOOK = """\
+import os, runpy, signal, sys, time
+def _stall(signum, frame):
+    end = time.monotonic() + float(os.environ["TABLE42_TEST_STALL"])
+    while time.monotonic() < end:
+        pass
+signal.signal(signal.SIGUSR2, _stall)
+runpy.run_module("server", run_name="__main__", alter_sys=True)
+"""
+"""How a node's event loop is made busy in a test (``Cluster.start(stall=...)``): the process
+runs ``python -m server`` behind a SIGUSR2 handler that keeps the main thread (the event
+loop) busy in Python for ``TABLE42_TEST_STALL`` seconds: a long request, as far as the node's
+other threads can tell (SIGSTOP would stop them too). Test-only: nothing in the server."""
+
 _addresses = itertools.count(1)
 
 
@@ -164,6 +179,11 @@ class Node:
     def terminate(self) -> None:
         self.signal(signal.SIGTERM)
 
+    def stall(self) -> None:
+        """Keep the node's event loop busy for the seconds it was started with
+        (``Cluster.start(stall=...)``, :data:`STALL_HOOK`)."""
+        self.signal(STALL_SIGNAL)
+
     async def wait(self, timeout: float = 30.0) -> int:
         return await asyncio.wait_for(self.proc.wait(), timeout)
 
@@ -214,16 +234,22 @@ class Cluster:
                 args += [flag, str(value)]
         return args
 
-    async def start(self, name: str, **flags: Any) -> Node:
-        """Start node ``name`` (again, if it ran before) and wait until it is ready."""
+    async def start(self, name: str, *, stall: float | None = None, **flags: Any) -> Node:
+        """Start node ``name`` (again, if it ran before) and wait until it is ready;
+        ``stall``: seconds :meth:`Node.stall` keeps its event loop busy."""
         assert not self.closed, "the cluster is closed"
         port = free_port()
         log_path = self.log_dir / f"{name}-{next(self._restarts)}.log"
         log = open(log_path, "wb")  # noqa: SIM115 - the child keeps it open
+        env = node_env(self.root)
+        command = ["-m", "server"]
+        if stall is not None:
+            env["TABLE42_TEST_STALL"] = str(stall)
+            command = ["-c", STALL_HOOK]
         try:
             proc = await asyncio.create_subprocess_exec(
-                sys.executable, "-m", "server", *self.args(name, port, **flags),
-                env=node_env(self.root), cwd=self.root, stdout=log, stderr=subprocess.STDOUT,
+                sys.executable, *command, *self.args(name, port, **flags),
+                env=env, cwd=self.root, stdout=log, stderr=subprocess.STDOUT,
             )
         finally:
             log.close()
