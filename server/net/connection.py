@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any, cast
 from aiohttp import web
 
 from server.matchmaking.policy import network_key
+from server.protocol.delivered_ids import DeliveredIds
 from server.protocol.codec import Outgoing, WireFormat, wire_frame
 from server.protocol.session import Session
 from server.store.accounts import Identity
@@ -60,7 +61,7 @@ class Connection:
 
     __slots__ = ("actor", "address", "chat_muted_until", "closed", "delivered", "expiry",
                  "heard_at", "id", "identity", "keepalive", "muted", "pinged_at", "pushed",
-                 "session", "token_digest", "transport", "watching", "ws")
+                 "session", "token_digest", "transport", "watch_pruned_at", "watching", "ws")
 
     def __init__(
         self,
@@ -70,6 +71,7 @@ class Connection:
         transport: asyncio.BaseTransport | None,
         *,
         now: float = 0.0,
+        delivered_ids: int = 256,
     ) -> None:
         self.id = f"c{next(_ids)}"
         self.ws = ws
@@ -78,9 +80,11 @@ class Connection:
         self.transport = writable(transport)
         self.identity: Identity | None = None
         self.actor: Actor | None = None  # who sends on this socket (made once, by the lobby)
-        self.watching: set[str] = set()
+        self.watching: set[str] = set()  # at most socket_watch_max (server/lobby/watches.py)
+        self.watch_pruned_at: float | None = None  # when its closed tables were last dropped
         self.closed = False
-        self.delivered: set[str] = set()  # rating event ids written to this socket
+        # The newest rating/tournament event ids written to this socket (a bounded window).
+        self.delivered = DeliveredIds(delivered_ids)
         self.token_digest: str | None = None  # the digest of the token it authenticated with
         self.expiry: asyncio.TimerHandle | None = None  # closes it when the token expires
         self.muted: frozenset[str] = frozenset()  # players whose chat this player muted

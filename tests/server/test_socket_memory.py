@@ -1,0 +1,147 @@
+"""Bounded memory per socket and per account (PROTOCOL.md §13 "Memory per socket"): the event
+ids a socket remembers, the tables it watches, the reports an account files; and a real
+node's memory under a flood of each message type levels off."""
+
+from __future__ import annotations
+
+import asyncio
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+import redis.asyncio as aioredis
+from flood_helpers import ACK_IDS, FLOODS, MAX_MSG_SIZE, Clients, flood, start_node
+from server_helpers import StartServer, connect, register, seat_two
+
+from server.config import SettingsError, settings_from
+from server.lobby.watches import SocketWatches
+from server.protocol.delivered_ids import DeliveredIds
+from server.protocol.errors import ProtocolError
+from server.store.owners import Lease
+
+MIB = 1024
+
+
+def test_a_socket_remembers_a_bounded_window_of_delivered_ids() -> None:
+    ids = DeliveredIds(3)
+    for event_id in ("a", "b", "c", "b", "d"):
+        ids.add(event_id)
+    assert len(ids) == 3 and "a" not in ids and all(i in ids for i in "bcd")
+    with pytest.raises(SettingsError, match="socket_delivered_ids"):
+        settings_from(["--socket-delivered-ids", "10", "--inbox-max", "20"], {})
+
+
+async def test_acknowledged_ids_are_not_kept_on_the_socket(start_server: StartServer) -> None:
+    server = await start_server()
+    client = await connect(server, await register(server, "alice"))
+    ids = [f"game{i}:rating:alice" for i in range(200)]
+    assert (await client.request({"type": "ack_events", "events": ids}))["type"] == "ack"
+    [conn] = server.lobby.hub.by_player["alice"]
+    assert len(conn.delivered) == 0  # only ids written to the socket are remembered
+
+
+async def test_a_socket_watches_existing_tables_up_to_its_cap(
+        start_server: StartServer) -> None:
+    server = await start_server(socket_watch_max=2)
+    hosts = [await connect(server, await register(server, name))
+             for name in ("hosta", "hostb", "hostc")]
+    tables = []
+    for host in hosts:
+        created = await host.request({"type": "create_table", "mode": "private"})
+        tables.append(created["table"])
+    watcher = await connect(server, await register(server, "carol"))
+    welcome = watcher.of_type("welcome")[0]
+    assert welcome["limits"]["socket_watch_max"] == 2
+    missing = await watcher.request({"type": "watch", "table": "nosuchtable"})
+    assert missing["code"] == "no_such_table"
+    [conn] = server.lobby.hub.by_player["carol"]
+    assert conn.watching == set()  # a refused watch leaves nothing behind
+    for table in tables[:2]:
+        assert (await watcher.request({"type": "watch", "table": table}))["type"] == "watching"
+    again = await watcher.request({"type": "watch", "table": tables[0]})
+    assert again["type"] == "watching"  # watching one again takes no place
+    refused = await watcher.request({"type": "watch", "table": tables[2]})
+    assert refused["code"] == "too_many_watches" and refused["field"] == "table", refused
+    assert (await watcher.request({"type": "unwatch", "table": tables[0]}))["type"] == "ack"
+    assert (await watcher.request({"type": "watch", "table": tables[2]}))["type"] == \
+        "watching"
+    assert conn.watching == {tables[1], tables[2]}
+
+
+async def test_the_watches_of_ended_tables_give_their_places_back() -> None:
+    now = [100.0]
+    reads: list[list[str]] = []
+    leases: dict[str, Lease | None] = {
+        "live": Lease("n2", 1, False), "done": Lease("n2", 1, True), "gone": None}
+
+    async def read(tables: list[str]) -> dict[str, Lease | None]:
+        reads.append(sorted(tables))
+        return {t: leases[t] for t in tables}
+
+    watches = SocketWatches(3, {"here"}, read, prune_every=5.0, clock=lambda: now[0])
+    conn: Any = SimpleNamespace(watching={"here", "live", "done"}, watch_pruned_at=None)
+    await watches.make_room(conn, "new")  # "done" is over: its place is free
+    assert conn.watching == {"here", "live"} and reads == [["done", "live"]]
+    conn.watching.add("gone")
+    with pytest.raises(ProtocolError) as refused:
+        await watches.make_room(conn, "new")  # looked at 0 s ago: refused without a read
+    assert refused.value.code == "too_many_watches" and len(reads) == 1
+    await watches.make_room(conn, "here")  # watched already
+    now[0] += 5.0
+    await watches.make_room(conn, "new")
+    assert conn.watching == {"here", "live"} and len(reads) == 2
+
+
+async def test_an_account_files_a_bounded_number_of_reports(start_server: StartServer,
+                                                             redis_client: aioredis.Redis
+                                                             ) -> None:
+    server = await start_server(reports_per_player=2, reports_window=600.0)
+    a = await connect(server, await register(server, "alice"))
+    b = await connect(server, await register(server, "bob"))
+    table, _ = await seat_two(server, a, b, mode="private")
+    said = await a.request({"type": "chat", "table": table, "text": "boo"})
+    assert said["type"] == "ack"
+    chat = await b.expect("chat", text="boo")
+    report = {"type": "report", "table": table, "msg": chat["msg"]}
+    assert (await b.request(report))["type"] == "ack"
+    assert (await b.request(report))["type"] == "ack"
+    refused = await b.request(report)
+    assert refused["code"] == "rate_limited" and 1 <= refused["retry_after"] <= 600, refused
+    kept = await server.lobby.records.reports()
+    assert len(kept) == 2
+    # alice's reports are counted apart from bob's
+    mine = await a.request({"type": "report", "table": table, "msg": chat["msg"]})
+    assert mine["type"] == "ack"
+
+
+def test_an_ack_events_flood_fills_the_largest_message() -> None:
+    assert 100 <= ACK_IDS < 200 and MAX_MSG_SIZE == 16 * 1024
+
+
+@pytest.mark.timeout(240)
+async def test_a_node_memory_levels_off_under_each_flood(
+        redis_url: str, key_prefix: str, redis_client: aioredis.Redis) -> None:
+    """16 sockets of 4 guests each send one kind of message at 25/s (the default limit is
+    30/s) for 4 s, each kind in turn, against a node with the default limits (but the
+    sockets per address): the node's RSS grows by less than 4 MiB over each flood's second
+    half (an unbounded ``ack_events`` window grew it by about 20 MiB there), no socket is
+    closed and no message fails inside the server."""
+    node = await start_node(redis_url, key_prefix, "--max-sockets-per-address", "1000")
+    try:
+        setup = Clients(node)
+        tables = await setup.tables(3)
+        tokens = await setup.guests(4)
+        for kind in FLOODS:
+            clients = Clients(node)
+            sockets = [await clients.open(tokens[i // 4]) for i in range(16)]
+            result = await flood(node, sockets, kind, seconds=4.0, rate=25.0, tables=tables)
+            await clients.close()
+            first, second = result.growth_kib
+            assert second < 4 * MIB, (kind, first, second, result.samples)
+            assert result.closed == 0 and result.sent > 0, (kind, result)
+            assert result.answers["error:internal_error"] == 0, (kind, result.answers)
+            assert result.answers["error:rate_limited"] == 0, (kind, result.answers)
+            await asyncio.sleep(0.5)
+        await setup.close()
+    finally:
+        node.stop()
