@@ -5,13 +5,17 @@ node's memory under a flood of each message type levels off."""
 from __future__ import annotations
 
 import asyncio
+import base64
+import json
+import os
+import socket
 from types import SimpleNamespace
 from typing import Any
 
 import pytest
 import redis.asyncio as aioredis
 from flood_helpers import ACK_IDS, FLOODS, MAX_MSG_SIZE, Clients, flood, start_node
-from server_helpers import StartServer, connect, register, seat_two
+from server_helpers import StartServer, connect, eventually, register, seat_two
 
 from server.config import SettingsError, settings_from
 from server.lobby.watches import SocketWatches
@@ -145,3 +149,71 @@ async def test_a_node_memory_levels_off_under_each_flood(
         await setup.close()
     finally:
         node.stop()
+
+
+def _masked(payload: bytes) -> bytes:
+    """A client's text frame (masked, RFC 6455 §5.3) of ``payload`` (< 126 bytes)."""
+    mask = os.urandom(4)
+    return bytes((0x81, 0x80 | len(payload))) + mask + bytes(
+        b ^ mask[i % 4] for i, b in enumerate(payload))
+
+
+def _frames(data: bytes) -> list[tuple[int, bytes]]:
+    """The (opcode, payload) of each whole unmasked frame in ``data``."""
+    frames, at = [], 0
+    while at + 2 <= len(data):
+        size, head = data[at + 1] & 0x7F, 2
+        if size == 126:
+            size, head = int.from_bytes(data[at + 2:at + 4], "big"), 4
+        elif size == 127:
+            size, head = int.from_bytes(data[at + 2:at + 10], "big"), 10
+        if at + head + size > len(data):
+            break
+        frames.append((data[at] & 0x0F, data[at + head:at + head + size]))
+        at += head + size
+    return frames
+
+
+async def test_a_socket_that_does_not_read_is_closed_with_4002(
+        start_server: StartServer) -> None:
+    """A client asks for many answers and reads none: past max_send_buffer unsent bytes the
+    node sends nothing more but a close frame, 4002 ``slow consumer``; the client that
+    reads afterwards gets the answers sent before it, then that frame, then the end."""
+    server = await start_server(max_send_buffer=4096, chat_rate=100)
+    host = await connect(server, await register(server, "alice"))
+    table = (await host.request({"type": "create_table", "mode": "private"}))["table"]
+    for i in range(50):  # each watching answer carries them: about 16 KiB
+        said = await host.request({"type": "chat", "table": table, "text": f"{i:03}" * 100})
+        assert said["type"] == "ack", said
+    token = await register(server, "carol")
+    sock = socket.socket()
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)  # a small window: it fills
+    sock.setblocking(False)
+    await asyncio.get_running_loop().sock_connect(sock, ("127.0.0.1", server.port))
+    reader, writer = await asyncio.open_connection(sock=sock)
+    key = base64.b64encode(os.urandom(16)).decode()
+    writer.write((f"GET /ws HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\n"
+                  f"Connection: Upgrade\r\nSec-WebSocket-Key: {key}\r\n"
+                  f"Sec-WebSocket-Version: 13\r\nAuthorization: Bearer {token}\r\n\r\n"
+                  ).encode())
+    assert b" 101 " in await reader.readuntil(b"\r\n\r\n")
+    watch = _masked(json.dumps({"type": "watch", "table": table}).encode())
+    for _ in range(400):  # 400 answers of 16 KiB: more than the kernel's buffers hold
+        writer.write(watch)
+    await asyncio.sleep(1.0)  # read nothing meanwhile
+    [conn] = server.lobby.hub.by_player["carol"]
+    await eventually(lambda: conn.closed)
+    data = b""
+    async with asyncio.timeout(20):
+        while chunk := await reader.read(1 << 16):
+            data += chunk
+    frames = _frames(data)
+    opcodes = [op for op, _ in frames]
+    assert opcodes[-1] == 0x8 and opcodes.count(0x8) == 1, opcodes[-5:]
+    close = frames[-1][1]
+    assert int.from_bytes(close[:2], "big") == 4002 and close[2:] == b"slow consumer"
+    answers = [json.loads(p) for op, p in frames if op == 0x1]
+    assert answers[0]["type"] == "welcome" and answers[-1]["type"] == "watching"
+    assert len(answers) < 401  # not every answer: the rest was never sent
+    writer.close()
+    await eventually(lambda: "carol" not in server.lobby.hub.by_player)
