@@ -2,7 +2,9 @@
 
 A socket's ``watch`` is recorded on the socket (``Connection.watching``, so its watches end
 with it) only once the table accepted it: a table that does not exist, or that refused the
-watch here, leaves nothing behind. A socket watches at most ``limit`` tables; a ``watch`` past
+watch here, leaves nothing behind (a watch passed on to the table's owner node counts from
+then; that node's refusal, ``too_many_watchers`` or ``no_such_table``, takes it back when
+it comes, ``Delivery.forget_watch``). A socket watches at most ``limit`` tables; a ``watch`` past
 that is refused with ``too_many_watches``. Before refusing, the socket's watches of tables
 that are over (no owner record, or one marked done) are forgotten, at most once per
 ``prune_every`` seconds per socket (one pipelined read of at most ``limit`` owner records):

@@ -218,6 +218,11 @@ class FloodResult:
         return (self.samples[-1][1] - self.samples[0][1]) / self.sockets
 
 
+async def _drain(ws: aiohttp.ClientWebSocketResponse) -> None:
+    async for _frame in ws:
+        pass
+
+
 class Clients:
     """Guests of one node and their sockets (closed by :meth:`close`)."""
 
@@ -225,6 +230,7 @@ class Clients:
         self.node = node
         self.http = aiohttp.ClientSession()
         self.sockets: list[aiohttp.ClientWebSocketResponse] = []
+        self._drains: list[asyncio.Future[None]] = []
 
     async def guests(self, count: int) -> list[str]:
         return [await guest_token(self.node.ws_url) for _ in range(count)]
@@ -259,9 +265,14 @@ class Clients:
             if created.get("type") != "table_created":
                 raise AssertionError(created)
             made.append(created["table"])
+            # Read from now on (the node's pings are answered while reading): the host
+            # stays, and so does its table.
+            self._drains.append(asyncio.ensure_future(_drain(ws)))
         return made
 
     async def close(self) -> None:
+        for drain in self._drains:
+            drain.cancel()
         for ws in self.sockets:
             with contextlib.suppress(Exception):
                 await ws.close()

@@ -9,6 +9,7 @@ import base64
 import json
 import os
 import socket
+from collections.abc import Callable
 from types import SimpleNamespace
 from typing import Any
 
@@ -70,6 +71,21 @@ async def test_a_socket_watches_existing_tables_up_to_its_cap(
     assert (await watcher.request({"type": "watch", "table": tables[2]}))["type"] == \
         "watching"
     assert conn.watching == {tables[1], tables[2]}
+
+
+async def test_a_watch_another_node_refused_takes_no_place(
+        start_nodes: Callable[..., Any]) -> None:
+    n1, n2 = await start_nodes(2, max_watchers=1)
+    host = await connect(n1, await register(n1, "alice"))
+    table = (await host.request({"type": "create_table", "mode": "private"}))["table"]
+    first = await connect(n2, await register(n2, "bob"))
+    assert (await first.request({"type": "watch", "table": table}))["type"] == "watching"
+    second = await connect(n2, await register(n2, "carol"))
+    refused = await second.request({"type": "watch", "table": table})
+    assert refused["code"] == "too_many_watchers", refused
+    [bob] = n2.lobby.hub.by_player["bob"]
+    [carol] = n2.lobby.hub.by_player["carol"]
+    assert bob.watching == {table} and carol.watching == set()
 
 
 async def test_the_watches_of_ended_tables_give_their_places_back() -> None:
