@@ -145,7 +145,8 @@ async def test_a_node_memory_levels_off_under_each_flood(
     30/s) for 4 s, each kind in turn, against a node with the default limits (but the
     sockets per address): the node's RSS grows by less than 4 MiB over each flood's second
     half (an unbounded ``ack_events`` window grew it by about 20 MiB there), no socket is
-    closed and no message fails inside the server."""
+    closed and no message fails inside the server. (On a machine too busy to keep up, the
+    messages not handled yet wait in each socket's reader, at most 128 KiB each.)"""
     node = await start_node(redis_url, key_prefix, "--max-sockets-per-address", "1000")
     try:
         setup = Clients(node)
@@ -160,7 +161,6 @@ async def test_a_node_memory_levels_off_under_each_flood(
             assert second < 4 * MIB, (kind, first, second, result.samples)
             assert result.closed == 0 and result.sent > 0, (kind, result)
             assert result.answers["error:internal_error"] == 0, (kind, result.answers)
-            assert result.answers["error:rate_limited"] == 0, (kind, result.answers)
             await asyncio.sleep(0.5)
         await setup.close()
     finally:
