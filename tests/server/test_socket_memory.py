@@ -9,6 +9,7 @@ import base64
 import json
 import os
 import socket
+from collections import deque
 from collections.abc import Callable
 from types import SimpleNamespace
 from typing import Any
@@ -19,6 +20,7 @@ from flood_helpers import ACK_IDS, FLOODS, MAX_MSG_SIZE, Clients, flood, start_n
 from server_helpers import StartServer, connect, eventually, register, seat_two
 
 from server.config import SettingsError, settings_from
+from server.lobby.computer import STARTED_KEPT, ComputerOpponents
 from server.lobby.watches import SocketWatches
 from server.protocol.delivered_ids import DeliveredIds
 from server.protocol.errors import ProtocolError
@@ -132,6 +134,15 @@ async def test_an_account_files_a_bounded_number_of_reports(start_server: StartS
     # alice's reports are counted apart from bob's
     mine = await a.request({"type": "report", "table": table, "msg": chat["msg"]})
     assert mine["type"] == "ack"
+
+
+def test_players_with_no_recent_computer_game_are_forgotten() -> None:
+    bots = object.__new__(ComputerOpponents)  # only its start counts are looked at
+    bots.settings = settings_from([], {})  # bot_games_window: 3600 s
+    bots._started = {"old": deque([0.0, 10.0]), "new": deque([10.0, 5000.0]),
+                     "none": deque()}
+    bots._forget_old_starts(5000.0)
+    assert set(bots._started) == {"new"} and bots._started_prune_at == STARTED_KEPT
 
 
 def test_an_ack_events_flood_fills_the_largest_message() -> None:
