@@ -88,6 +88,7 @@ _network = _declarer("network")
 _store = _declarer("Redis and the embedded store")
 _accounts = _declarer("accounts")
 _websocket = _declarer("WebSocket connections")
+_socket_memory = _declarer("memory per socket and account")
 _games = _declarer("tables and games")
 _persistence = _declarer("event logs and records")
 _chat = _declarer("table chat")
@@ -175,6 +176,18 @@ class Settings:
                                       "it is dropped", gt=0)
     max_connections_per_player: int = _websocket(8, "sockets one player may hold at once",
                                                  gt=0)
+    # Memory per socket and account (docs/operations.md "Memory per socket"): everything a
+    # client can make the node keep has a bound, whatever the per-address limits say.
+    socket_delivered_ids: int = _socket_memory(
+        256, "rating/tournament event ids one socket remembers as delivered to it (the "
+        "newest; at least inbox_max)", gt=0)
+    socket_watch_max: int = _socket_memory(32, "tables one socket may watch at once", gt=0)
+    reports_per_player: int = _socket_memory(
+        20, "chat reports one account may file per reports_window", gt=0)
+    reports_window: float = _socket_memory(24 * 3600.0, "seconds of the reports_per_player "
+                                           "window", gt=0)
+    reports_kept: int = _socket_memory(10_000, "reported chat messages kept for the "
+                                       "operators (the oldest go first)", gt=0)
 
     decision_time: float = _games(60.0, "seconds for each decision (roll/double, move, take)",
                                   gt=0)
@@ -469,6 +482,8 @@ def _check(s: Settings) -> None:
     if s.log_level.upper() not in LOG_LEVELS:
         raise SettingsError(f"log_level must be one of {', '.join(LOG_LEVELS)}, "
                             f"got {s.log_level!r}")
+    if s.socket_delivered_ids < s.inbox_max:
+        raise SettingsError("socket_delivered_ids must be at least inbox_max")
     if not s.lease_ttl >= 2 * s.lease_renew:
         raise SettingsError("lease_ttl must be at least twice lease_renew")
     if not s.tournament_lease > 2 * s.tournament_tick:

@@ -113,7 +113,7 @@ class TableChat:
                 raise ProtocolError(ErrorCode.NO_SUCH_MESSAGE,
                                     f"no chat message {msg.msg!r} at table {table.id}",
                                     field="msg")
-            await table.lobby.records.add_report({
+            wait = await table.lobby.records.add_report({
                 "at": time.time(), "table": table.id, "msg": found.get("msg"),
                 "channel": found.get("channel"), "from": found.get("from"),
                 "name": found.get("name"), "text": found.get("text"),
@@ -122,6 +122,12 @@ class TableChat:
             })
         except (RedisError, OSError) as exc:
             raise ProtocolError(ErrorCode.UNAVAILABLE, "Redis is unavailable") from exc
+        if wait is not None:
+            settings = table.settings
+            raise retry_later(ProtocolError(
+                ErrorCode.RATE_LIMITED,
+                f"at most {settings.reports_per_player} reports per "
+                f"{settings.reports_window:g} seconds", field="msg"), wait)
         if msg.ref is not None:
             table.lobby.reply(actor, {"type": "ack", "ref": msg.ref, "table": table.id})
 

@@ -52,6 +52,9 @@ from server.tables.ratings import RatingPlan
 
 log = logging.getLogger(__name__)
 
+STARTED_KEPT = 10_000
+"""Players whose starts of games against the computer are tracked before those with no
+start left in the window are forgotten (then again each time the count doubles)."""
 SEARCHES_PER_WORKER = 2
 """Strong searches queued per pool process at most; more decisions are made at the basic
 level, so a busy node's strong bots stay prompt (slightly weaker) instead of late."""
@@ -90,6 +93,7 @@ class ComputerOpponents:
         self.hub = hub
         self.games: dict[str, BotGame] = {}  # table id -> game
         self._started: dict[str, deque[float]] = {}  # player -> start times in the window
+        self._started_prune_at = STARTED_KEPT  # see _forget_old_starts
         self._executor: Executor | None = None
         self._searching = 0  # strong searches in the pool now
         self._starting = 0  # games past the limit checks, not yet in ``games``
@@ -141,6 +145,14 @@ class ComputerOpponents:
                     f"per {settings.bot_games_window:g} s",
                 )
 
+    def _forget_old_starts(self, now: float) -> None:
+        """Forget the players with no start left in ``bot_games_window`` (each new player,
+        every guest among them, would otherwise stay for the node's life); the next look
+        comes when the count has doubled, so a look costs O(1) per start."""
+        cutoff = now - self.settings.bot_games_window
+        self._started = {p: d for p, d in self._started.items() if d and d[-1] > cutoff}
+        self._started_prune_at = max(STARTED_KEPT, 2 * len(self._started))
+
     async def _start(self, conn: Connection, msg: PlayComputer) -> dict[str, object] | None:
         identity = conn.identity
         assert identity is not None
@@ -159,6 +171,8 @@ class ComputerOpponents:
             )
         # The checks and the starts below are apart by awaits: hold a place in both limits
         # at once, so that concurrent requests cannot all pass them.
+        if len(self._started) >= self._started_prune_at:
+            self._forget_old_starts(now)
         started = self._started.setdefault(identity.player, deque())
         started.append(now)
         self._starting += 1

@@ -38,6 +38,11 @@ INBOX_EVENTS = frozenset({"rating", "boosted", "tournament_pairing", "tournament
 rating events and the tournament events."""
 
 
+WATCH_REFUSED = frozenset({"too_many_watchers", "no_such_table"})
+"""Error codes from a table's owner node after which a socket here does not watch that
+table (its ``watch`` was refused, or the table is gone)."""
+
+
 def packed(frame: Mapping[str, Any]) -> msgspec.Raw:
     """A frame for a :class:`~server.protocol.node_messages.Deliver`: its msgpack."""
     return msgspec.Raw(encode(frame, _PACK))
@@ -227,13 +232,23 @@ class Delivery:
         if not message.conns:
             return
         frame = out.obj
+        refused_watch = frame.get("type") == "error" and frame.get("code") in WATCH_REFUSED
         for conn_id in message.conns:
+            if refused_watch:
+                self.forget_watch(conn_id, frame.get("table"))
             if self.lobby.forwarding.answered_by_owner(conn_id, frame):
                 if frame.get("type") == "sync":
                     self.charge_sync(conn_id, frame)
                 if "chat" in frame:
                     out = Outgoing(self.without_muted(conn_id, frame))
                 self.hub.push_conn_id(conn_id, out)
+
+    def forget_watch(self, conn_id: str, table: object) -> None:
+        """The owner node of ``table`` refused (or no longer has) the watch of the socket
+        ``conn_id`` here: it takes no place among the socket's watches."""
+        conn = self.hub.by_id.get(conn_id)
+        if conn is not None and isinstance(table, str):
+            conn.watching.discard(table)
 
     def pushed(self, message: ops.Push) -> None:
         """A ``push`` from another node: any message for the player's sockets here."""

@@ -51,6 +51,7 @@ from server.lobby.forwarding import Forwarding
 from server.lobby.refusals import error_reply, store_away
 from server.lobby.table import Table
 from server.lobby.takeover import Takeover
+from server.lobby.watches import SocketWatches
 from server.metrics import Metrics
 from server.net.connection import Connection, Hub
 from server.protocol import node_messages as ops
@@ -140,6 +141,8 @@ class Lobby:
         self.takeover = Takeover(self)
         self.creation = TableCreation(self)
         self.chat = LobbyChat(self)
+        self.watches = SocketWatches(settings.socket_watch_max, self.tables,
+                                     persistence.leases)
         # Players whose last socket here closed while Redis was away: their presence and
         # their table are told once it is back (store_health).
         self._left_away: set[str] = set()
@@ -416,8 +419,9 @@ class Lobby:
             case Mute() | Unmute():
                 await self.chat.mute(conn, msg)
             case Watch():
-                conn.watching.add(msg.table)
+                await self.watches.make_room(conn, msg.table)
                 await route(self.actor_of(conn), msg)
+                self.watches.watched(conn, msg.table)  # only once the table took it
             case Unwatch():
                 conn.watching.discard(msg.table)
                 await route(self.actor_of(conn), msg)
@@ -429,8 +433,9 @@ class Lobby:
                 await self.creation.create_table(self.actor_of(conn), msg)
             case AckEvents():
                 assert conn.player is not None
+                # Removed from the inbox; the socket remembers only the ids it was written
+                # (Connection.delivered), never those a client names.
                 await self.persistence.inbox_remove(conn.player, list(msg.events))
-                conn.delivered.update(msg.events)
                 self.hub.push(conn, Outgoing({"type": "ack", "ref": msg.ref}))
             case Hello():  # pragma: no cover - the socket handler takes it
                 pass

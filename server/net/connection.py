@@ -7,8 +7,10 @@ announcement of stored events and the replies after them) the frames for one soc
 gathered and written together at the release, in order, one transport write (one ``send``)
 per socket. The sockets are opened with compression off and an unbounded
 writer limit, so a write never suspends on flow control; instead a socket whose unsent bytes
-exceed ``max_send_buffer`` is a slow consumer and is dropped, so one stalled watcher cannot
-hold up a game. A frame is built once per wire format (:meth:`Outgoing.wire`) and the same
+exceed ``max_send_buffer`` is a slow consumer and is closed (:meth:`Connection.drop_slow`:
+a close frame 4002 ``slow consumer`` after what it holds, then dropped if it still holds it
+``SLOW_CLOSE_WAIT`` seconds later), so one stalled watcher cannot hold up a game nor grow
+the node's memory. A frame is built once per wire format (:meth:`Outgoing.wire`) and the same
 bytes go to every socket that reads that format. :meth:`Hub.flush` is kept for callers that
 want to be sure everything pushed so far has been handed to the sockets (it always has).
 """
@@ -26,6 +28,7 @@ from aiohttp import web
 
 from server.matchmaking.policy import network_key
 from server.protocol.codec import Outgoing, WireFormat, wire_frame
+from server.protocol.delivered_ids import DeliveredIds
 from server.protocol.session import Session
 from server.store.accounts import Identity
 
@@ -35,7 +38,13 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 CLOSE_GOING_AWAY = 1001
-CLOSE_SLOW_CONSUMER = 1008
+CLOSE_SLOW_CONSUMER = 4002
+"""A socket that let more than ``max_send_buffer`` unsent bytes pile up; the close reason is
+``slow consumer``. Reconnect and ``sync`` (the client library does): frames past the limit
+were not sent."""
+SLOW_CLOSE_WAIT = 5.0
+"""Seconds a slow consumer's socket may take to read what it holds and the close frame
+before it is dropped without them."""
 CLOSE_TOKEN_ENDED = 4001
 """The socket's bearer token ended (logout, expiry, password change, operator revoke); the
 close reason says which. Get a new token before reconnecting."""
@@ -55,12 +64,18 @@ def writable(transport: asyncio.BaseTransport | None) -> asyncio.WriteTransport 
     return None
 
 
+def _abort(transport: asyncio.WriteTransport) -> None:
+    """Drop ``transport`` now (a closed one is left as it is)."""
+    with contextlib.suppress(Exception):
+        transport.abort()
+
+
 class Connection:
     """One authenticated (or authenticating) WebSocket on this node."""
 
     __slots__ = ("actor", "address", "chat_muted_until", "closed", "delivered", "expiry",
                  "heard_at", "id", "identity", "keepalive", "muted", "pinged_at", "pushed",
-                 "session", "token_digest", "transport", "watching", "ws")
+                 "session", "token_digest", "transport", "watch_pruned_at", "watching", "ws")
 
     def __init__(
         self,
@@ -70,6 +85,7 @@ class Connection:
         transport: asyncio.BaseTransport | None,
         *,
         now: float = 0.0,
+        delivered_ids: int = 256,
     ) -> None:
         self.id = f"c{next(_ids)}"
         self.ws = ws
@@ -78,9 +94,11 @@ class Connection:
         self.transport = writable(transport)
         self.identity: Identity | None = None
         self.actor: Actor | None = None  # who sends on this socket (made once, by the lobby)
-        self.watching: set[str] = set()
+        self.watching: set[str] = set()  # at most socket_watch_max (server/lobby/watches.py)
+        self.watch_pruned_at: float | None = None  # when its closed tables were last dropped
         self.closed = False
-        self.delivered: set[str] = set()  # rating event ids written to this socket
+        # The newest rating/tournament event ids written to this socket (a bounded window).
+        self.delivered = DeliveredIds(delivered_ids)
         self.token_digest: str | None = None  # the digest of the token it authenticated with
         self.expiry: asyncio.TimerHandle | None = None  # closes it when the token expires
         self.muted: frozenset[str] = frozenset()  # players whose chat this player muted
@@ -129,8 +147,22 @@ class Connection:
         with contextlib.suppress(Exception):
             await self.ws.close(code=code, message=reason.encode()[:120])
 
+    def drop_slow(self) -> None:
+        """A slow consumer: nothing more is pushed to it; a close frame (4002 ``slow
+        consumer``) goes after the bytes it holds, the transport closes once they are sent,
+        and is dropped if they are still unsent after ``SLOW_CLOSE_WAIT`` seconds."""
+        self.closed = True
+        transport = self.transport
+        if transport is None or transport.is_closing():
+            return
+        reason = b"slow consumer"
+        transport.write(bytes((0x88, 2 + len(reason)))
+                        + CLOSE_SLOW_CONSUMER.to_bytes(2, "big") + reason)
+        transport.close()
+        asyncio.get_running_loop().call_later(SLOW_CLOSE_WAIT, _abort, transport)
+
     def abort(self) -> None:
-        """Drop the socket without a closing handshake (slow consumer)."""
+        """Drop the socket without a closing handshake (no answer to pings, shutdown)."""
         self.closed = True
         if self.transport is not None:
             self.transport.abort()  # close() would wait to send the backlog first
@@ -262,8 +294,9 @@ class Hub:
         if conn.closed or transport is None or transport.is_closing() or conn.ws.closed:
             return
         if transport.get_write_buffer_size() > self._max_send_buffer:
-            log.info("dropping slow consumer %s (%s)", conn.id, conn.player)
-            conn.abort()
+            log.info("closing slow consumer %s (%s): over %d unsent bytes", conn.id,
+                     conn.player, self._max_send_buffer)
+            conn.drop_slow()
             return
         conn.pushed = self.period
         session = conn.session

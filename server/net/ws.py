@@ -118,6 +118,7 @@ def welcome_message(identity: Identity, conn: Connection, settings: Settings,
             "chat_max_length": settings.chat_max_length,
             "chat_rate": settings.chat_rate,
             "chat_window": settings.chat_window,
+            "socket_watch_max": settings.socket_watch_max,
         },
         "muted": sorted(conn.muted),
     }
@@ -196,7 +197,8 @@ class SocketHandler:
         opened = loop.time()
         session = Session(self.limits, now=opened, fmt=fmt,
                           protocol=requested_protocol(request.query.get("protocol")))
-        conn = Connection(ws, session, address, request.transport, now=opened)
+        conn = Connection(ws, session, address, request.transport, now=opened,
+                          delivered_ids=settings.socket_delivered_ids)
         conn.keepalive = request.query.get("keepalive") in ("1", "true")
         self.hub.add(conn)
         metrics = self.lobby.metrics

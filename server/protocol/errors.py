@@ -42,6 +42,7 @@ class ErrorCode(StrEnum):
     NOT_SEATED = "not_seated"
     NOT_WATCHING = "not_watching"
     TOO_MANY_WATCHERS = "too_many_watchers"
+    TOO_MANY_WATCHES = "too_many_watches"  # this socket watches socket_watch_max tables
     TOO_MANY_TABLES = "too_many_tables"
     SAME_PLAYER = "same_player"
     # Matchmaking (server.matchmaking.errors keeps the same codes)

@@ -147,13 +147,27 @@ class GameRecords:
                     return dict(message)
         return None
 
-    async def add_report(self, report: dict[str, Any], *, keep: int = 10_000) -> None:
-        """Keep a reported message for the operators (the newest ``keep`` reports)."""
+    async def add_report(self, report: dict[str, Any]) -> float | None:
+        """Keep a reported message for the operators (the newest ``reports_kept``), unless
+        its reporter filed ``reports_per_player`` reports in this window already: then
+        nothing is kept and the seconds until the window ends are returned."""
+        settings = self.settings
+        counter = self.keys.reports_filed(str(report["reporter"]))
+        window_ms = max(1, int(settings.reports_window * 1000))
+        # One key, one transaction: the window starts with the account's first report.
+        async with self.redis.pipeline(transaction=True) as pipe:
+            pipe.set(counter, 0, px=window_ms, nx=True)
+            pipe.incr(counter)
+            pipe.pttl(counter)
+            _created, filed, left_ms = await pipe.execute()
+        if int(filed) > settings.reports_per_player:
+            return max(0.0, int(left_ms) / 1000)
         key = self.keys.chat_reports
         async with self.redis.pipeline(transaction=False) as pipe:
             pipe.rpush(key, json.dumps(report, separators=(",", ":"), ensure_ascii=False))
-            pipe.ltrim(key, -keep, -1)
+            pipe.ltrim(key, -settings.reports_kept, -1)
             await pipe.execute()
+        return None
 
     async def reports(self, limit: int = 100) -> list[dict[str, Any]]:
         """The newest ``limit`` reports, oldest first."""

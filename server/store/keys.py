@@ -62,6 +62,11 @@ class Keys:
         """Set of the player ids this player muted in chat (personal)."""
         return f"{self.prefix}{{p:{player}}}:muted"
 
+    def reports_filed(self, player: str) -> str:
+        """Counter of the chat reports the player filed in the current reports window
+        (expires with the window)."""
+        return f"{self.prefix}{{p:{player}}}:reports_filed"
+
     def chat_mute(self, player: str) -> str:
         """An operator's chat mute of the player: Unix seconds it ends (expires then)."""
         return f"{self.prefix}{{p:{player}}}:chat_mute"
