@@ -29,6 +29,7 @@ from aiohttp import web
 from redis.exceptions import RedisError
 
 from rating_plugin.store import RatingStore
+from server.bot.review_answer import review_answer
 from server.cluster.bus import NodeBus
 from server.config import Settings, SettingsError
 from server.lobby.computer import ComputerOpponents
@@ -37,12 +38,14 @@ from server.lobby.ownership import Ownership
 from server.lobby.routing import Lobby, LobbyListeners
 from server.metrics import Metrics
 from server.net.connection import CLOSE_GOING_AWAY, Connection, Hub
+from server.net.cost_gate import CostGate
 from server.net.games_api import GameRoutes
 from server.net.http_api import AccountRoutes
 from server.net.http_middleware import http_middleware
 from server.net.liveness import SocketLiveness
 from server.net.public_api import PublicRoutes
 from server.net.review_api import ReviewRoute
+from server.net.review_jobs import ReviewJobs
 from server.net.security_headers import add_security_headers
 from server.net.static_files import add_static_routes
 from server.net.ws import SocketHandler
@@ -79,6 +82,8 @@ METRICS = web.AppKey("metrics", Metrics)
 ACCOUNT_ROUTES = web.AppKey("account_routes", AccountRoutes)
 COMPUTER = web.AppKey("computer", ComputerOpponents)
 OWNERSHIP = web.AppKey("ownership", Ownership)
+REVIEWS = web.AppKey("reviews", ReviewJobs)
+COST_GATE = web.AppKey("cost_gate", CostGate)
 CLOSE_SERVICE_RESTART = 1012
 """WebSocket close code for a drain: the client reconnects (to another node) at once."""
 
@@ -163,8 +168,13 @@ async def _services(app: web.Application) -> AsyncIterator[None]:
     app.router.add_get("/api/matchmaking", matchmaker.overview)
     PublicRoutes(ratings, accounts, pair_limit=settings.pair_limit,
                  pair_window=settings.pair_window).add_to(app)
-    GameRoutes(lobby.records, accounts).add_to(app)
-    ReviewRoute(lobby.records, accounts).add_to(app)
+    cost_gate = CostGate(settings)
+    reviews = ReviewJobs(review_answer, workers=settings.review_workers,
+                         queue_max=settings.review_queue_max)
+    app[REVIEWS] = reviews
+    app[COST_GATE] = cost_gate
+    GameRoutes(lobby.records, accounts, cost_gate).add_to(app)
+    ReviewRoute(lobby.records, accounts, cost_gate, reviews).add_to(app)
     tournament_keys = TournamentKeys(settings.key_prefix)
     tournaments = Tournaments(TournamentStore(redis, tournament_keys, keys), lobby, persistence,
                               ratings)
@@ -195,6 +205,7 @@ async def _services(app: web.Application) -> AsyncIterator[None]:
         await brackets.stop()
         await matchmaker.stop()
         await computer.stop()
+        reviews.close()
         await lobby.drain(settings.shutdown_timeout)
         await persistence.stop()
         await ownership.stop()
