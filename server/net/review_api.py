@@ -54,7 +54,9 @@ class ReviewRoute(GameRoutes):
             return error_response(retry_later(ProtocolError(
                 ErrorCode.BUSY, "too many reviews are being computed; retry later"),
                 self.jobs.retry_after()))
-        self.gate.charge(request, COSTS["review"])
+        # The request that starts the computation pays for it; one joining it, little.
+        self.gate.charge(request, COSTS["review_cached" if self.jobs.is_running(game_id)
+                                        else "review"])
 
         async def head() -> bytes | None:
             found = await self.records.served_fields(game_id, "head")

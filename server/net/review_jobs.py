@@ -72,6 +72,10 @@ class ReviewJobs:
     def __len__(self) -> int:
         return len(self._jobs)
 
+    def is_running(self, game_id: str) -> bool:
+        """Whether ``game_id``'s review is being computed or waits for a worker."""
+        return game_id in self._jobs
+
     def has_room(self, game_id: str) -> bool:
         """Whether a request for ``game_id``'s review may wait here (its game is already
         being computed, or the queue has room)."""
