@@ -26,7 +26,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import msgpack
 import msgspec
 
 from server.tables.records import replay_events
@@ -40,6 +39,7 @@ HEAD_LEVEL = 1
 _GZIP_WBITS = 31  # zlib's gzip container (RFC 1952)
 
 _json = msgspec.json.Encoder()
+_msgpack = msgspec.msgpack.Decoder()
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,7 +58,7 @@ def record_body(record: Mapping[str, Any]) -> dict[str, Any]:
     """The record as ``GET /api/games/{game_id}`` answers it, without ``chat`` (events in
     the full form; they may be given lean as maps or as the log's msgpack bytes)."""
     body = {k: v for k, v in record.items() if k not in HIDDEN and k not in ("events", "chat")}
-    events = [msgpack.unpackb(e) if isinstance(e, bytes) else e
+    events = [_msgpack.decode(e) if isinstance(e, bytes) else e
               for e in record.get("events") or ()]
     body["events"] = replay_events(events)
     return body
