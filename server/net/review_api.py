@@ -58,9 +58,11 @@ class ReviewRoute(GameRoutes):
         self.gate.charge(request, COSTS["review_cached" if self.jobs.is_running(game_id)
                                         else "review"])
 
-        async def head() -> bytes | None:
-            found = await self.records.served_fields(game_id, "head")
-            return None if found is None else found[1][0]
+        async def head() -> tuple[bytes, int] | None:
+            found = await self.records.served_fields(game_id, "body")
+            if found is None or found[1][0] is None:
+                return None
+            return found[1][0], found[0].head_len
 
         async def keep(answer: bytes) -> object:
             return await self.records.keep(game_id, "review", answer)

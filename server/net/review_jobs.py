@@ -34,7 +34,10 @@ POLL = 0.2
 SECONDS_PER_REVIEW = 0.5
 """A review's usual time in a worker, for ``Retry-After`` (a long game's is about a second)."""
 
-Compute = Callable[[bytes], bytes]
+Compute = Callable[[bytes, int], bytes]
+"""A worker's function: the record's stored answer and its head's length in, the review's
+answer out."""
+Source = tuple[bytes, int]
 
 
 class Abandoned(Exception):
@@ -56,7 +59,7 @@ def _retrieve(task: asyncio.Task[bytes | None]) -> None:
 
 class ReviewJobs:
     """The review computations of this node (see the module docstring). ``compute`` runs in
-    a worker: the stored record head in, the answer's bytes out."""
+    a worker (:data:`Compute`)."""
 
     def __init__(self, compute: Compute, *, workers: int, queue_max: int) -> None:
         self.compute = compute
@@ -95,12 +98,12 @@ class ReviewJobs:
                                                     thread_name_prefix="review")
         return self._executor
 
-    async def result(self, game_id: str, head: Callable[[], Awaitable[bytes | None]],
+    async def result(self, game_id: str, head: Callable[[], Awaitable[Source | None]],
                      keep: Callable[[bytes], Awaitable[object]],
                      abandoned: Callable[[], bool]) -> bytes | None:
-        """The review of ``game_id``: computed from ``head()`` (the stored record head,
-        read once a worker is free; None: the record is gone) and handed to ``keep`` when
-        done, or the answer of the computation already under way. Raises
+        """The review of ``game_id``: computed from ``head()`` (the stored record and its
+        head's length, read once a worker is free; None: the record is gone) and handed to
+        ``keep`` when done, or the answer of the computation already under way. Raises
         :class:`Abandoned` once ``abandoned()`` is true, ValueError when the game cannot be
         reviewed."""
         job = self._jobs.get(game_id)
@@ -129,16 +132,16 @@ class ReviewJobs:
                     del self._jobs[game_id]
 
     async def _run(self, game_id: str, job: _Job,
-                   head: Callable[[], Awaitable[bytes | None]],
+                   head: Callable[[], Awaitable[Source | None]],
                    keep: Callable[[bytes], Awaitable[object]]) -> bytes | None:
         try:
             async with self.slots:
-                packed = await head()
-                if packed is None:
+                source = await head()
+                if source is None:
                     return None
                 job.started = True
                 answer = await asyncio.get_running_loop().run_in_executor(
-                    self._pool(), self.compute, packed)
+                    self._pool(), self.compute, *source)
                 self.computed += 1
             try:
                 await keep(answer)

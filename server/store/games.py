@@ -5,10 +5,9 @@ The one module that reads and writes game records in Redis (records are built by
 
 - ``{g:<game_id>}:served``: the record as served, a hash written once at the game's end
   (``server/store/record_bytes.py``): ``meta`` (JSON: game id, table, game number,
-  players, whether private, the chat stamp of ``body``), ``head`` (the answer without its
-  chat), ``body`` (the whole answer, gzip), ``mat_game``/``mat_match`` (the ``.mat``
-  texts) and, once computed, ``review`` (the review's answer, gzip); kept
-  ``game_record_ttl``;
+  players, whether private, the length of the answer's head, the chat stamp of ``body``),
+  ``body`` (the whole answer, gzip), ``mat_game``/``mat_match`` (the ``.mat`` texts) and,
+  once computed, ``review`` (the review's answer, gzip); kept ``game_record_ttl``;
 - ``{g:<game_id>}:record``: the form of the games stored before (zlib-compressed msgpack,
   events lean): still read, and turned into the served form at its first read (its time to
   live kept);
@@ -46,9 +45,9 @@ from server.store.record_bytes import (
     assemble,
     encode_head,
     gzip_bytes,
+    head_of,
     head_record,
-    pack_head,
-    unpack_head,
+    rebody,
 )
 from server.store.scripts import load_script
 from server.tables.records import game_row, is_private
@@ -70,12 +69,13 @@ class ServedMeta:
     game_no: int
     players: tuple[str, ...]
     private: bool
+    head_len: int
     chat: ChatStamp
 
     def encode(self) -> bytes:
         return json.dumps({"game_id": self.game_id, "table": self.table,
                            "game_no": self.game_no, "players": list(self.players),
-                           "private": self.private,
+                           "private": self.private, "head_len": self.head_len,
                            "chat": [self.chat.count, self.chat.last]},
                           separators=(",", ":")).encode()
 
@@ -84,13 +84,19 @@ class ServedMeta:
         data = json.loads(raw)
         count, last = data["chat"]
         return cls(str(data["game_id"]), str(data["table"]), int(data["game_no"]),
-                   tuple(data["players"]), bool(data["private"]), ChatStamp(count, last))
+                   tuple(data["players"]), bool(data["private"]), int(data["head_len"]),
+                   ChatStamp(count, last))
 
     @classmethod
-    def of(cls, record: dict[str, Any], chat: Sequence[bytes]) -> ServedMeta:
+    def of(cls, record: dict[str, Any], head_len: int, chat: Sequence[bytes]) -> ServedMeta:
         return cls(str(record["game_id"]), str(record["table"]),
                    int(record.get("game_no") or 1), tuple(record["players"]),
-                   is_private(record), ChatStamp.of(len(chat), chat[-1] if chat else None))
+                   is_private(record), head_len,
+                   ChatStamp.of(len(chat), chat[-1] if chat else None))
+
+    def with_chat(self, chat: Sequence[bytes]) -> ServedMeta:
+        return ServedMeta(self.game_id, self.table, self.game_no, self.players, self.private,
+                          self.head_len, ChatStamp.of(len(chat), chat[-1] if chat else None))
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,14 +107,9 @@ class ServedRecord:
     body: bytes
 
 
-def _compress(head: bytes, chat: Sequence[bytes]) -> tuple[bytes, bytes]:
-    """(packed head, gzip body): run in a thread (zlib lets go of the GIL)."""
-    return pack_head(head), gzip_bytes(assemble(head, chat))
-
-
-def _rebody(packed_head: bytes, chat: Sequence[bytes]) -> bytes:
-    """The gzip body again from a stored head and the chat now (run in a thread)."""
-    return gzip_bytes(assemble(unpack_head(packed_head), chat))
+def _compress(head: bytes, chat: Sequence[bytes]) -> bytes:
+    """The gzip body: run in a thread (zlib lets go of the GIL)."""
+    return gzip_bytes(assemble(head, chat))
 
 
 _encoder = msgspec.msgpack.Encoder()
@@ -181,9 +182,9 @@ class GameRecords:
                             drop_old: bool = False) -> ServedRecord:
         game_id = str(record["game_id"])
         head = encode_head(record)
-        packed_head, body = await asyncio.to_thread(_compress, head, chat)
-        meta = ServedMeta.of(record, chat)
-        fields: dict[str, bytes] = {"meta": meta.encode(), "head": packed_head, "body": body,
+        body = await asyncio.to_thread(_compress, head, chat)
+        meta = ServedMeta.of(record, len(head), chat)
+        fields: dict[str, bytes] = {"meta": meta.encode(), "body": body,
                                     "mat_game": str(record.get("mat_game") or "").encode()}
         if record.get("mat_match") is not None:
             fields["mat_match"] = str(record["mat_match"]).encode()
@@ -242,13 +243,12 @@ class GameRecords:
     async def _rebuild(self, meta: ServedMeta) -> ServedRecord | None:
         """The body made again with the chat list as it is now (its head kept)."""
         key = self._served_key(meta.game_id)
-        packed_head = cast("bytes | None", await _aw(self.redis.hget(key, "head")))
-        if packed_head is None:
+        body = cast("bytes | None", await _aw(self.redis.hget(key, "body")))
+        if body is None:
             return None
         chat = await self._chat(meta.table, meta.game_no)
-        body = await asyncio.to_thread(_rebody, packed_head, chat)
-        fresh = ServedMeta(meta.game_id, meta.table, meta.game_no, meta.players, meta.private,
-                           ChatStamp.of(len(chat), chat[-1] if chat else None))
+        body = await asyncio.to_thread(rebody, body, meta.head_len, chat)
+        fresh = meta.with_chat(chat)
         await self._update(keys=[key], args=["meta", fresh.encode(), "body", body])
         return ServedRecord(fresh, body)
 
@@ -290,12 +290,12 @@ class GameRecords:
         """The record of the finished game ``game_id`` as its answer has it (events in the
         full form, ``chat``: its chat messages, oldest first) with ``mat_game`` and
         ``mat_match``; None when no record is kept."""
-        found = await self.served_fields(game_id, "head", "mat_game", "mat_match")
+        found = await self.served_fields(game_id, "body", "mat_game", "mat_match")
         if found is None or found[1][0] is None:
             return None
-        meta, (head, mat_game, mat_match) = found
-        assert head is not None
-        record = head_record(unpack_head(head))
+        meta, (body, mat_game, mat_match) = found
+        assert body is not None
+        record = head_record(await asyncio.to_thread(head_of, body, meta.head_len))
         record["chat"] = [json.loads(m) for m in await self._chat(meta.table, meta.game_no)]
         record["mat_game"] = (mat_game or b"").decode()
         record["mat_match"] = None if mat_match is None else mat_match.decode()

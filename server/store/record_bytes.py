@@ -6,15 +6,16 @@ events into the full form and encoding the JSON cost milliseconds per game (the 
 every event), so it is done once, when the game's end is stored, never per request:
 
 - the **head**: the answer without its chat, as JSON with its closing brace left off
-  (``{"game_id":...,"events":[...]``), kept zlib-compressed at level 1 (read back only
-  to rebuild the body when chat arrived after the game's end, and by a review's worker);
+  (``{"game_id":...,"events":[...]``); its length is kept (``head_len``), not the head
+  itself: it is the start of the body;
 - the **body**: the whole answer, head + ``,"chat":[`` + the chat list's entries as stored
   (each is JSON already) + ``]}``, kept gzip-compressed: a client that accepts gzip gets
   these bytes as they are (``Content-Encoding: gzip``), any other gets them decompressed;
+  a review's worker reads the head out of it (:func:`head_of`);
 - the chat it holds is named by a **stamp**: the chat list's length and the CRC-32 of its
   last entry. A read whose stamp differs (a message came after the body was made) makes
-  the body again from the head and the list: byte concatenation, and a compression run in
-  a thread (zlib lets go of the GIL), nothing per event.
+  the body again from its head and the list: decompression, byte concatenation and
+  compression, run in a thread (zlib lets go of the GIL), nothing per event.
 
 The functions here are the encoding alone (no I/O); ``server/store/games.py`` keeps them.
 """
@@ -34,8 +35,6 @@ HIDDEN = ("mat_game", "mat_match")
 """Record fields kept for the download, not sent with the record."""
 GZIP_LEVEL = 6
 """The body's compression (gzip, zlib's default level: done once per game, in a thread)."""
-HEAD_LEVEL = 1
-"""The head's compression (read back by a rebuild and a review: quick both ways)."""
 _GZIP_WBITS = 31  # zlib's gzip container (RFC 1952)
 
 _json = msgspec.json.Encoder()
@@ -84,12 +83,14 @@ def gunzip_bytes(data: bytes) -> bytes:
     return zlib.decompress(data, _GZIP_WBITS)
 
 
-def pack_head(head: bytes) -> bytes:
-    return zlib.compress(head, HEAD_LEVEL)
+def head_of(body: bytes, head_len: int) -> bytes:
+    """The head (uncompressed) out of a stored (gzip) body."""
+    return gunzip_bytes(body)[:head_len]
 
 
-def unpack_head(packed: bytes) -> bytes:
-    return zlib.decompress(packed)
+def rebody(body: bytes, head_len: int, chat: Sequence[bytes]) -> bytes:
+    """A stored body made again with ``chat`` (run it in a thread)."""
+    return gzip_bytes(assemble(head_of(body, head_len), chat))
 
 
 def head_record(head: bytes) -> dict[str, Any]:
