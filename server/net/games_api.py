@@ -10,6 +10,11 @@ download, and how many players are online (docs/http-api.md, "Games" and "Online
 
 A private game is shown only to its own players: a request carrying one of their bearer
 tokens. The store is ``server/store/games.py``; the record's shape ``server/tables/records.py``.
+
+The record and ``.mat`` routes answer with bytes stored at the game's end (the record gzip
+JSON: sent as it is to a client that accepts gzip, else decompressed; see
+``server/store/record_bytes.py``): no per-request encoding on the event loop. They, and the
+review route, draw on the caller's cost budget (``server/net/cost_gate.py``).
 """
 
 from __future__ import annotations

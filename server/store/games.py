@@ -261,7 +261,12 @@ class GameRecords:
             pipe.pttl(old_key)
             raw, ttl = await pipe.execute()
         if raw is None:
-            return None
+            # Another node may have converted it just now (it drops the old key).
+            meta_raw, body = await _aw(self.redis.hmget(self._served_key(game_id),
+                                                        ["meta", "body"]))
+            if meta_raw is None or body is None:
+                return None
+            return ServedRecord(ServedMeta.decode(meta_raw), body)
         record = unpack_record(raw)
         chat = await self._chat(str(record["table"]), int(record.get("game_no") or 1))
         ttl_ms = int(ttl) if ttl is not None and int(ttl) > 0 else self._ttl_ms
@@ -274,8 +279,7 @@ class GameRecords:
         key = self._served_key(game_id)
         values = await _aw(self.redis.hmget(key, ["meta", *fields]))
         if values[0] is None:
-            if await self._once("old:" + game_id, lambda: self._convert_old(game_id)) is None:
-                return None
+            await self._once("old:" + game_id, lambda: self._convert_old(game_id))
             values = await _aw(self.redis.hmget(key, ["meta", *fields]))
             if values[0] is None:
                 return None
