@@ -20,12 +20,13 @@ What one run does, bounded in time and cleaning up after itself:
    the loop thread's CPU per save (what a game's end spends storing its record);
 3. **reads**: ``--reads`` requests of each kind from a client running in another thread
    (its own event loop, ``--concurrency`` at once): the big record with and without gzip,
-   the plain record, the ``.mat``, a kept review; then each review game's first review
-   (computed). For each: the CPU of the node's event-loop thread per request
-   (``time.thread_time`` of the loop's thread: the figure that matters, as that thread moves
-   the checkers) and of the whole process less the client's thread (the loop plus the
-   threads it hands compression to; a worker process's CPU is not in it), and the bytes
-   received per request;
+   the plain record, the big record read right after one more chat line (up to 50 times:
+   the body made again), the ``.mat``, each review game's first review (computed, after
+   one that starts the worker pool) and a kept review. For each: the CPU of the node's
+   event-loop thread per request (``time.thread_time`` of the loop's thread: the figure
+   that matters, as that thread moves the checkers) and of the whole process less the
+   client's thread (the loop plus the threads it hands compression to; a worker process's
+   CPU is not in it), and the bytes received per request;
 4. deletes every key under the prefix.
 
 Printed as a table (``--json``: one JSON object). The loop figures are CPU time, steadier
@@ -200,6 +201,28 @@ async def measure(node: RunningServer, name: str, paths: list[str],
             "bytes": client.received // max(1, count)}
 
 
+async def chat_then_read(node: RunningServer, table: str, game_id: str,
+                         times: int) -> dict[str, Any]:
+    """A chat line after the game's end, then a read (gzip), ``times`` over: the read that
+    finds the chat grown (a stored body made again, once)."""
+    loop_cpu = process_cpu = 0.0
+    received = 0
+    for i in range(times):
+        await node.lobby.records.append_chat(table, 1, {
+            "type": "chat", "table": table, "channel": "players", "msg": f"late{i:04d}",
+            "from": "x", "name": "x", "text": chat_text(10_000 + i), "at": time.time()})
+        client = Client(node.http, [f"/api/games/{game_id}"], {"Accept-Encoding": "gzip"}, 1)
+        loop0, process0 = time.thread_time(), time.process_time()
+        client.start()
+        await asyncio.to_thread(client.join)
+        loop_cpu += time.thread_time() - loop0
+        process_cpu += time.process_time() - process0 - client.cpu
+        received += client.received
+    return {"name": "record, big, after a late chat line (rebuilt)", "requests": times,
+            "errors": 0, "loop_ms": round(1000 * loop_cpu / times, 3),
+            "process_ms": round(1000 * process_cpu / times, 3), "bytes": received // times}
+
+
 async def measure_saves(node: RunningServer, name: str, record: dict[str, Any],
                         times: int) -> dict[str, Any]:
     records = node.lobby.records
@@ -239,6 +262,7 @@ async def main() -> None:
                                   [f"/api/games/{plain}"] * n, gzip_ok, c))
         rows.append(await measure(node, "record, plain, no gzip",
                                   [f"/api/games/{plain}"] * n, identity, c))
+        rows.append(await chat_then_read(node, big_table, big, min(n, 50)))
         rows.append(await measure(node, ".mat", [f"/api/games/{plain}/mat"] * n, identity, c))
         # The first review starts the worker pool (a process): not in the figure.
         await measure(node, "warm-up", [f"/api/games/{plain}/review"], gzip_ok, 1)
