@@ -23,13 +23,14 @@ from dataclasses import dataclass
 __all__ = ["COSTS", "CostBudget", "record_cost"]
 
 COSTS: dict[str, float] = {
-    "profile": 1.0,        # a profile or leaderboard page (a Redis read, small JSON)
     "record": 1.0,         # a record or replay read, plus record_cost's size part
     "mat": 1.0,            # a .mat download (stored text)
     "review_cached": 2.0,  # a review already kept (stored bytes)
     "review": 100.0,       # a review computed (tens to hundreds of ms of a worker's CPU)
 }
-"""What each kind of request costs, in units (a record read adds :func:`record_cost`)."""
+"""What each kind of request costs, in units (a record read adds :func:`record_cost`). For
+scale: a profile or a leaderboard page costs the node about one unit; those routes are
+cheap enough for the request rate limit alone and draw nothing from the budget."""
 RECORD_BYTES_PER_UNIT = 256 * 1024
 """A record read costs one more unit per this many bytes of its answer (as sent)."""
 
