@@ -13,7 +13,9 @@ worker at a time, and:
   ``Retry-After`` (:meth:`ReviewJobs.retry_after`);
 - **abandoned work is dropped**: a request whose client went away stops waiting; a game
   nobody waits for any more is dropped if it has not reached a worker yet (counted in
-  ``cancelled``); one already in a worker finishes and is kept (a later request finds it).
+  ``cancelled``); one already in a worker finishes and is kept (a later request finds it);
+- **a dead worker is replaced**: a pool whose process died (killed, out of memory) is
+  replaced by a new one and the review tried once more there (logged).
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ import logging
 import math
 import multiprocessing
 from collections.abc import Awaitable, Callable
-from concurrent.futures import Executor, ProcessPoolExecutor, ThreadPoolExecutor
+from concurrent.futures import BrokenExecutor, Executor, ProcessPoolExecutor, ThreadPoolExecutor
 from dataclasses import dataclass
 
 log = logging.getLogger(__name__)
@@ -140,8 +142,7 @@ class ReviewJobs:
                 if source is None:
                     return None
                 job.started = True
-                answer = await asyncio.get_running_loop().run_in_executor(
-                    self._pool(), self.compute, *source)
+                answer = await self._compute(game_id, source)
                 self.computed += 1
             try:
                 await keep(answer)
@@ -154,6 +155,19 @@ class ReviewJobs:
         finally:
             if self._jobs.get(game_id) is job:
                 del self._jobs[game_id]
+
+    async def _compute(self, game_id: str, source: Source) -> bytes:
+        loop = asyncio.get_running_loop()
+        pool = self._pool()
+        try:
+            return await loop.run_in_executor(pool, self.compute, *source)
+        except BrokenExecutor as exc:
+            log.warning("game %s: the review worker died (%s); starting a new one", game_id,
+                        exc)
+            if self._executor is pool:
+                self._executor = None
+                pool.shutdown(wait=False, cancel_futures=True)
+            return await loop.run_in_executor(self._pool(), self.compute, *source)
 
     def close(self) -> None:
         """Stop the workers (the node stops): queued work is dropped."""

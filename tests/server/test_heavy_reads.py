@@ -9,8 +9,11 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import signal
 import time
 import zlib
+from concurrent.futures import ProcessPoolExecutor
 from typing import Any, cast
 
 import aiohttp
@@ -257,3 +260,20 @@ async def test_a_node_answers_its_sockets_while_it_serves_a_hundred_big_records(
     await asyncio.gather(reads, ping_while(reads))
     assert reads.result() == [200] * 100
     assert pongs >= 1
+
+
+async def test_a_killed_review_worker_is_replaced(
+    start_server: StartServer, redis_client: aioredis.Redis, key_prefix: str,
+) -> None:
+    server = await start_server(dice_factory=scripted(7), review_workers=1)
+    _, game_id = await finished_game(server)
+    first = await reviews(server, game_id, 1)
+    jobs = server.app[REVIEWS]
+    pool = jobs._executor
+    assert isinstance(pool, ProcessPoolExecutor)
+    for pid in list(pool._processes or {}):  # the worker dies (killed, out of memory)
+        os.kill(pid, signal.SIGKILL)
+    await eventually(lambda: pool._broken is not False)
+    await redis_client.hdel(f"{key_prefix}{{g:{game_id}}}:served", "review")  # type: ignore[misc]
+    assert await reviews(server, game_id, 1) == first  # computed again, by a new worker
+    assert jobs.computed == 2 and jobs._executor is not pool
