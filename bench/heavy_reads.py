@@ -27,7 +27,11 @@ What one run does, bounded in time and cleaning up after itself:
    that matters, as that thread moves the checkers) and of the whole process less the
    client's thread (the loop plus the threads it hands compression to; a worker process's
    CPU is not in it), and the bytes received per request;
-4. deletes every key under the prefix.
+4. **burst** (``--burst``, 1000): that many reads of the big record at once from one
+   address, the cost budget at its defaults (an older tree has none): the answers by
+   status, the loop's CPU per read and its longest stall meanwhile (how late a 5 ms timer
+   on the node's loop fired);
+5. deletes every key under the prefix.
 
 Printed as a table (``--json``: one JSON object). The loop figures are CPU time, steadier
 than wall time on a shared machine; client and server share the process's GIL, so the
@@ -68,6 +72,12 @@ from server_helpers import (  # noqa: E402  (the test helpers play the games)
 
 from server.app import create_app  # noqa: E402
 from server.config import Settings  # noqa: E402
+
+try:
+    from server.app import COST_GATE
+    from server.cost_budget import CostBudget
+except ImportError:  # an older checkout: no budget
+    COST_GATE = None  # type: ignore[assignment]
 
 try:
     from server.__main__ import GC_THRESHOLDS
@@ -161,7 +171,8 @@ class Client(threading.Thread):
 
     async def _main(self) -> None:
         gate = asyncio.Semaphore(self.concurrency)
-        async with aiohttp.ClientSession(auto_decompress=False) as http:
+        connector = aiohttp.TCPConnector(limit=self.concurrency)
+        async with aiohttp.ClientSession(auto_decompress=False, connector=connector) as http:
             async def one(path: str) -> None:
                 async with gate, http.get(self.base + path, headers=self.headers) as r:
                     body = await r.read()  # not "+= await": that reads the sum first
@@ -223,6 +234,41 @@ async def chat_then_read(node: RunningServer, table: str, game_id: str,
             "process_ms": round(1000 * process_cpu / times, 3), "bytes": received // times}
 
 
+async def burst(node: RunningServer, game_id: str, count: int) -> dict[str, Any]:
+    """``count`` reads of ``game_id``'s record at once from one address (gzip), the node's
+    cost budget at its defaults when it has one: the answers by status, and the event
+    loop's longest stall meanwhile (a 5 ms timer's lateness)."""
+    gate = node.app.get(COST_GATE) if COST_GATE is not None else None
+    if gate is not None:  # the bench turned it off: back to the defaults
+        defaults = Settings()
+        gate.budget = CostBudget(defaults.http_cost_rate, defaults.http_cost_burst)
+    stall = 0.0
+    done = False
+
+    async def watch() -> None:
+        nonlocal stall
+        while not done:
+            start = time.perf_counter()
+            await asyncio.sleep(0.005)
+            stall = max(stall, time.perf_counter() - start - 0.005)
+
+    watcher = asyncio.create_task(watch())
+    client = Client(node.http, [f"/api/games/{game_id}"] * count, {"Accept-Encoding": "gzip"},
+                    count)
+    loop0 = time.thread_time()
+    client.start()
+    await asyncio.to_thread(client.join)
+    loop_cpu = time.thread_time() - loop0
+    done = True
+    await watcher
+    if gate is not None:
+        gate.budget = CostBudget(0.0, 1.0)
+    statuses = {str(s): client.statuses.count(s) for s in sorted(set(client.statuses))}
+    return {"name": f"{count} reads at once of the big record", "statuses": statuses,
+            "loop_ms_per_read": round(1000 * loop_cpu / count, 3),
+            "longest_loop_stall_ms": round(1000 * stall, 1)}
+
+
 async def measure_saves(node: RunningServer, name: str, record: dict[str, Any],
                         times: int) -> dict[str, Any]:
     records = node.lobby.records
@@ -241,6 +287,8 @@ async def main() -> None:
     parser.add_argument("--concurrency", type=int, default=20)
     parser.add_argument("--reviews", type=int, default=10)
     parser.add_argument("--saves", type=int, default=20)
+    parser.add_argument("--burst", type=int, default=1000,
+                        help="reads at once of the big record, last (0: none)")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     prefix = f"bench-heavy-{uuid.uuid4().hex[:8]}:"
@@ -271,6 +319,7 @@ async def main() -> None:
         rows.append(await measure(node, "review, kept",
                                   [f"/api/games/{reviewed[0]}/review"] * n, gzip_ok, c))
         events = len((await node.lobby.records.load(plain) or {}).get("events") or ())
+        burst_row = await burst(node, big, args.burst) if args.burst else None
         # Last: a save writes the record again (these are not the games' own records).
         rows.append(await measure_saves(node, "game end: store the plain record",
                                         await record_of(node, table, plain), args.saves))
@@ -284,7 +333,7 @@ async def main() -> None:
                 await redis.unlink(*keys[i:i + 500])
     if args.json:
         print(json.dumps({"plain_events": events, "idle_loop_ms_per_s": 1000 * IDLE["loop"],
-                          "rows": rows}, indent=1))
+                          "rows": rows, "burst": burst_row}, indent=1))
         return
     print(f"plain record: {events} events; loop CPU and process CPU (less the client) per "
           f"request, ms; idle node: {1000 * IDLE['loop']:.1f} ms/s of loop CPU (taken off)")
@@ -294,6 +343,10 @@ async def main() -> None:
         size = "" if row["bytes"] is None else str(row["bytes"])
         print(f"{row['name']:46} {row['loop_ms']:8.3f} {process:>8} {size:>9} "
               f"{row['errors']:6}")
+    if burst_row is not None:
+        print(f"{burst_row['name']}: answers {burst_row['statuses']}, loop CPU "
+              f"{burst_row['loop_ms_per_read']} ms a read, longest loop stall "
+              f"{burst_row['longest_loop_stall_ms']} ms")
 
 
 if __name__ == "__main__":

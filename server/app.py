@@ -168,7 +168,7 @@ async def _services(app: web.Application) -> AsyncIterator[None]:
     app.router.add_get("/api/matchmaking", matchmaker.overview)
     PublicRoutes(ratings, accounts, pair_limit=settings.pair_limit,
                  pair_window=settings.pair_window).add_to(app)
-    cost_gate = CostGate(settings)
+    cost_gate = CostGate(settings, metrics=metrics)
     reviews = ReviewJobs(review_answer, workers=settings.review_workers,
                          queue_max=settings.review_queue_max)
     app[REVIEWS] = reviews

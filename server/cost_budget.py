@@ -2,12 +2,13 @@
 bucket of *cost units* (about a millisecond of the node's CPU each) refilled at ``rate``
 units per second up to ``burst``.
 
-A request may start while its bucket holds more than nothing; what it cost is charged
-once it is known (a record read costs by its size, and a cached answer little), so the
-balance may go below zero, down to ``-burst``: the key's next requests wait until it is
-refilled above zero. Charging after the fact lets a cost depend on the answer without
-reading it twice, and a client cannot start more than one request past its budget at a
-time per bucket refill. The shell (``server/net/cost_gate.py``) keys one bucket by the
+A request may start while its bucket holds more than nothing; it is charged what it is
+expected to cost when it starts and the difference once its cost is known (a record read
+costs by its size, and a kept answer little), so the balance may go below zero, down to
+``-burst``: the key's next requests wait until it is refilled above zero. Charging the
+rest after the fact lets a cost depend on the answer without reading it twice; charging
+the expected cost first keeps a thousand requests sent at once from all starting before
+the first is charged. The shell (``server/net/cost_gate.py``) keys one bucket by the
 client's address and one by its bearer credential, and answers 429 ``rate_limited`` with
 ``Retry-After`` (:meth:`CostBudget.wait`) past either.
 
@@ -89,8 +90,10 @@ class CostBudget:
         return 0.0 if units > 0 else (-units + 1e-9) / self.rate
 
     def charge(self, key: str, cost: float, now: float) -> None:
-        """Take ``cost`` units from ``key``'s bucket (down to ``-burst`` at most)."""
-        if self.rate <= 0 or cost <= 0:
+        """Take ``cost`` units from ``key``'s bucket (down to ``-burst`` at most); a negative
+        ``cost`` gives units back (a request that cost less than was taken when it
+        started), up to ``burst``."""
+        if self.rate <= 0 or cost == 0:
             return
         balance = self._balance(key, now)
-        balance.units = max(-self.burst, balance.units - cost)
+        balance.units = min(self.burst, max(-self.burst, balance.units - cost))

@@ -24,7 +24,7 @@ import asyncio
 from aiohttp import web
 
 from server.cost_budget import COSTS, record_cost
-from server.net.cost_gate import CostGate
+from server.net.cost_gate import EXPECTED_RECORD, CostGate
 from server.net.http_api import error_response
 from server.net.public_params import check_game_id, parse_games, parse_match_flag
 from server.net.ws import bearer_token
@@ -106,23 +106,26 @@ class GameRoutes:
         return meta, found[1]
 
     async def game(self, request: web.Request) -> web.StreamResponse:
-        refused = self.gate.refusal(request)
+        game_id = request.match_info["game_id"]
+        upfront = self.gate.expected(game_id, EXPECTED_RECORD)
+        refused = self.gate.admit(request, upfront)
         if refused is not None:
             return refused
         try:
-            served = await self.records.served(check_game_id(request.match_info["game_id"]))
+            served = await self.records.served(check_game_id(game_id))
             await self._may_see(request, None if served is None else served.meta)
         except ProtocolError as exc:
             return error_response(exc)
         assert served is not None
         response = await served_bytes(request, served.body)
-        self.gate.charge(request, record_cost(
-            len(response.body) if isinstance(response.body, bytes) else len(served.body),
-            decompressed="Content-Encoding" not in response.headers))
+        sent = len(response.body) if isinstance(response.body, bytes) else len(served.body)
+        cost = record_cost(sent, decompressed="Content-Encoding" not in response.headers)
+        self.gate.remember(game_id, cost)
+        self.gate.charge(request, cost - upfront)
         return response
 
     async def mat(self, request: web.Request) -> web.StreamResponse:
-        refused = self.gate.refusal(request)
+        refused = self.gate.admit(request, COSTS["mat"])
         if refused is not None:
             return refused
         try:
@@ -130,7 +133,6 @@ class GameRoutes:
             meta, (mat_game, mat_match) = await self._fields(request, "mat_game", "mat_match")
         except ProtocolError as exc:
             return error_response(exc)
-        self.gate.charge(request, COSTS["mat"])
         text = (mat_match if whole_match else None) or mat_game or b""
         return web.Response(body=text, content_type="text/plain", charset="utf-8", headers={
             "Content-Disposition": f'attachment; filename="{meta.game_id}.mat"'})

@@ -39,7 +39,7 @@ class ReviewRoute(GameRoutes):
         app.router.add_get("/api/games/{game_id}/review", self.review)
 
     async def review(self, request: web.Request) -> web.StreamResponse:
-        refused = self.gate.refusal(request)
+        refused = self.gate.admit(request, COSTS["review_cached"])
         if refused is not None:
             return refused
         try:
@@ -48,15 +48,16 @@ class ReviewRoute(GameRoutes):
             return error_response(exc)
         game_id = meta.game_id
         if kept is not None:
-            self.gate.charge(request, COSTS["review_cached"])
             return await served_bytes(request, kept)
         if not self.jobs.has_room(game_id):
+            self.gate.metrics.refused("review_queue")
+            self.gate.metrics.error(ErrorCode.BUSY)
             return error_response(retry_later(ProtocolError(
                 ErrorCode.BUSY, "too many reviews are being computed; retry later"),
                 self.jobs.retry_after()))
         # The request that starts the computation pays for it; one joining it, little.
-        self.gate.charge(request, COSTS["review_cached" if self.jobs.is_running(game_id)
-                                        else "review"])
+        if not self.jobs.is_running(game_id):
+            self.gate.charge(request, COSTS["review"] - COSTS["review_cached"])
 
         async def head() -> tuple[bytes, int] | None:
             found = await self.records.served_fields(game_id, "body")

@@ -23,6 +23,10 @@ CASES = [
      [("charge", 50.0, 0.0), ("charge", 120.0, 100.0), ("wait", 100.0)], [2.0]),
     ("time going backwards refills nothing", 10.0, 100.0,
      [("charge", 120.0, 10.0), ("wait", 5.0)], [2.0]),
+    ("a refund gives units back", 10.0, 100.0,
+     [("charge", 150.0, 0.0), ("charge", -60.0, 0.0), ("wait", 0.0)], [0.0]),
+    ("a refund fills up to burst only", 10.0, 100.0,
+     [("charge", -60.0, 0.0), ("charge", 150.0, 0.0), ("wait", 0.0)], [5.0]),
     ("rate 0: no budget", 0.0, 1.0, [("charge", 1e9, 0.0), ("wait", 0.0)], [0.0]),
 ]
 

@@ -223,7 +223,9 @@ async def test_the_cost_budget_answers_429_with_retry_after(
         if status == 429:
             assert body["error"]["code"] == "rate_limited"
             assert int(headers["Retry-After"]) >= 1
-    assert statuses[:3] == [200, 200, 200] and statuses[-1] == 429
+    # 3 units: a first read takes 2 when it starts (its cost unknown here), then what it
+    # cost (about 1: 8 KB sent); the budget runs out on the third or fourth.
+    assert statuses[:2] == [200, 200] and statuses[-1] == 429
     assert server.app[COST_GATE].refused == statuses.count(429)
     # The budget is per address: the history (not a costly route) still answers.
     assert (await get(server, "/api/players/alice/games"))[0] == 200
@@ -246,7 +248,7 @@ async def test_a_node_answers_its_sockets_while_it_serves_a_hundred_big_records(
     async def ping_while(reads: asyncio.Future[Any]) -> None:
         nonlocal pongs
         while not reads.done():
-            reply = await player.request({"type": "ping"})
+            reply = await player.request({"type": "ping"}, timeout=60)
             assert reply["type"] == "pong"
             pongs += 1
             await asyncio.sleep(0.01)
