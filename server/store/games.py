@@ -212,7 +212,10 @@ class GameRecords:
         self._making[key] = future
         try:
             value = await make()
-        except BaseException as exc:
+        except asyncio.CancelledError:
+            future.cancel()
+            raise
+        except Exception as exc:
             future.set_exception(exc)
             future.exception()  # retrieved: the waiters, if any, get it too
             raise
