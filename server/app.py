@@ -29,6 +29,7 @@ from aiohttp import web
 from redis.exceptions import RedisError
 
 from rating_plugin.store import RatingStore
+from server.bot.review_answer import review_answer
 from server.cluster.bus import NodeBus
 from server.cluster.pulse import NodePulse
 from server.config import Settings, SettingsError
@@ -39,6 +40,7 @@ from server.lobby.routing import Lobby, LobbyListeners
 from server.metrics import Metrics
 from server.net.admission import Admission
 from server.net.connection import CLOSE_GOING_AWAY, Connection, Hub
+from server.net.cost_gate import CostGate
 from server.net.games_api import GameRoutes
 from server.net.http_api import AccountRoutes
 from server.net.http_middleware import http_middleware
@@ -47,6 +49,7 @@ from server.net.load import LoadLimits, LoadMeter
 from server.net.load_watch import LoadWatch
 from server.net.public_api import PublicRoutes
 from server.net.review_api import ReviewRoute
+from server.net.review_jobs import ReviewJobs
 from server.net.security_headers import add_security_headers
 from server.net.static_files import add_static_routes
 from server.net.ws import SocketHandler
@@ -88,6 +91,8 @@ ADMISSION = web.AppKey("admission", Admission)
 PULSE = web.AppKey("pulse", NodePulse)
 """The node's pulse thread: heartbeat, Redis probe, the loop's lag (``lag()``,
 ``stuck_for()``)."""
+REVIEWS = web.AppKey("reviews", ReviewJobs)
+COST_GATE = web.AppKey("cost_gate", CostGate)
 CLOSE_SERVICE_RESTART = 1012
 """WebSocket close code for a drain: the client reconnects (to another node) at once."""
 
@@ -190,8 +195,13 @@ async def _services(app: web.Application) -> AsyncIterator[None]:
     app.router.add_get("/api/matchmaking", matchmaker.overview)
     PublicRoutes(ratings, accounts, pair_limit=settings.pair_limit,
                  pair_window=settings.pair_window).add_to(app)
-    GameRoutes(lobby.records, accounts).add_to(app)
-    ReviewRoute(lobby.records, accounts).add_to(app)
+    cost_gate = CostGate(settings, metrics=metrics)
+    reviews = ReviewJobs(review_answer, workers=settings.review_workers,
+                         queue_max=settings.review_queue_max)
+    app[REVIEWS] = reviews
+    app[COST_GATE] = cost_gate
+    GameRoutes(lobby.records, accounts, cost_gate).add_to(app)
+    ReviewRoute(lobby.records, accounts, cost_gate, reviews).add_to(app)
     tournament_keys = TournamentKeys(settings.key_prefix)
     tournaments = Tournaments(TournamentStore(redis, tournament_keys, keys), lobby, persistence,
                               ratings)
@@ -222,6 +232,7 @@ async def _services(app: web.Application) -> AsyncIterator[None]:
         await brackets.stop()
         await matchmaker.stop()
         await computer.stop()
+        reviews.close()
         await lobby.drain(settings.shutdown_timeout)
         await persistence.stop()
         await ownership.stop()

@@ -162,6 +162,21 @@ class Settings:
     http_rate_max_clients: int = _accounts(
         100_000, "clients whose HTTP rate buckets are kept at once (least recently seen "
         "forgotten first)", gt=0)
+    # Costly reads (server/net/cost_gate.py, server/net/review_jobs.py; docs/operations.md
+    # "Costly reads"): a CPU budget in cost units (about a millisecond of CPU each) per
+    # client address and per bearer credential for the record, .mat and review routes, and
+    # the worker processes that compute reviews.
+    http_cost_rate: float = _accounts(
+        50.0, "cost units per second one client address (and one bearer credential) may "
+        "spend on record, .mat and review requests (0 = no budget)", ge=0)
+    http_cost_burst: float = _accounts(
+        1000.0, "cost units one client address or credential may spend in a burst", gt=0)
+    review_workers: int = _accounts(
+        1, "processes computing game reviews (started at the first review; 0 = a thread of "
+        "the server)", ge=0)
+    review_queue_max: int = _accounts(
+        16, "games whose review this node computes or queues at once; more answer 503 busy",
+        gt=0)
 
     max_msg_size: int = _websocket(16 * 1024, "largest WebSocket message, bytes (bigger "
                                    "closes with 1009)", gt=0)

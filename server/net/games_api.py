@@ -10,39 +10,54 @@ download, and how many players are online (docs/http-api.md, "Games" and "Online
 
 A private game is shown only to its own players: a request carrying one of their bearer
 tokens. The store is ``server/store/games.py``; the record's shape ``server/tables/records.py``.
+
+The record and ``.mat`` routes answer with bytes stored at the game's end (the record gzip
+JSON: sent as it is to a client that accepts gzip, else decompressed; see
+``server/store/record_bytes.py``): no per-request encoding on the event loop. They, and the
+review route, draw on the caller's cost budget (``server/net/cost_gate.py``).
 """
 
 from __future__ import annotations
 
-from typing import Any
+import asyncio
 
 from aiohttp import web
 
+from server.cost_budget import COSTS, record_cost
+from server.net.cost_gate import EXPECTED_RECORD, CostGate
 from server.net.http_api import error_response
 from server.net.public_params import check_game_id, parse_games, parse_match_flag
 from server.net.ws import bearer_token
 from server.protocol.errors import ErrorCode, ProtocolError
 from server.store.accounts import Accounts
-from server.store.games import GameRecords
-from server.tables.records import is_private, replay_events
+from server.store.games import GameRecords, ServedMeta
+from server.store.record_bytes import accepts_gzip, gunzip_bytes
 
-HIDDEN = ("mat_game", "mat_match")
-"""Record fields kept for the download, not sent with the record."""
+INLINE_GUNZIP = 32 * 1024
+"""Compressed answers up to this size are decompressed on the event loop (tens of
+microseconds); bigger ones in a thread (zlib lets go of the GIL)."""
 
 
-def record_body(record: dict[str, Any]) -> dict[str, Any]:
-    """The record as ``GET /api/games/{game_id}`` answers it (events in the full form)."""
-    body = {k: v for k, v in record.items() if k not in HIDDEN and k != "events"}
-    body["events"] = replay_events(record.get("events") or ())
-    return body
+async def served_bytes(request: web.Request, gzipped: bytes) -> web.Response:
+    """An answer stored as gzip JSON: as it is (``Content-Encoding: gzip``) to a client
+    that accepts gzip, decompressed to any other."""
+    headers = {"Vary": "Accept-Encoding"}
+    if accepts_gzip(request.headers.get("Accept-Encoding")):
+        headers["Content-Encoding"] = "gzip"
+        return web.Response(body=gzipped, content_type="application/json", headers=headers)
+    body = (gunzip_bytes(gzipped) if len(gzipped) <= INLINE_GUNZIP
+            else await asyncio.to_thread(gunzip_bytes, gzipped))
+    return web.Response(body=body, content_type="application/json", headers=headers)
 
 
 class GameRoutes:
-    """The routes of the table above, on one app."""
+    """The routes of the table above, on one app. The record, ``.mat`` and review routes
+    draw on the caller's cost budget (``gate``)."""
 
-    def __init__(self, records: GameRecords, accounts: Accounts) -> None:
+    def __init__(self, records: GameRecords, accounts: Accounts, gate: CostGate) -> None:
         self.records = records
         self.accounts = accounts
+        self.gate = gate
 
     def add_to(self, app: web.Application) -> None:
         app.router.add_get("/api/players/{player}/games", self.games)
@@ -69,35 +84,58 @@ class GameRoutes:
         return web.json_response({"player": query.player, "total": total,
                                   "offset": query.offset, "games": rows})
 
-    async def _record(self, request: web.Request) -> dict[str, Any]:
-        """The record asked for, if the request may see it; else ProtocolError."""
-        game_id = check_game_id(request.match_info["game_id"])
-        record = await self.records.load(game_id)
-        if record is not None and is_private(record):
+    async def _may_see(self, request: web.Request, meta: ServedMeta | None) -> ServedMeta:
+        """``meta`` when the request may see its game; else ProtocolError (404)."""
+        if meta is not None and meta.private:
             viewer = await self._viewer(request)
-            if viewer is None or viewer not in record["players"]:
-                record = None
-        if record is None:
-            raise ProtocolError(ErrorCode.NO_SUCH_GAME, f"no finished game {game_id!r}",
+            if viewer is None or viewer not in meta.players:
+                meta = None
+        if meta is None:
+            raise ProtocolError(ErrorCode.NO_SUCH_GAME,
+                                f"no finished game {request.match_info['game_id']!r}",
                                 field="game_id")
-        return record
+        return meta
 
-    async def game(self, request: web.Request) -> web.Response:
+    async def _fields(self, request: web.Request, *fields: str
+                      ) -> tuple[ServedMeta, list[bytes | None]]:
+        """The stored ``fields`` of the game asked for, if the request may see it."""
+        game_id = check_game_id(request.match_info["game_id"])
+        found = await self.records.served_fields(game_id, *fields)
+        meta = await self._may_see(request, None if found is None else found[0])
+        assert found is not None
+        return meta, found[1]
+
+    async def game(self, request: web.Request) -> web.StreamResponse:
+        game_id = request.match_info["game_id"]
+        upfront = self.gate.expected(game_id, EXPECTED_RECORD)
+        refused = self.gate.admit(request, upfront)
+        if refused is not None:
+            return refused
         try:
-            record = await self._record(request)
+            served = await self.records.served(check_game_id(game_id))
+            await self._may_see(request, None if served is None else served.meta)
         except ProtocolError as exc:
             return error_response(exc)
-        return web.json_response(record_body(record))
+        assert served is not None
+        response = await served_bytes(request, served.body)
+        sent = len(response.body) if isinstance(response.body, bytes) else len(served.body)
+        cost = record_cost(sent, decompressed="Content-Encoding" not in response.headers)
+        self.gate.remember(game_id, cost)
+        self.gate.charge(request, cost - upfront)
+        return response
 
-    async def mat(self, request: web.Request) -> web.Response:
+    async def mat(self, request: web.Request) -> web.StreamResponse:
+        refused = self.gate.admit(request, COSTS["mat"])
+        if refused is not None:
+            return refused
         try:
             whole_match = parse_match_flag(request.query)
-            record = await self._record(request)
+            meta, (mat_game, mat_match) = await self._fields(request, "mat_game", "mat_match")
         except ProtocolError as exc:
             return error_response(exc)
-        text = (record.get("mat_match") if whole_match else None) or record.get("mat_game") or ""
-        return web.Response(text=text, content_type="text/plain", charset="utf-8", headers={
-            "Content-Disposition": f'attachment; filename="{record["game_id"]}.mat"'})
+        text = (mat_match if whole_match else None) or mat_game or b""
+        return web.Response(body=text, content_type="text/plain", charset="utf-8", headers={
+            "Content-Disposition": f'attachment; filename="{meta.game_id}.mat"'})
 
     async def online(self, request: web.Request) -> web.Response:
         return web.json_response({"players": await self.records.online()})

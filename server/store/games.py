@@ -3,7 +3,14 @@
 The one module that reads and writes game records in Redis (records are built by the pure
 ``server/tables/records.py``):
 
-- ``{g:<game_id>}:record``: the record, zlib-compressed msgpack, kept ``game_record_ttl``;
+- ``{g:<game_id>}:served``: the record as served, a hash written once at the game's end
+  (``server/store/record_bytes.py``): ``meta`` (JSON: game id, table, game number,
+  players, whether private, the length of the answer's head, the chat stamp of ``body``),
+  ``body`` (the whole answer, gzip), ``mat_game``/``mat_match`` (the ``.mat`` texts) and,
+  once computed, ``review`` (the review's answer, gzip); kept ``game_record_ttl``;
+- ``{g:<game_id>}:record``: the form of the games stored before (zlib-compressed msgpack,
+  events lean): still read, and turned into the served form at its first read (its time to
+  live kept);
 - per player ``{p:P}:games`` (every game), ``{p:P}:games:public`` (the games anyone may
   see) and ``{p:P}:game_rows`` (that player's row of each), updated together by
   ``game_index.lua`` and read a page at a time by ``game_page.lua`` (one slot each);
@@ -18,10 +25,12 @@ table driver may retry it, and a node taking a table over may write one that is 
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 import zlib
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
 from typing import Any, TypeVar, cast
 
 import msgpack
@@ -31,6 +40,15 @@ import redis.asyncio as aioredis
 from server.config import Settings
 from server.protocol.node_messages import ChatMute, encode
 from server.store.keys import Keys
+from server.store.record_bytes import (
+    ChatStamp,
+    assemble,
+    encode_head,
+    gzip_bytes,
+    head_of,
+    head_record,
+    rebody,
+)
 from server.store.scripts import load_script
 from server.tables.records import game_row, is_private
 
@@ -41,6 +59,57 @@ def _aw(value: Awaitable[T] | T) -> Awaitable[T]:
     return cast(Awaitable[T], value)
 
 
+@dataclass(frozen=True, slots=True)
+class ServedMeta:
+    """What a served record's readers need before its bytes: who may see it, and where its
+    chat is (``chat``: the stamp of the chat its body holds)."""
+
+    game_id: str
+    table: str
+    game_no: int
+    players: tuple[str, ...]
+    private: bool
+    head_len: int
+    chat: ChatStamp
+
+    def encode(self) -> bytes:
+        return json.dumps({"game_id": self.game_id, "table": self.table,
+                           "game_no": self.game_no, "players": list(self.players),
+                           "private": self.private, "head_len": self.head_len,
+                           "chat": [self.chat.count, self.chat.last]},
+                          separators=(",", ":")).encode()
+
+    @classmethod
+    def decode(cls, raw: bytes) -> ServedMeta:
+        data = json.loads(raw)
+        count, last = data["chat"]
+        return cls(str(data["game_id"]), str(data["table"]), int(data["game_no"]),
+                   tuple(data["players"]), bool(data["private"]), int(data["head_len"]),
+                   ChatStamp(count, last))
+
+    @classmethod
+    def of(cls, record: dict[str, Any], head_len: int, chat: Sequence[bytes]) -> ServedMeta:
+        return cls(str(record["game_id"]), str(record["table"]),
+                   int(record.get("game_no") or 1), tuple(record["players"]),
+                   is_private(record), head_len,
+                   ChatStamp.of(len(chat), chat[-1] if chat else None))
+
+    def with_chat(self, chat: Sequence[bytes]) -> ServedMeta:
+        return ServedMeta(self.game_id, self.table, self.game_no, self.players, self.private,
+                          self.head_len, ChatStamp.of(len(chat), chat[-1] if chat else None))
+
+
+@dataclass(frozen=True, slots=True)
+class ServedRecord:
+    """A finished game's answer as stored: ``body`` is gzip of its JSON."""
+
+    meta: ServedMeta
+    body: bytes
+
+
+def _compress(head: bytes, chat: Sequence[bytes]) -> bytes:
+    """The gzip body: run in a thread (zlib lets go of the GIL)."""
+    return gzip_bytes(assemble(head, chat))
 
 
 _encoder = msgspec.msgpack.Encoder()
@@ -72,17 +141,32 @@ class GameRecords:
         self._page = redis.register_script(load_script("game_page.lua"))
         self._online = redis.register_script(load_script("online_count.lua"))
         self._chat_append = redis.register_script(load_script("chat_append.lua"))
+        self._update = redis.register_script(load_script("served_update.lua"))
+        # Served forms being made on this node (a record converted, a body rebuilt), by game.
+        self._making: dict[str, asyncio.Future[Any]] = {}
 
     @property
     def _ttl_ms(self) -> int:
         return int(self.settings.game_record_ttl * 1000)
 
+    def _served_key(self, game_id: str) -> str:
+        return self.keys.game_served(game_id)
+
+    def _chat_key(self, meta: ServedMeta) -> str:
+        return self.keys.table_chat(meta.table, meta.game_no)
+
+    async def _chat(self, table: str, game_no: int) -> list[bytes]:
+        return list(await _aw(self.redis.lrange(self.keys.table_chat(table, game_no), 0, -1)))
+
     async def save(self, record: dict[str, Any]) -> None:
-        """Store ``record`` (``server.tables.records.game_record``) and index it in both
-        players' histories. Idempotent: saving the same record again changes nothing."""
+        """Store ``record`` (``server.tables.records.game_record``) in its served form and
+        index it in both players' histories. Idempotent: saving the same record again
+        changes nothing (but the chat it holds, read again). The events are folded and
+        encoded here, once per game; the compression runs in a thread."""
         keys = self.keys
         game_id = str(record["game_id"])
-        await self.redis.set(keys.game_record(game_id), pack_record(record), px=self._ttl_ms)
+        chat = await self._chat(str(record["table"]), int(record.get("game_no") or 1))
+        await self._write_served(record, chat, self._ttl_ms)
         public = "0" if is_private(record) else "1"
         cutoff = time.time() - self.settings.game_record_ttl
         for player in dict.fromkeys(record["players"]):
@@ -94,20 +178,134 @@ class GameRecords:
                       self.settings.game_index_max, self._ttl_ms, cutoff],
             )
 
+    async def _write_served(self, record: dict[str, Any], chat: list[bytes], ttl_ms: int, *,
+                            drop_old: bool = False) -> ServedRecord:
+        game_id = str(record["game_id"])
+        head = encode_head(record)
+        body = await asyncio.to_thread(_compress, head, chat)
+        meta = ServedMeta.of(record, len(head), chat)
+        fields: dict[str, bytes] = {"meta": meta.encode(), "body": body,
+                                    "mat_game": str(record.get("mat_game") or "").encode()}
+        if record.get("mat_match") is not None:
+            fields["mat_match"] = str(record["mat_match"]).encode()
+        key = self._served_key(game_id)
+        async with self.redis.pipeline(transaction=True) as pipe:
+            pipe.delete(key)
+            pipe.hset(key, mapping=fields)
+            pipe.pexpire(key, ttl_ms)
+            if drop_old:
+                pipe.delete(self.keys.game_record(game_id))
+            await pipe.execute()
+        return ServedRecord(meta, body)
+
     async def exists(self, game_id: str) -> bool:
-        return bool(await self.redis.exists(self.keys.game_record(game_id)))
+        return bool(await self.redis.exists(self._served_key(game_id),
+                                            self.keys.game_record(game_id)))
+
+    async def _once(self, key: str, make: Callable[[], Awaitable[T]]) -> T:
+        """``make()``, once at a time per ``key`` on this node: concurrent callers share the
+        first one's answer."""
+        running = self._making.get(key)
+        if running is not None:
+            return cast(T, await asyncio.shield(running))
+        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        self._making[key] = future
+        try:
+            value = await make()
+        except asyncio.CancelledError:
+            future.cancel()
+            raise
+        except Exception as exc:
+            future.set_exception(exc)
+            future.exception()  # retrieved: the waiters, if any, get it too
+            raise
+        else:
+            future.set_result(value)
+            return value
+        finally:
+            del self._making[key]
+
+    async def served(self, game_id: str) -> ServedRecord | None:
+        """The finished game ``game_id``'s answer as stored (gzip JSON, its chat up to
+        date), or None when no record is kept. A record stored before the served form is
+        turned into it here, once; a body whose chat grew since is made again, once."""
+        key = self._served_key(game_id)
+        meta_raw, body = await _aw(self.redis.hmget(key, ["meta", "body"]))
+        if meta_raw is None or body is None:
+            return await self._once("old:" + game_id, lambda: self._convert_old(game_id))
+        meta = ServedMeta.decode(meta_raw)
+        async with self.redis.pipeline(transaction=False) as pipe:
+            pipe.llen(self._chat_key(meta))
+            pipe.lindex(self._chat_key(meta), -1)
+            count, last = await pipe.execute()
+        stamp = ChatStamp.of(count, last)
+        if stamp == meta.chat:
+            return ServedRecord(meta, body)
+        return await self._once("chat:" + game_id, lambda: self._rebuild(meta))
+
+    async def _rebuild(self, meta: ServedMeta) -> ServedRecord | None:
+        """The body made again with the chat list as it is now (its head kept)."""
+        key = self._served_key(meta.game_id)
+        body = cast("bytes | None", await _aw(self.redis.hget(key, "body")))
+        if body is None:
+            return None
+        chat = await self._chat(meta.table, meta.game_no)
+        body = await asyncio.to_thread(rebody, body, meta.head_len, chat)
+        fresh = meta.with_chat(chat)
+        await self._update(keys=[key], args=["meta", fresh.encode(), "body", body])
+        return ServedRecord(fresh, body)
+
+    async def _convert_old(self, game_id: str) -> ServedRecord | None:
+        """A record in the form stored before (``{g:<id>}:record``) in the served form, its
+        time to live kept; None when there is none either."""
+        old_key = self.keys.game_record(game_id)
+        async with self.redis.pipeline(transaction=False) as pipe:
+            pipe.get(old_key)
+            pipe.pttl(old_key)
+            raw, ttl = await pipe.execute()
+        if raw is None:
+            # Another node may have converted it just now (it drops the old key).
+            meta_raw, body = await _aw(self.redis.hmget(self._served_key(game_id),
+                                                        ["meta", "body"]))
+            if meta_raw is None or body is None:
+                return None
+            return ServedRecord(ServedMeta.decode(meta_raw), body)
+        record = unpack_record(raw)
+        chat = await self._chat(str(record["table"]), int(record.get("game_no") or 1))
+        ttl_ms = int(ttl) if ttl is not None and int(ttl) > 0 else self._ttl_ms
+        return await self._write_served(record, chat, ttl_ms, drop_old=True)
+
+    async def served_fields(self, game_id: str, *fields: str
+                            ) -> tuple[ServedMeta, list[bytes | None]] | None:
+        """``fields`` of the served record of ``game_id`` with its meta (an old record is
+        turned into the served form first); None when no record is kept."""
+        key = self._served_key(game_id)
+        values = await _aw(self.redis.hmget(key, ["meta", *fields]))
+        if values[0] is None:
+            await self._once("old:" + game_id, lambda: self._convert_old(game_id))
+            values = await _aw(self.redis.hmget(key, ["meta", *fields]))
+            if values[0] is None:
+                return None
+        return ServedMeta.decode(values[0]), list(values[1:])
+
+    async def keep(self, game_id: str, field: str, value: bytes) -> bool:
+        """Set ``field`` of the served record of ``game_id`` (a review's answer), only while
+        the record is kept. Whether it was."""
+        return bool(await self._update(keys=[self._served_key(game_id)], args=[field, value]))
 
     async def load(self, game_id: str) -> dict[str, Any] | None:
-        """The record of the finished game ``game_id`` (events in the lean form, as logged)
-        with ``chat``: its chat messages, oldest first; None when no record is kept."""
-        keys = self.keys
-        raw = await self.redis.get(keys.game_record(game_id))
-        if raw is None:
+        """The record of the finished game ``game_id`` as its answer has it (events in the
+        full form, ``chat``: its chat messages, oldest first) with ``mat_game`` and
+        ``mat_match``; None when no record is kept."""
+        found = await self.served_fields(game_id, "body", "mat_game", "mat_match")
+        if found is None or found[1][0] is None:
             return None
-        record = unpack_record(raw)
-        chat = await _aw(self.redis.lrange(
-            keys.table_chat(str(record["table"]), int(record.get("game_no") or 1)), 0, -1))
-        record["chat"] = [json.loads(m) for m in chat]
+        meta, (body, mat_game, mat_match) = found
+        assert body is not None
+        record = head_record(await asyncio.to_thread(head_of, body, meta.head_len))
+        record["chat"] = [json.loads(m) for m in await self._chat(meta.table, meta.game_no)]
+        record["mat_game"] = (mat_game or b"").decode()
+        record["mat_match"] = None if mat_match is None else mat_match.decode()
         return record
 
     async def page(self, player: str, *, offset: int, limit: int, private: bool

@@ -76,6 +76,12 @@ class Keys:
         """A finished game's record (zlib-compressed msgpack), see server/store/games.py."""
         return f"{self.prefix}{{g:{game_id}}}:record"
 
+    def game_served(self, game_id: str) -> str:
+        """A finished game's record as served (a hash: its answer encoded once, its .mat,
+        its review), see server/store/games.py; the form stored since records are served
+        as bytes (``game_record`` is read for the games stored before)."""
+        return f"{self.prefix}{{g:{game_id}}}:served"
+
     # Tables
     def table_chat(self, table: str, game_no: int) -> str:
         """List of the chat messages (JSON) of the table's game ``game_no`` (before the

@@ -196,7 +196,7 @@ async def test_a_game_over_not_yet_settled_is_settled_once_by_the_new_owner(
     record = await b_node.lobby.records.load(f"{table}-g1")
     assert record is not None and sorted(record["changes"]) == [-16, 16]
     assert record["events"][-1]["type"] == "game_over"
-    await redis_client.delete(f"{key_prefix}{{g:{table}-g1}}:record")
+    await redis_client.delete(f"{key_prefix}{{g:{table}-g1}}:served")
 
     # Restored once more (a second takeover): already settled, nothing settles twice; the
     # record found missing is written again (without the rating changes).
