@@ -25,6 +25,7 @@ import contextlib
 import logging
 import math
 import multiprocessing
+import os
 from collections.abc import Awaitable, Callable
 from concurrent.futures import BrokenExecutor, Executor, ProcessPoolExecutor, ThreadPoolExecutor
 from dataclasses import dataclass
@@ -40,6 +41,19 @@ Compute = Callable[[bytes, int], bytes]
 """A worker's function: the record's stored answer and its head's length in, the review's
 answer out."""
 Source = tuple[bytes, int]
+
+
+
+REVIEW_NICENESS = 10
+"""How much lower than the node's the review workers' scheduling priority is: on a machine
+whose cores are all busy, the games' event loop runs before a review (a review only waits)."""
+
+
+def lower_priority() -> None:
+    """A review worker's first step (in the worker process): lower its priority."""
+    # Not on this platform, or not allowed: run as is.
+    with contextlib.suppress(AttributeError, OSError):
+        os.nice(REVIEW_NICENESS)
 
 
 class Abandoned(Exception):
@@ -94,7 +108,8 @@ class ReviewJobs:
         if self._executor is None:
             if self.workers > 0:
                 self._executor = ProcessPoolExecutor(
-                    max_workers=self.workers, mp_context=multiprocessing.get_context("spawn"))
+                    max_workers=self.workers, mp_context=multiprocessing.get_context("spawn"),
+                    initializer=lower_priority)
             else:
                 self._executor = ThreadPoolExecutor(max_workers=1,
                                                     thread_name_prefix="review")
