@@ -141,6 +141,12 @@ class NodePulse:
         to run the current one, whichever is longer."""
         return max(self._last_lag, self.stuck_for())
 
+    def ask(self) -> None:
+        """Tell the loop what the next probe finds even if it was told so last (safe from
+        any thread): the loop marked Redis away on a failed write of its own."""
+        with self._lock:
+            self._told = None
+
     def stuck_for(self) -> float:
         """Seconds the loop has not run a callback posted to it (0 when none is pending)."""
         posted = self._posted

@@ -92,6 +92,11 @@ class StoreProbe(Protocol):
         """Whether a probe started at ``when`` (monotonic) or later answered."""
         ...
 
+    def ask(self) -> None:
+        """Tell the loop what the next probe finds, even if it is what it told last (the
+        loop decided otherwise meanwhile: a failed write marked Redis away)."""
+        ...
+
 
 class Persistence(ResultRecords, OwnerRecords, EventLogReads, LobbyIndex, PlayerRecords):
     def __init__(self, redis: aioredis.Redis, keys: Keys, settings: Settings,
@@ -120,6 +125,7 @@ class Persistence(ResultRecords, OwnerRecords, EventLogReads, LobbyIndex, Player
         # the tick (start(probed=True)): its answers come through probed().
         self.probe: StoreProbe | None = None
         self._claimed_at = 0.0  # monotonic time the store's identity was last read here
+        self._away_at = 0.0  # monotonic time Redis was last marked away here
         self._reclaiming: asyncio.Task[None] | None = None
         # The store identity this node knows (claim_store), and who is told when it is gone.
         self.store_id: str | None = None
@@ -170,6 +176,12 @@ class Persistence(ResultRecords, OwnerRecords, EventLogReads, LobbyIndex, Player
         if up == self._redis_up:
             return
         self._redis_up = up
+        if not up:
+            self._away_at = time.monotonic()
+            if self.probe is not None:
+                # The pulse tells only what changed: a failed write is news to it, and the
+                # probe after it says when Redis answers again.
+                self.probe.ask()
         if self.on_health is not None:
             try:
                 self.on_health(up)
@@ -421,6 +433,11 @@ class Persistence(ResultRecords, OwnerRecords, EventLogReads, LobbyIndex, Player
         answers is health, however late the loop reads it. A probe started before this
         node last read the identity is no news of a loss (the identity it read may be the
         one this node replaced)."""
+        if up and not self._redis_up and probed_at < self._away_at:
+            # Started before the failure that marked Redis away: no news of its return.
+            if self.probe is not None:
+                self.probe.ask()
+            return
         lost = (up and self.store_id is not None and probed_at >= self._claimed_at
                 and found != self.store_id)
         if lost or (up and self.store_id is None):
