@@ -127,7 +127,7 @@ async def test_a_bot_plays_the_computer_with_no_decision_dropped(
     client = await Client.connect(server.ws_url, guest=True, fmt="msgpack")
     try:
         bot = BotPlayer(client, Level.RANDOM, seed=3, decision_timeout=30)
-        for _ in range(3):
+        for _ in range(5):
             table = await play_computer(client)
             record = await asyncio.wait_for(bot.play_table(table), 120)
             client.forget(table)
