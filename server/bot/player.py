@@ -8,9 +8,12 @@ The choice may run elsewhere: ``think`` is an async function (level, game, side,
 ``strong``, so its search never holds the event loop). A choice slower than
 ``decision_timeout`` raises :class:`BotStalled`; the caller forfeits.
 
-On a client with ``auto_reconnect`` (the CLI bot's), a decision that could not be sent
-because the socket dropped (a node restart) waits for the reconnect: the library's ``sync``
-then brings the decision back if it still stands. Without it, ConnectionLost ends the game.
+Each decision is a request (``act``): the client library keeps the server's message rate
+and sends a decision refused ``rate_limited`` again after its ``retry_after``, so no game
+stalls on a dropped message. On a client with ``auto_reconnect`` (the CLI bot's), a decision
+that could not be sent because the socket dropped (a node restart) waits for the reconnect:
+the library's ``sync`` then brings the decision back if it still stands. Without it,
+ConnectionLost ends the game.
 """
 
 from __future__ import annotations
@@ -24,7 +27,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from server.bot.strategy import Decision, Level, decide, decide_quick
-from server.client import Client, ConnectionLost, ServerError, TableEvent
+from server.client import (
+    Client,
+    ConnectionLost,
+    RequestFailed,
+    RequestTimeout,
+    ServerError,
+    TableEvent,
+)
 
 log = logging.getLogger(__name__)
 
@@ -134,7 +144,17 @@ class BotPlayer:
             if kind == "match_over" or (kind == "game_over" and self._is_last(event.raw)):
                 record.final = event.raw
                 return record
-            state = client.state(table) if event.type == "sync" else event.raw.get("state")
+            # A ``sync`` answer is read as the table's view now (its pages are delivered
+            # already): that state goes with the view's version, which may be past the
+            # answer's own ``v``: acting on it under the answer's older version would mark
+            # the decision seen but not answered.
+            version = event.v
+            if kind == "sync":
+                state = client.state(table)
+                view = client.tables.get(table)
+                version = max(version, view.v) if view is not None else version
+            else:
+                state = event.raw.get("state")
             if kind in ("resume", "sync") and isinstance(state, dict) and \
                     state.get("status") in ("finished", "closed"):
                 record.final = event.raw
@@ -150,7 +170,7 @@ class BotPlayer:
             if now == last and kind not in ("resume", "sync", "resumed"):
                 continue
             last = now
-            acted = await self._maybe_act(table, state, event.v, acted, record)
+            acted = await self._maybe_act(table, state, version, acted, record)
 
     @staticmethod
     def _is_last(raw: Mapping[str, Any]) -> bool:
@@ -180,7 +200,19 @@ class BotPlayer:
         elif kind in ("take", "drop"):
             record.answers[kind] = record.answers.get(kind, 0) + 1
         try:
-            await self.client.send(Decision(kind, play).to_message(table))
+            # A request: the library paces it and sends it again after a ``rate_limited``
+            # refusal, so no decision is lost to the message rate.
+            await self.client.act(table, Decision(kind, play).to_message(table))
+        except RequestFailed as exc:
+            # The server acted first (a clock ran out), or the table is held or changing
+            # hands (its ``resumed``/``resume`` asks again); the refusal is an event too,
+            # which play_table records unless it is one of GAME_ERRORS.
+            log.debug("bot %s at %s: %s refused: %s", self.client.player, table, kind, exc)
+        except RequestTimeout:
+            # No answer: the node is stuck or going away; the client's silence watch
+            # reconnects and its ``sync`` (or ``resume``) asks again if it still stands.
+            log.warning("bot %s at %s: no answer to %s", self.client.player, table, kind)
+            return acted
         except ConnectionLost:
             if not self.client.auto_reconnect:
                 raise

@@ -5,6 +5,7 @@ Re-exported by :mod:`server.client.connection` and :mod:`server.client`.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Mapping
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
@@ -42,18 +43,43 @@ def http_base(ws_url: str) -> str:
     return urlunsplit((scheme, parts.netloc, "", "", ""))
 
 
+HTTP_RETRIES = 3
+"""Times a token call refused 429 is sent again, after its ``Retry-After``."""
+HTTP_RETRY_WAIT_MAX = 10.0
+"""A 429 asking to wait longer than this (s) is not waited out: the call fails."""
+
+
 async def post_json(url: str, body: Mapping[str, Any] | None = None,
                     token: str | None = None) -> tuple[int, dict[str, Any]]:
+    status, data, _wait = await _post(url, body, token)
+    return status, data
+
+
+async def _post(url: str, body: Mapping[str, Any] | None,
+                token: str | None) -> tuple[int, dict[str, Any], float | None]:
+    """Status, JSON body and, for a 429, the ``Retry-After`` seconds (1 when unreadable)."""
     headers = {} if token is None else {"Authorization": f"Bearer {token}"}
     async with aiohttp.ClientSession() as http, http.post(url, json=body,
                                                           headers=headers) as resp:
         data = await resp.json() if resp.content_type == "application/json" else {}
-        return resp.status, dict(data)
+        wait = None
+        if resp.status == 429:
+            try:
+                wait = max(0.0, float(resp.headers.get("Retry-After", "1")))
+            except ValueError:
+                wait = 1.0
+        return resp.status, dict(data), wait
 
 
 async def _token(ws_url: str, path: str, ok: int, body: dict[str, Any] | None = None) -> str:
-    """The ``token`` of a POST to ``path`` answered ``ok``; :class:`ClientError` otherwise."""
-    status, reply = await post_json(http_base(ws_url) + path, body)
+    """The ``token`` of a POST to ``path`` answered ``ok``; :class:`ClientError` otherwise.
+    A 429 (the address's rate, PROTOCOL.md §13) is waited out and the call made again, at
+    most :data:`HTTP_RETRIES` times, when its ``Retry-After`` is short."""
+    for attempt in range(HTTP_RETRIES + 1):
+        status, reply, wait = await _post(http_base(ws_url) + path, body, None)
+        if wait is None or wait > HTTP_RETRY_WAIT_MAX or attempt == HTTP_RETRIES:
+            break
+        await asyncio.sleep(wait)
     if status != ok:
         raise ClientError(f"{path}: {status} {reply}")
     return str(reply["token"])

@@ -69,6 +69,7 @@ from server.client.accounts import (
 )
 from server.client.catch_up import CatchUp, TableView
 from server.client.commands import Commands
+from server.client.pacing import SendPace
 from server.client.wire import (
     TABLE_EVENTS,
     Event,
@@ -115,6 +116,11 @@ SILENCE_TIMEOUT = 10.0
 """Seconds without a frame from the node after which it counts as silent (see above)."""
 STABLE_CONNECTION = 5.0
 """A socket that stayed open this long (s) starts the reconnect back-off afresh."""
+RATE_RETRIES = 5
+"""Times a request refused ``rate_limited`` is sent again (after its ``retry_after``)."""
+RATE_RETRY_WAIT_MAX = 10.0
+"""A ``rate_limited`` refusal asking to wait longer than this (s) is not waited out: the
+request fails (a limit that is not the message rate, such as open tables per address)."""
 
 
 class Client(CatchUp, Commands):
@@ -144,6 +150,7 @@ class Client(CatchUp, Commands):
         silence_timeout: float | None = SILENCE_TIMEOUT,
         protocol: int = PROTOCOL_LEAN,
         full_states: bool = True,
+        pace: bool = True,
     ) -> None:
         self.url = url
         # Where to reconnect: the next of ``urls`` (``url`` first) after a close 1001/1012
@@ -174,6 +181,12 @@ class Client(CatchUp, Commands):
         # hands on also carries that state under ``state``, as form 1 would have sent it.
         self.protocol = protocol
         self.full_states = full_states
+        # Keep the server's message rate (server.client.pacing): every frame waits for a
+        # token of the client's own bucket. Off only for tests and benchmarks of the limit.
+        self.pace = pace
+        self.pacing = SendPace(0.0)
+        self._send_lock = asyncio.Lock()
+        self.rate_refusals = 0  # rate_limited refusals received (each request sent again)
         self.ws: ClientConnection | None = None
         self.welcome: Welcome | None = None
         self.player = ""
@@ -269,6 +282,7 @@ class Client(CatchUp, Commands):
         self._generation += 1
         loop = asyncio.get_running_loop()
         self._opened_at = self._heard_at = loop.time()
+        self.pacing.restart(self._opened_at)
         self._silent = False
         self._welcomed = loop.create_future()
         self._reader = asyncio.create_task(self._read_loop(self.ws))
@@ -398,7 +412,7 @@ class Client(CatchUp, Commands):
                 pinged_at = now
                 with contextlib.suppress(websockets.ConnectionClosed, OSError):
                     async with asyncio.timeout(quiet):
-                        await ws.send(encode({"type": "ping"}, self.format))
+                        await self._write(ws, encode({"type": "ping"}, self.format))
                 continue
             wake = heard + (quiet if pinged_at < heard else timeout)
             with contextlib.suppress(TimeoutError):
@@ -461,8 +475,26 @@ class Client(CatchUp, Commands):
             assert isinstance(event, Welcome)
             self.welcome = event
             self.player = event.player
+            self.pacing.configure(event.limits)
             if self._welcomed is not None and not self._welcomed.done():
                 self._welcomed.set_result(event)
+        elif kind == "sync":
+            events = message.get("events")
+            if isinstance(events, list):  # the server charged this socket for them
+                self.pacing.charge_sync(len(events), asyncio.get_running_loop().time())
+        elif kind == "error" and message.get("code") == "rate_limited":
+            self.rate_refusals += 1
+            self.pacing.refused(asyncio.get_running_loop().time())
+            refused = self._pending.pop(ref, None) if isinstance(ref, int) else None
+            if refused is not None:
+                # A request of the library's: it is sent again after ``retry_after``
+                # (_ask), so the refusal is no event of the application's.
+                if not refused.done():
+                    refused.set_result(message)
+                if self.keep_messages:
+                    self.messages.append(message)
+                self.arrived.set()
+                return
         if self.keep_messages:
             self.messages.append(message)
         if self.on_message is not None:
@@ -567,12 +599,26 @@ class Client(CatchUp, Commands):
         await self.send_raw(encode(message, self.format))
 
     async def send_raw(self, data: bytes | str) -> None:
+        """Send one frame, when the message rate allows (``pace``)."""
         if self.ws is None:
             raise ConnectionLost("not connected")
         try:
-            await self.ws.send(data)
+            await self._write(None, data)
         except (websockets.ConnectionClosed, OSError) as exc:  # ConnectionResetError...
             raise ConnectionLost(f"send failed: {exc!r}") from exc
+
+    async def _write(self, ws: ClientConnection | None, data: bytes | str) -> None:
+        """Write ``data`` on ``ws`` (None: the socket open once a token is there), after
+        the frames asked for before it, once the client's budget has a token for it."""
+        async with self._send_lock:
+            if self.pace:
+                loop = asyncio.get_running_loop()
+                while (wait := self.pacing.take(loop.time())) > 0:
+                    await asyncio.sleep(wait)
+            target = self.ws if ws is None else ws
+            if target is None:
+                raise ConnectionLost("not connected")
+            await target.send(data)
 
     async def request(self, message: Mapping[str, Any], *,
                       timeout: float | None = None) -> Message:
@@ -583,23 +629,38 @@ class Client(CatchUp, Commands):
         return await self._ask(message, timeout)
 
     async def _ask(self, message: Mapping[str, Any], timeout: float | None = None) -> Message:
-        """:meth:`request` as the library itself uses it (a subclass may change ``request``)."""
+        """:meth:`request` as the library itself uses it (a subclass may change ``request``).
+        A ``rate_limited`` refusal is waited out (its ``retry_after``) and the message sent
+        again, with the same ``id``, at most :data:`RATE_RETRIES` times."""
         ref = next(self._ids)
-        future: asyncio.Future[Message] = asyncio.get_running_loop().create_future()
-        self._pending[ref] = future
-        try:
-            await self.send({**message, "id": ref})
-            async with asyncio.timeout(timeout or self.request_timeout):
-                answer = await future
-        except TimeoutError:
-            raise RequestTimeout(f"no answer to {message.get('type')} (id {ref})") from None
-        finally:
-            self._pending.pop(ref, None)
+        retries = 0
+        while True:
+            answer = await self._ask_once(message, ref, timeout)
+            wait = _rate_retry_wait(answer)
+            if wait is None or retries >= RATE_RETRIES:
+                break
+            retries += 1
+            log.info("%s (id %s) refused rate_limited: sent again in %.1f s",
+                     message.get("type"), ref, wait)
+            await asyncio.sleep(wait)
         if answer.get("type") == "error":
             error = parse_event(answer)
             assert isinstance(error, ServerError)
             raise RequestFailed(error)
         return answer
+
+    async def _ask_once(self, message: Mapping[str, Any], ref: int,
+                        timeout: float | None) -> Message:
+        future: asyncio.Future[Message] = asyncio.get_running_loop().create_future()
+        self._pending[ref] = future
+        try:
+            await self.send({**message, "id": ref})
+            async with asyncio.timeout(timeout or self.request_timeout):
+                return await future
+        except TimeoutError:
+            raise RequestTimeout(f"no answer to {message.get('type')} (id {ref})") from None
+        finally:
+            self._pending.pop(ref, None)
 
     # --- receiving -------------------------------------------------------------------------
 
@@ -686,3 +747,13 @@ class Client(CatchUp, Commands):
         async with asyncio.timeout(timeout):
             await asyncio.shield(self._reader)
         return self.close_code
+
+
+def _rate_retry_wait(answer: Message) -> float | None:
+    """The wait before sending again a request refused ``rate_limited`` (None: not such a
+    refusal, or one asking for a wait longer than :data:`RATE_RETRY_WAIT_MAX`)."""
+    if answer.get("type") != "error" or answer.get("code") != "rate_limited":
+        return None
+    retry_after = answer.get("retry_after")
+    wait = float(retry_after) if isinstance(retry_after, int | float) else 1.0
+    return wait if 0 <= wait <= RATE_RETRY_WAIT_MAX else None

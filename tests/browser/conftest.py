@@ -99,7 +99,6 @@ async def start_browser_server(
             "trusted_proxies": ("127.0.0.1",), "scrypt_n": 2, "scrypt_r": 1,
             "decision_time": 60.0, "grace_period": 60.0,
             "heartbeat": 5.0, "shutdown_timeout": 5.0, "finished_linger": 30.0,
-            "rate_limit": 5000.0, "rate_burst": 5000,
             "matchmaking_pass_interval": 0.1, "matchmaking_hold": 0.05,
             # The in-process server shares its process with the test's driver: its load is
             # theirs too (the door is tested on a server process: test_overload.py).

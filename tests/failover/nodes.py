@@ -78,8 +78,6 @@ BASE_FLAGS: dict[str, Any] = {
     "--limits": "0",
     "--scrypt-n": 2,
     "--scrypt-r": 1,
-    "--rate-limit": 5000,
-    "--rate-burst": 5000,
     "--decision-time": 30,
     "--grace-period": 30,
     "--heartbeat": 5,

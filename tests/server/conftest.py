@@ -80,9 +80,8 @@ def make_settings(redis_url: str, key_prefix: str) -> Callable[..., Settings]:
             "heartbeat": 5.0,
             "shutdown_timeout": 5.0,
             "finished_linger": 5.0,
-            # Scripted games run at full speed; the rate-limit test sets its own numbers.
-            "rate_limit": 5000.0,
-            "rate_burst": 5000,
+            # The message rate is the server's default (30/s, bursts of 60): the tests'
+            # clients keep it (the library paces them); a test of that limit sets its own.
             # The per-address hardening limits (every loopback test client is one address);
             # tests/server/test_hardening*.py turn them on.
             "limits": False,

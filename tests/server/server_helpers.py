@@ -75,11 +75,11 @@ class Client(LibraryClient):
     ``expect`` walk through them, ``request`` waits for the answer to a fresh ``id``."""
 
     def __init__(self, url: str, *, token: str | None, binary: bool,
-                 headers: dict[str, str], hello: bool) -> None:
+                 headers: dict[str, str], hello: bool, pace: bool = True) -> None:
         super().__init__(
             url, token=token, fmt=Format.MSGPACK if binary else Format.JSON, headers=headers,
             hello=hello, auto_reconnect=False, keep_messages=True, queue_events=False,
-            request_timeout=TIMEOUT, protocol=TEST_PROTOCOL,
+            request_timeout=TIMEOUT, protocol=TEST_PROTOCOL, pace=pace,
         )
         self.binary = binary
         self._read = 0
@@ -164,12 +164,16 @@ async def connect(
     address: str | None = None,
     hello: bool = False,
     welcome: bool = True,
+    pace: bool = True,
 ) -> Client:
     """Open a socket (bearer header, or a ``hello`` message when ``hello``) from ``address``
-    (sent as X-Forwarded-For; the test server trusts 127.0.0.1)."""
+    (sent as X-Forwarded-For; the test server trusts 127.0.0.1). The client keeps the
+    server's message rate (the library's pacing) unless ``pace`` is off: only a test of
+    that limit sends faster."""
     n = next(_addresses)
     headers = {"X-Forwarded-For": address or f"10.{n // 250 % 250}.{n % 250}.7"}
-    client = Client(server.ws_url, token=token, binary=binary, headers=headers, hello=hello)
+    client = Client(server.ws_url, token=token, binary=binary, headers=headers, hello=hello,
+                    pace=pace)
     await client._open(wait_welcome=False)
     if token is not None and welcome:
         message = await client.expect("welcome")

@@ -149,11 +149,12 @@ async def test_a_sync_page_costs_the_socket_its_events(start_server: StartServer
     # 0.001 per second (less than one message within the test).
     server = await start_server(dice_factory=scripted(7), rate_limit=0.001, rate_burst=300,
                                 sync_events_per_message=1, finished_linger=600)
-    a = await connect(server, await register(server, "alice"))
-    b = await connect(server, await register(server, "bob"))
+    # (pace off: the test spends the socket's budget to the last message itself)
+    a = await connect(server, await register(server, "alice"), pace=False)
+    b = await connect(server, await register(server, "bob"), pace=False)
     table, _start = await seat_two(server, a, b)
     await play_out({0: a, 1: b}, table)
-    watcher = await connect(server, await guest(server))
+    watcher = await connect(server, await guest(server), pace=False)
     assert (await watcher.request({"type": "watch", "table": table}))["type"] == "watching"
     page = await watcher.request({"type": "sync", "table": table, "since": 0})
     events = len(page["events"])
@@ -188,7 +189,7 @@ async def test_a_hundred_reconnects_add_a_bounded_number_of_events(
 
 async def test_a_refusal_of_the_rate_limit_names_its_request(start_server: StartServer) -> None:
     server = await start_server(rate_limit=0.001, rate_burst=3)
-    client = await connect(server, await guest(server))
+    client = await connect(server, await guest(server), pace=False)
     for ref in range(1, 7):
         await client.send({"type": "ping", "id": ref})
     answers = [await client.next() for _ in range(6)]

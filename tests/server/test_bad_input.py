@@ -104,14 +104,15 @@ async def test_oversize_frame_closes_with_1009(start_server: StartServer) -> Non
 
 async def test_rate_limit_then_flood_close(start_server: StartServer) -> None:
     server = await start_server(rate_limit=5.0, rate_burst=5, flood_close_after=30)
-    client = await connect(server, await guest(server))
+    # (pace off: these clients send faster than the limit, as a flooder does)
+    client = await connect(server, await guest(server), pace=False)
     for _ in range(8):
         await client.send({"type": "ping"})
     limited = await client.expect("error")
     assert limited["code"] == "rate_limited"
     await asyncio.sleep(0.5)  # the bucket refills
     await still_usable(client)
-    flooder = await connect(server, await guest(server))
+    flooder = await connect(server, await guest(server), pace=False)
     for _ in range(60):
         await flooder.send({"type": "ping"})
     assert await flooder.wait_closed() == 1008

@@ -1,7 +1,9 @@
 """Random frames at a live connection: the socket stays usable and the server stays up.
 
 The server runs on its own event loop in a thread so hypothesis can drive a plain
-synchronous ``websockets`` client, one example after another, on the same socket.
+synchronous ``websockets`` client, one example after another, on the same socket. The server
+keeps its default message rate, and the client keeps it too (the client library's budget,
+``server.client.pacing``).
 """
 
 from __future__ import annotations
@@ -9,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import json
 import threading
+import time
 import urllib.request
 from collections.abc import Callable, Iterator
 from typing import Any, Literal, cast
@@ -22,6 +25,7 @@ from hypothesis import strategies as st
 from websockets.sync.client import ClientConnection, connect
 
 from server.app import create_app
+from server.client.pacing import SendPace
 from server.config import Settings
 
 TYPES = ["hello", "auth", "ping", "list_tables", "create_table", "join", "leave", "watch",
@@ -110,8 +114,7 @@ class ThreadedServer:
 def fuzz_server(
     make_settings: Callable[..., Settings], redis_url: str, key_prefix: str
 ) -> Iterator[ThreadedServer]:
-    server = ThreadedServer(make_settings(rate_limit=1e6, rate_burst=10**6,
-                                          max_msg_size=4096))
+    server = ThreadedServer(make_settings(max_msg_size=4096))
     try:
         yield server
     finally:
@@ -127,7 +130,29 @@ def decode(raw: bytes | str) -> dict[str, Any]:
     return dict(msgpack.unpackb(raw) if isinstance(raw, bytes) else json.loads(raw))
 
 
-def ping(ws: ClientConnection, ref: int, seen: list[dict[str, Any]]) -> None:
+class Paced:
+    """A synchronous socket that keeps the server's message rate (``welcome.limits``)."""
+
+    def __init__(self, ws: ClientConnection) -> None:
+        self.ws = ws
+        self.pace = SendPace(time.monotonic())
+        welcome = decode(ws.recv(timeout=5))
+        assert welcome["type"] == "welcome", welcome
+        self.pace.configure(welcome["limits"])
+
+    def send(self, frame: bytes | str) -> None:
+        while (wait := self.pace.take(time.monotonic())) > 0:
+            time.sleep(wait)
+        self.ws.send(frame)
+
+    def recv(self, timeout: float) -> bytes | str:
+        return self.ws.recv(timeout=timeout)
+
+    def close(self) -> None:
+        self.ws.close()
+
+
+def ping(ws: Paced, ref: int, seen: list[dict[str, Any]]) -> None:
     ws.send(json.dumps({"type": "ping", "id": ref}))
     while True:
         message = decode(ws.recv(timeout=5))
@@ -137,8 +162,7 @@ def ping(ws: ClientConnection, ref: int, seen: list[dict[str, Any]]) -> None:
 
 
 def test_random_frames_never_break_the_connection(fuzz_server: ThreadedServer) -> None:
-    ws = fuzz_server.socket()
-    decode(ws.recv(timeout=5))  # welcome
+    ws = Paced(fuzz_server.socket())  # (it reads the welcome)
     surrogate = '{"type": "play", "table": "t", "play": "\\ud800"}'
     ws.send(surrogate)
     refused = decode(ws.recv(timeout=5))  # a lone surrogate is not text
@@ -158,10 +182,10 @@ def test_random_frames_never_break_the_connection(fuzz_server: ThreadedServer) -
     throw()
     codes = {m.get("code") for m in seen if m.get("type") == "error"}
     assert "internal_error" not in codes
+    assert "rate_limited" not in codes  # the client kept the rate
     assert {"bad_frame", "bad_message"} <= codes
     ws.close()
     # The server is alive and serves a fresh socket.
-    fresh = fuzz_server.socket()
-    decode(fresh.recv(timeout=5))
+    fresh = Paced(fuzz_server.socket())
     ping(fresh, 1, [])
     fresh.close()

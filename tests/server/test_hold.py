@@ -138,8 +138,6 @@ async def test_a_server_process_holds_through_a_paused_redis(
     """The same as ``python -m server`` in its own process (random dice)."""
     node = ServerProcess("--redis-url", private_redis.url, "--key-prefix", key_prefix,
                          "--scrypt-n", "2", "--trusted-proxies", "127.0.0.1",
-                         # Played at full speed, as make_settings lets the in-process servers.
-                         "--rate-limit", "5000", "--rate-burst", "5000",
                          *(f"--{key.replace('_', '-')}={value}" for key, value in OPTIONS.items()))
     try:
         await node.start()
