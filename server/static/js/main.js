@@ -37,6 +37,7 @@ const app = {
   tableModes: new Map(), // table -> {mode, match_length} of tables we created
   tournamentTables: new Map(), // table -> its tournament_table event
   tournamentsOver: new Map(), // tournament -> its tournament_over event
+  calls: new Map(), // "<tournament>|<match>" -> {shown, opened}: when its call was drawn, its table opened (ms)
 };
 window.__t42 = app; // for the browser tests and the curious
 
@@ -173,6 +174,8 @@ function takeToTable(table) {
   const wait = Math.max(0, CALL_MIN_MS - shown);
   c.goAt = performance.now() + wait;
   setTimeout(() => {
+    const logged = app.calls.get(`${c.tournament}|${c.match}`);
+    if (logged && logged.opened === null) logged.opened = performance.now();
     if (app.call === c && !(app.view instanceof GameView && app.view.table === table)) go(`#/game/${table}`);
   }, wait);
   updateCall();
@@ -195,6 +198,8 @@ function drawCall() {
     return;
   }
   if (c.shownAt === null) c.shownAt = performance.now();
+  const logKey = `${c.tournament}|${c.match}`;
+  if (!app.calls.has(logKey)) app.calls.set(logKey, { shown: c.shownAt, opened: null });
   const round = roundText(c.round_name, c.round);
   const name = c.name || c.tournament;
   const where = c.table
