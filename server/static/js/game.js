@@ -92,7 +92,8 @@ export class GameView {
     this.controls = h("div", { class: "controls", "aria-label": t("game.decisions") });
     this.panel = h("div", { class: "end-panel-slot" });
     this.logBox = h("ol", { class: "log", "aria-live": "polite", "aria-label": t("game.log") });
-    this.root.append(this.info, this.top, h("div", { class: "board-wrap" }, this.svg),
+    // The page's one heading (for screen readers; the board and the players are the page).
+    this.root.append(h("h1", { class: "visually-hidden" }, t("game.heading")), this.info, this.top, h("div", { class: "board-wrap" }, this.svg),
       this.bottom, this.controls, this.panel, this.chat.root,
       h("details", { class: "log-box" }, h("summary", {}, t("game.log")), this.logBox));
     this.tick = setInterval(() => this.drawClocks(), 250);

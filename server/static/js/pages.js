@@ -280,7 +280,7 @@ function tournaments(app) {
         ? h("ul", { class: "tournament-list" }, ...data.tournaments.map((tn) => h("li", { "data-tournament": tn.id },
           h("a", { href: `#/tournament/${encodeURIComponent(tn.id)}` }, tn.name),
           ` · ${tStatus(tn.status)} · ${t("tournaments.players", { n: tn.players })}`,
-          tn.status === "open" ? h("span", { class: "registration" }, ` · ${registrationText(tn)}`) : "",
+          tn.status === "open" ? h("span", { class: "registration" }, " · ", registrationText(tn)) : "",
           " ", entryControl(app, tn, mine.ids.has(tn.id), view))))
         : h("p", {}, t("tournaments.none")));
   });
