@@ -119,6 +119,7 @@ async def test_registration_closed_private_and_past_its_deadline(
     status, body = await call(server, "POST", "/api/tournaments", key=key, body={
         "name": "Club night", "visibility": "private", "registration": {"mode": "open"}})
     assert (status, body["error"]["field"]) == (400, "registration")
+    bad: Any
     for bad in ({"mode": "ajar"}, {"mode": "open", "cap": 1}, {"mode": "open", "cap": 129},
                 {"mode": "open", "deadline": 5}, {"mode": "open", "colour": "red"}, []):
         status, body = await call(server, "POST", "/api/tournaments", key=key, body={
