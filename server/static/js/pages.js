@@ -273,6 +273,8 @@ async function enteredIds(app) {
 function tournaments(app) {
   return page(t("tournaments.title"), async (body, view) => {
     view.hooks.signedIn = true;
+    // A tournament of yours moving on (its bracket started, a result) redraws the list.
+    view.hooks.handle = (msg) => { if (LIVE_EVENTS.includes(msg.type)) view.refresh(); };
     const [data, mine] = await Promise.all([api("/api/tournaments?offset=0&limit=50"), enteredIds(app)]);
     body.replaceChildren(
       mine.list.length ? upcomingBox(mine.list, "tournaments.upcoming", "upcoming-h") : "",
