@@ -250,6 +250,10 @@ async def test_a_whole_turn_from_the_keyboard(
             break
     assert arrows_checked, "no turn with a choice of checkers"
     mine = await page.evaluate("() => window.__t42.view.side")
+    for _ in range(100):  # the server's answer: the move, played (at most 10 s)
+        if any(m.get("side") == mine for m in player.of_type("moved")):
+            break
+        await page.wait_for_timeout(100)
     assert any(m.get("side") == mine for m in player.of_type("moved")), "no move sent"
     no_errors(player)
 
