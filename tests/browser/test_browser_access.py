@@ -283,10 +283,18 @@ async def test_four_players_join_from_the_page_and_play_to_a_podium(
         await join.click()
         await player.page.wait_for_selector(f"li[data-tournament='{tid}'] button.leave-tournament")
         players.append(player)
-    # The fifth is refused: the cap is 4 (the button is gone, the API says why).
+    # A fifth finds it full (the cap is 4): no button.
+    late = await person(browser, server.url + "/")
+    await sign_up(late, "vic")
+    await late.page.goto(f"{server.url}/#/tournaments")
+    await late.page.wait_for_selector(f"li[data-tournament='{tid}'] .full")
+    assert await late.page.locator("button.join-tournament").count() == 0
+    # Each sees it among their tournaments: in the lobby, in the profile.
     lobby = players[0].page
     await lobby.goto(f"{server.url}/#/")
     await lobby.wait_for_selector(f".my-tournaments li[data-tournament='{tid}']")
+    await lobby.goto(f"{server.url}/#/player/rita")
+    await lobby.wait_for_selector(f".upcoming li[data-tournament='{tid}']")
     async with aiohttp.ClientSession() as http, http.post(
         f"{server.url}/api/tournaments/{tid}/bracket", json={"no_show_seconds": 120},
         headers=auth,

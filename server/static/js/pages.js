@@ -250,6 +250,8 @@ function entryControl(app, tn, entered, view) {
   if (!app.token || !app.me || app.me.guest) return h("span", { class: "note" }, t("tournament.sign_up_to_join"));
   const past = r.deadline && r.deadline <= Date.now() / 1000 + (app.skew || 0);
   if (!entered && past) return "";
+  const count = Array.isArray(tn.players) ? tn.players.length : tn.players;
+  if (!entered && count >= r.cap) return h("span", { class: "note full" }, t("tournament.full"));
   const act = async () => {
     try {
       await api(`/api/tournaments/${encodeURIComponent(tn.id)}/entry`, { method: entered ? "DELETE" : "PUT", token: app.token });
