@@ -206,10 +206,10 @@ async def _services(app: web.Application) -> AsyncIterator[None]:
     tournaments = Tournaments(TournamentStore(redis, tournament_keys, keys), lobby, persistence,
                               ratings)
     TournamentRoutes(tournaments, RunnerKeys(redis, tournament_keys),
-                     settings.max_match_length).add_to(app)
+                     settings.max_match_length, resolve_token=accounts.resolve).add_to(app)
     brackets = BracketDriver(tournaments, bus, settings.node_id,
                              period=settings.tournament_tick, lease=settings.tournament_lease,
-                             tick=tick)
+                             tick=tick, call=settings.tournament_call)
     app[BRACKETS] = brackets
     computer = ComputerOpponents(settings, accounts, lobby, hub)
     app[COMPUTER] = computer

@@ -322,6 +322,10 @@ class Settings:
     tournament_tick: float = _tournaments(1.0, "seconds between two steps of a bracket", gt=0)
     tournament_lease: float = _tournaments(10.0, "seconds a node's lease on a bracket lasts "
                                            "unless renewed (more than twice the tick)", gt=0)
+    # The call of a tournament match (docs/operations.md, "The tournament call").
+    tournament_call: float = _tournaments(
+        5.0, "seconds a tournament match's call stays on the players' screens before its "
+        "table opens (at most half the no-show time; 0: at once)", ge=0)
 
     # Hardening (docs/operations.md). ``limits`` turns every limit of this block off at once
     # (benchmarks); a rate of 0 turns one off.

@@ -62,6 +62,7 @@ STATUS = {
     ErrorCode.NO_SUCH_TOURNAMENT: 404,
     ErrorCode.NO_SUCH_GAME: 404,
     ErrorCode.CONFLICT: 409,
+    ErrorCode.GUEST_NOT_ALLOWED: 403,
 }
 
 

@@ -6,7 +6,14 @@ on it (so a rotated key keeps control), another runner's key gets 403 ``forbidde
 public tournament (detail, seeding, results, bracket) needs no key; a private one is visible
 to its runner only (404 to anyone else without a key, 403 to another runner).
 ``GET /api/tournaments?mine=1`` lists the runner's own (public and private);
-``DELETE /api/tournaments/{id}`` cancels one. Errors are the
+``DELETE /api/tournaments/{id}`` cancels one.
+
+Open registration: ``PUT /api/tournaments/{id}/registration`` (runner) opens a public
+tournament to players (a cap, a deadline) or closes it again; a signed-in player
+(``Authorization: Bearer <player token>``) joins with ``PUT /api/tournaments/{id}/entry`` and
+leaves with ``DELETE`` there while it is open; ``GET /api/tournaments?player=<id>`` lists the
+public tournaments a player is entered in that have not ended. Guests and computer players
+are refused. Errors are the
 JSON bodies of ``server/net/http_api.py``; docs/tournaments.md lists every route.
 """
 
@@ -23,7 +30,7 @@ from redis.exceptions import RedisError
 from server.net.http_api import error_response, json_body
 from server.net.ws import bearer_token
 from server.protocol.errors import UNAVAILABLE_MESSAGE, ErrorCode, ProtocolError, http_error_body
-from server.store.accounts import is_bot_id
+from server.store.accounts import Identity, is_bot_id
 from server.tournaments import spec
 from server.tournaments.bracket import Bracket, build
 from server.tournaments.events import bracket_view, public_tournament, tournament_summary
@@ -35,13 +42,19 @@ from server.tournaments.store import (
     CANCEL_REMOVED,
     CANCEL_STOPPED,
     CLOSED,
+    DEADLINE_PASSED,
     FULL,
     NO_SUCH,
+    NOT_OPEN_TO_PLAYERS,
     REMOVED_ALREADY,
 )
 
 TOURNAMENT_ID = re.compile(r"tn[0-9a-f]{12}")
 Handler = Callable[[web.Request], Awaitable[web.Response]]
+#: Resolves a player's token to who it belongs to (None: unknown or expired).
+ResolveToken = Callable[[str], Awaitable[Identity | None]]
+#: Most tournaments ``?player=`` reads from a player's index.
+MAX_ENTERED = 100
 
 
 def _handled(fn: Handler) -> Handler:
@@ -62,7 +75,9 @@ def _no_such(tid: str) -> ProtocolError:
 
 class TournamentRoutes:
     def __init__(self, service: Tournaments, runner_keys: RunnerKeys, max_match_length: int,
-                 clock: Callable[[], float] = time.time) -> None:
+                 clock: Callable[[], float] = time.time,
+                 resolve_token: ResolveToken | None = None) -> None:
+        self.resolve_token = resolve_token
         self.service = service
         self.store = service.store
         self.runner_keys = runner_keys
@@ -77,6 +92,9 @@ class TournamentRoutes:
         r.add_delete("/api/tournaments/{id}", _handled(self.cancel))
         r.add_post("/api/tournaments/{id}/players", _handled(self.register))
         r.add_delete("/api/tournaments/{id}/players/{player}", _handled(self.unregister))
+        r.add_put("/api/tournaments/{id}/registration", _handled(self.set_registration))
+        r.add_put("/api/tournaments/{id}/entry", _handled(self.join))
+        r.add_delete("/api/tournaments/{id}/entry", _handled(self.leave))
         r.add_get("/api/tournaments/{id}/seeding", _handled(self.seeding))
         r.add_post("/api/tournaments/{id}/tables", _handled(self.tables))
         r.add_get("/api/tournaments/{id}/results", _handled(self.results))
@@ -95,6 +113,22 @@ class TournamentRoutes:
         if runner is None:
             raise ProtocolError(ErrorCode.UNAUTHORIZED, "no valid runner key")
         return runner
+
+    async def _player(self, request: web.Request) -> Identity:
+        """The signed-in player of the request (a player's token): 401 without one, guests
+        ``guest_not_allowed`` and computer players ``bot_not_allowed``."""
+        token = bearer_token(request.headers.get("Authorization"))
+        who = None if token is None or self.resolve_token is None \
+            else await self.resolve_token(token)
+        if who is None:
+            raise ProtocolError(ErrorCode.UNAUTHORIZED, "no valid player token")
+        if who.is_bot or is_bot_id(who.player):
+            raise ProtocolError(ErrorCode.BOT_NOT_ALLOWED,
+                                "computer players may not enter tournaments")
+        if who.is_guest:
+            raise ProtocolError(ErrorCode.GUEST_NOT_ALLOWED,
+                                "guests may not enter tournaments: sign up first")
+        return who
 
     async def _load(self, request: web.Request) -> dict[str, Any]:
         tid = request.match_info["id"]
@@ -138,12 +172,18 @@ class TournamentRoutes:
         runner = await self._require_runner(request)
         body = await json_body(request)
         created = spec.parse_create(body, self.max_match_length)
-        t = await self.store.create(runner.name, runner.id, created)
+        registration = spec.parse_registration(body.get("registration"), created.visibility,
+                                               self.clock())
+        t = await self.store.create(runner.name, runner.id, created, registration)
         return web.json_response({"tournament": public_tournament(t)}, status=201)
 
     async def list(self, request: web.Request) -> web.Response:
         offset, limit = spec.parse_page(request.query)
-        if spec.parse_mine(request.query):
+        player = spec.parse_player_filter(request.query)
+        if player is not None:
+            entered = await self.store.entered(player, MAX_ENTERED)
+            found, total = entered[offset:offset + limit], len(entered)
+        elif spec.parse_mine(request.query):
             runner = await self._require_runner(request)
             found, total = await self.store.list_of_runner(runner.name, offset, limit)
         else:
@@ -213,6 +253,65 @@ class TournamentRoutes:
         if outcome == CLOSED:
             raise ProtocolError(ErrorCode.CONFLICT,
                                 f"registration for tournament {t['id']} is closed")
+        t = await self._load(request)
+        return web.json_response({"tournament": public_tournament(t), "removed": outcome == 1})
+
+    async def set_registration(self, request: web.Request) -> web.Response:
+        """The runner opens the tournament to players (``mode`` open, a ``cap``, a
+        ``deadline``) or closes it (only the runner registers then)."""
+        t = await self._owned(request)
+        body = await json_body(request)
+        registration = spec.parse_registration(body, t["visibility"], self.clock())
+        outcome = await self.store.set_registration(t["id"], registration)
+        if outcome == NO_SUCH:
+            raise _no_such(t["id"])
+        if outcome == CLOSED:
+            raise ProtocolError(ErrorCode.CONFLICT,
+                                f"tournament {t['id']} is {t['status']}: registration is over")
+        t = await self._load(request)
+        return web.json_response({"tournament": public_tournament(t)})
+
+    async def join(self, request: web.Request) -> web.Response:
+        """The signed-in player enters an open tournament themselves (201; 200 when already
+        in)."""
+        who = await self._player(request)
+        t = await self._load(request)
+        if t["visibility"] != "public":
+            raise _no_such(t["id"])
+        outcome = await self.store.register(t["id"], who.player, spec.MAX_PLAYERS,
+                                            self_join=True, now=self.clock())
+        if outcome == NO_SUCH:
+            raise _no_such(t["id"])
+        if outcome == CLOSED:
+            raise ProtocolError(ErrorCode.CONFLICT,
+                                f"tournament {t['id']} has started: registration is closed")
+        if outcome == NOT_OPEN_TO_PLAYERS:
+            raise ProtocolError(ErrorCode.CONFLICT,
+                                f"tournament {t['id']} is not open to players: its runner "
+                                "registers them")
+        if outcome == DEADLINE_PASSED:
+            raise ProtocolError(ErrorCode.CONFLICT,
+                                f"registration for tournament {t['id']} ended")
+        if outcome == FULL:
+            raise ProtocolError(ErrorCode.CONFLICT, f"tournament {t['id']} is full "
+                                f"({t['registration']['cap']} players)")
+        t = await self._load(request)
+        return web.json_response({"tournament": public_tournament(t), "entered": True},
+                                 status=200 if outcome == ALREADY else 201)
+
+    async def leave(self, request: web.Request) -> web.Response:
+        """The signed-in player leaves a tournament before it starts (``removed`` false: was
+        not in it)."""
+        who = await self._player(request)
+        t = await self._load(request)
+        if t["visibility"] != "public":
+            raise _no_such(t["id"])
+        outcome = await self.store.unregister(t["id"], who.player)
+        if outcome == NO_SUCH:
+            raise _no_such(t["id"])
+        if outcome == CLOSED:
+            raise ProtocolError(ErrorCode.CONFLICT,
+                                f"tournament {t['id']} has started: players may not leave")
         t = await self._load(request)
         return web.json_response({"tournament": public_tournament(t), "removed": outcome == 1})
 

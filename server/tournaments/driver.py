@@ -10,8 +10,10 @@ pure state machine (``bracket.py``):
 2. a ready match whose two players are both *ready* gets its table (a tournament table:
    never rated; the players get ``tournament_table``, then ``seated`` and ``game_start``);
    a player is ready when connected (a socket on a live node) and not seated at another
-   live table. Past the match's no-show deadline (counted from when its pairing went out), a
-   player still not ready forfeits;
+   live table. The table opens no sooner than ``tournament_call`` seconds after the pairing
+   went out (at most half the no-show time), so that the call is seen before the table.
+   Past the match's no-show deadline (counted from when its pairing went out), a player
+   still not ready forfeits;
 3. new pairings and decided matches are told to their players; when the podium is known it
    is awarded (public tournaments) and everyone gets ``tournament_over``. Every event is kept
    in the player's inbox first (by ``event_id``: once), the results before the step is saved.
@@ -70,7 +72,7 @@ def deciding_winner(results: list[dict[str, Any]], match_length: int) -> str | N
 
 class BracketDriver:
     def __init__(self, service: Tournaments, bus: NodeBus, node_id: str, *, period: float,
-                 lease: float, tick: Tick | None = None) -> None:
+                 lease: float, tick: Tick | None = None, call: float = 0.0) -> None:
         """Steps every ``period`` seconds on ``tick`` (the node's; one of its own if not
         given)."""
         self.service = service
@@ -82,6 +84,7 @@ class BracketDriver:
         self.period = period
         self.tick = tick if tick is not None else Tick()
         self.lease = lease
+        self.call = call
         self._held: set[str] = set()
 
     def start(self) -> None:
@@ -131,13 +134,15 @@ class BracketDriver:
             elif outcome is not None:
                 b = b.record_result(m.match, outcome)
         b = b.resolve(now)
-        b = await self._announce(tid, b, announced)
+        b = await self._announce(tid, b, announced, t["name"])
         b = await self._adopt_orphans(tid, b)
         for m in b.matches():
             if m.status is not MatchStatus.READY:
                 continue
             a, c = m.players
             assert a is not None and c is not None
+            if not self._called(b, m, now):
+                continue  # the call is still on the players' screens
             ready = (await self._is_ready(a), await self._is_ready(c))
             if all(ready):
                 b = await self._open(t, b, m)
@@ -146,7 +151,7 @@ class BracketDriver:
                 log.info("tournament %s: %s forfeited by no-show of %s", tid, m.match, absent)
                 b = b.no_show(m.match, absent)
         b = b.resolve(now)
-        b = await self._announce(tid, b, announced)
+        b = await self._announce(tid, b, announced, t["name"])
         results = []
         for m in b.matches():
             if m.is_decided and m.match not in reported:
@@ -174,6 +179,12 @@ class BracketDriver:
         await self.service.deliver(results, inbox=False)
         if awarded:
             await self.store.done_running(tid)
+
+    def _called(self, b: Bracket, m: Match, now: float) -> bool:
+        """Whether ``m``'s call has been out long enough for its table to open."""
+        if m.paired_at is None:
+            return True
+        return now >= m.paired_at + min(self.call, b.no_show_seconds / 2)
 
     async def _wind_down(self, tid: str) -> None:
         """A cancelled bracket: close every table it opened that may still be playing; once
@@ -217,7 +228,8 @@ class BracketDriver:
                     break
         return b
 
-    async def _announce(self, tid: str, b: Bracket, announced: set[str]) -> Bracket:
+    async def _announce(self, tid: str, b: Bracket, announced: set[str],
+                        name: str) -> Bracket:
         """Send the pairing of each ready match not announced yet; its no-show deadline counts
         from now, when the pairing goes out (kept in the inbox of a player who is away)."""
         events = []
@@ -225,7 +237,7 @@ class BracketDriver:
             if m.status is MatchStatus.READY and m.match not in announced:
                 announced.add(m.match)
                 b = b.paired(m.match, time.time())
-                events += pairing_events(tid, b.get(m.match), b)
+                events += pairing_events(tid, b.get(m.match), b, name=name, call=self.call)
         await self.service.deliver(events)
         return b
 
@@ -234,7 +246,7 @@ class BracketDriver:
         assert a is not None and c is not None
 
         async def announce(table: str) -> None:
-            await self.service.deliver(table_events(t["id"], m, table))
+            await self.service.deliver(table_events(t["id"], m, table, b, name=t["name"]))
 
         try:
             table = await self.service.open_table(t, a, c, announce)

@@ -29,6 +29,7 @@ def public_tournament(t: Mapping[str, Any]) -> dict[str, Any]:
         "prizes": list(t["prizes"]), "format": dict(t["format"]), "status": t["status"],
         "created_at": t["created_at"], "bracket": bool(t["bracket"]),
         "players": list(t["players"]), "podium": t["podium"],
+        "registration": dict(t["registration"]),
     }
 
 
@@ -38,7 +39,7 @@ def tournament_summary(t: Mapping[str, Any]) -> dict[str, Any]:
         "id": t["id"], "name": t["name"], "visibility": t["visibility"], "status": t["status"],
         "players": len(t["players"]), "created_at": t["created_at"],
         "kind": t["format"]["kind"], "length": t["format"].get("length", 0),
-        "bracket": bool(t["bracket"]),
+        "bracket": bool(t["bracket"]), "registration": dict(t["registration"]),
     }
 
 
@@ -107,24 +108,48 @@ def _opponent(m: Match, player: str) -> str | None:
     return b if player == a else a
 
 
-def pairing_events(tid: str, m: Match, bracket: Bracket) -> list[tuple[str, dict[str, Any]]]:
+def round_name(m: Match, bracket: Bracket) -> str:
+    """``final``, ``third_place``, ``semi_final`` or ``round`` (any other round)."""
+    rounds = len(bracket.rounds)
+    if m.round == 0:
+        return "third_place"
+    if m.round == rounds:
+        return "final"
+    if m.round == rounds - 1:
+        return "semi_final"
+    return "round"
+
+
+def pairing_events(tid: str, m: Match, bracket: Bracket, *, name: str = "",
+                   call: float = 0.0) -> list[tuple[str, dict[str, Any]]]:
+    """``tournament_pairing``: ``name`` the tournament's, ``round_name`` which round,
+    ``opens_at`` the earliest moment the table opens (the call's end), ``deadline`` when a
+    player not ready (connected, and seated at no other table) forfeits."""
     out = []
+    opens_at = None if m.paired_at is None else \
+        m.paired_at + min(call, bracket.no_show_seconds / 2)
     for p in m.players:
         if p is None:
             continue
         out.append((p, {
-            "type": "tournament_pairing", "tournament": tid, "match": m.match,
-            "round": m.round, "player": p, "opponent": _opponent(m, p),
+            "type": "tournament_pairing", "tournament": tid, "name": name, "match": m.match,
+            "round": m.round, "rounds": len(bracket.rounds),
+            "round_name": round_name(m, bracket), "player": p, "opponent": _opponent(m, p),
             "seed": bracket.seed_of(p), "seeds": list(m.seeds), "deadline": m.deadline,
+            "opens_at": opens_at,
             "event_id": event_id(tid, "tournament_pairing", m.match, p),
         }))
     return out
 
 
-def table_events(tid: str, m: Match, table: str) -> list[tuple[str, dict[str, Any]]]:
+def table_events(tid: str, m: Match, table: str, bracket: Bracket | None = None, *,
+                 name: str = "") -> list[tuple[str, dict[str, Any]]]:
+    rounds = len(bracket.rounds) if bracket is not None else None
+    which = round_name(m, bracket) if bracket is not None else None
     return [
-        (p, {"type": "tournament_table", "tournament": tid, "match": m.match,
-             "round": m.round, "table": table, "player": p, "opponent": _opponent(m, p),
+        (p, {"type": "tournament_table", "tournament": tid, "name": name, "match": m.match,
+             "round": m.round, "rounds": rounds, "round_name": which, "table": table,
+             "player": p, "opponent": _opponent(m, p),
              "event_id": event_id(tid, "tournament_table", table, p)})
         for p in m.players if p is not None
     ]

@@ -23,7 +23,8 @@ class TournamentKeys:
     def tournament(self, tid: str) -> str:
         """Hash: id, name, visibility, prizes (JSON), format (JSON), owner (the runner's name),
         runner (the id of the key that created it), status, created_at, seq, bracket ("1"
-        when server-run), podium (JSON, once awarded)."""
+        when server-run), podium (JSON, once awarded), registration ("open" | "closed",
+        absent: closed), cap (players a self-join may reach), deadline (Unix s, "" none)."""
         return f"{self.prefix}{{tn:{tid}}}:tournament"
 
     def players(self, tid: str) -> str:
@@ -56,6 +57,11 @@ class TournamentKeys:
         """Zset: id of every tournament the runner ``name`` owns (public and private) ->
         created_at."""
         return f"{self.prefix}tournaments:runner:{name}"
+
+    def of_player(self, player: str) -> str:
+        """Zset: id of every tournament ``player`` registered in (by themselves or by its
+        runner) -> when; read back against each tournament's own players."""
+        return f"{self.prefix}tournaments:player:{player}"
 
     @property
     def running(self) -> str:

@@ -154,3 +154,59 @@ def parse_page(query: Mapping[str, str]) -> tuple[int, int]:
     if not 1 <= values["limit"] <= MAX_PAGE:
         raise _bad("limit", f"must be 1..{MAX_PAGE}")
     return values["offset"], values["limit"]
+
+
+#: How far ahead a registration deadline may be set (seconds).
+MAX_DEADLINE_AHEAD = 366 * 86400.0
+
+
+@dataclass(frozen=True, slots=True)
+class Registration:
+    """Who may enter a tournament: ``closed`` (only its runner registers players) or ``open``
+    (players join and leave themselves, up to ``cap`` players, until ``deadline`` when set,
+    and while the tournament is open)."""
+
+    mode: str  # "closed" | "open"
+    cap: int
+    deadline: float | None  # Unix seconds; None: until the bracket starts
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"mode": self.mode, "cap": self.cap, "deadline": self.deadline}
+
+
+CLOSED_REGISTRATION = Registration("closed", MAX_PLAYERS, None)
+
+
+def parse_registration(value: Any, visibility: str, now: float) -> Registration:
+    """The ``registration`` object of a create or a change: ``{"mode": "open"|"closed",
+    "cap": 2..MAX_PLAYERS, "deadline": Unix seconds in the future or null}``. Only a public
+    tournament opens to players."""
+    if value is None:
+        return CLOSED_REGISTRATION
+    if not isinstance(value, dict):
+        raise _bad("registration", "must be an object {mode, cap, deadline}")
+    unknown = set(value) - {"mode", "cap", "deadline"}
+    if unknown:
+        raise _bad("registration", f"has unknown field {sorted(unknown)[0]!r:.40}")
+    mode = value.get("mode", "closed")
+    if mode not in ("open", "closed"):
+        raise _bad("registration", "mode must be 'open' or 'closed'")
+    cap = value.get("cap", MAX_PLAYERS)
+    if not _whole(cap) or not 2 <= cap <= MAX_PLAYERS:
+        raise _bad("registration", f"cap must be a whole number 2..{MAX_PLAYERS}")
+    deadline = value.get("deadline")
+    if deadline is not None:
+        if isinstance(deadline, bool) or not isinstance(deadline, (int, float)) \
+                or not now < deadline <= now + MAX_DEADLINE_AHEAD:
+            raise _bad("registration", "deadline must be a moment (Unix seconds) in the "
+                       "coming year, or null")
+        deadline = float(deadline)
+    if mode == "open" and visibility != "public":
+        raise _bad("registration", "only a public tournament opens to players")
+    return Registration(str(mode), int(cap), deadline)
+
+
+def parse_player_filter(query: Mapping[str, str]) -> str | None:
+    """``player``: list the tournaments this player is registered in (open or running)."""
+    raw = query.get("player")
+    return None if raw is None else parse_player(raw, "player")

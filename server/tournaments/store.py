@@ -20,7 +20,7 @@ from server.store.keys import Keys
 from server.store.read_batch import reads
 from server.store.scripts import load_script
 from server.tournaments.keys import TournamentKeys
-from server.tournaments.spec import TournamentSpec
+from server.tournaments.spec import MAX_PLAYERS, Registration, TournamentSpec
 
 
 def _script(name: str) -> str:
@@ -30,6 +30,8 @@ def _script(name: str) -> str:
 T = TypeVar("T")
 
 REGISTERED, ALREADY, NO_SUCH, CLOSED, FULL = 1, 0, -1, -2, -3
+#: A self-join refused: the tournament is not open to players / its deadline has passed.
+NOT_OPEN_TO_PLAYERS, DEADLINE_PASSED = -4, -5
 #: What :meth:`TournamentStore.cancel` did (tournament_cancel.lua's codes).
 CANCEL_REMOVED, CANCEL_STOPPED, CANCELLED_ALREADY, REMOVED_ALREADY, CANCEL_FINISHED = 1, 2, 0, 3, -2
 #: How long a removed tournament's tombstone answers a repeated cancel (seconds).
@@ -60,10 +62,12 @@ class TournamentStore:
         self._take = redis.register_script(_script("lease_take.lua"))
         self._release = redis.register_script(_script("lease_release.lua"))
         self._cancel = redis.register_script(_script("tournament_cancel.lua"))
+        self._registration = redis.register_script(_script("tournament_registration.lua"))
 
     # --- records ---------------------------------------------------------------------------
 
-    async def create(self, owner: str, key_id: str, spec: TournamentSpec) -> dict[str, Any]:
+    async def create(self, owner: str, key_id: str, spec: TournamentSpec,
+                     registration: Registration | None = None) -> dict[str, Any]:
         """A new open tournament owned by the runner named ``owner`` (made with its key
         ``key_id``), listed in the runner's own index (and the public one if public)."""
         tid = new_tournament_id()
@@ -74,6 +78,8 @@ class TournamentStore:
             "owner": owner, "runner": key_id, "status": "open", "created_at": repr(now),
             "seq": "0", "bracket": "0",
         }
+        if registration is not None:
+            record.update(_registration_fields(registration))
         async with self.redis.pipeline(transaction=False) as pipe:
             pipe.hset(self.keys.tournament(tid), mapping=record)
             pipe.zadd(self.keys.of_runner(owner), {tid: now})
@@ -147,13 +153,53 @@ class TournamentStore:
 
     # --- registration ----------------------------------------------------------------------
 
-    async def register(self, tid: str, player: str, limit: int) -> int:
+    async def register(self, tid: str, player: str, limit: int, *, self_join: bool = False,
+                       now: float = 0.0) -> int:
+        """Register ``player`` (tournament_register.lua): by the runner (up to ``limit``), or
+        by the player themselves (``self_join``: open registration, its cap and deadline
+        against ``now``). A registration also lists the tournament in the player's index
+        (another slot, written after: :meth:`entered` checks each entry)."""
         keys = [self.keys.tournament(tid), self.keys.players(tid)]
-        return int(await self._register(keys=keys, args=[player, limit]))
+        code = int(await self._register(
+            keys=keys, args=[player, limit, "1" if self_join else "0", repr(now)]))
+        if code in (REGISTERED, ALREADY):
+            await _aw(self.redis.zadd(self.keys.of_player(player), {tid: time.time()}))
+        return code
 
     async def unregister(self, tid: str, player: str) -> int:
         keys = [self.keys.tournament(tid), self.keys.players(tid)]
-        return int(await self._unregister(keys=keys, args=[player]))
+        code = int(await self._unregister(keys=keys, args=[player]))
+        if code in (0, 1):
+            await _aw(self.redis.zrem(self.keys.of_player(player), tid))
+        return code
+
+    async def set_registration(self, tid: str, registration: Registration) -> int:
+        """Open or close registration while the tournament is open: 1, or :data:`NO_SUCH`,
+        :data:`CLOSED` (tournament_registration.lua)."""
+        fields = _registration_fields(registration)
+        return int(await self._registration(
+            keys=[self.keys.tournament(tid)],
+            args=[fields["registration"], fields["cap"], fields["deadline"]]))
+
+    async def entered(self, player: str, limit: int) -> list[dict[str, Any]]:
+        """The public tournaments ``player`` is registered in that have not ended (open or
+        running), soonest first: at most ``limit`` read. An index entry the tournament no
+        longer backs (cancelled, removed, the player taken off) is dropped from the index."""
+        ids = await _aw(self.redis.zrange(self.keys.of_player(player), 0, limit - 1))
+        out: list[dict[str, Any]] = []
+        stale: list[str] = []
+        for raw in ids:
+            tid = _text(raw)
+            found = await self.get(tid)
+            if found is None or player not in found["players"]:
+                stale.append(tid)
+            elif found["visibility"] == "public" and found["status"] in ("open", "running"):
+                out.append(found)
+            elif found["status"] in ("finished", "cancelled"):
+                stale.append(tid)
+        if stale:
+            await _aw(self.redis.zrem(self.keys.of_player(player), *stale))
+        return out
 
     # --- tables and results ----------------------------------------------------------------
 
@@ -241,4 +287,14 @@ def _record(raw: Any, players: Any) -> dict[str, Any] | None:
         "created_at": float(data["created_at"]), "bracket": data.get("bracket") == "1",
         "players": [_text(p) for p in players],
         "podium": json.loads(data["podium"]) if "podium" in data else None,
+        "registration": {
+            "mode": data.get("registration") or "closed",
+            "cap": int(data["cap"]) if data.get("cap") else MAX_PLAYERS,
+            "deadline": float(data["deadline"]) if data.get("deadline") else None,
+        },
     }
+
+
+def _registration_fields(registration: Registration) -> dict[str, str]:
+    return {"registration": registration.mode, "cap": str(registration.cap),
+            "deadline": "" if registration.deadline is None else repr(registration.deadline)}

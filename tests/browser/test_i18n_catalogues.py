@@ -107,3 +107,27 @@ def test_the_shell_has_no_text_the_page_does_not_replace() -> None:
     html = (STATIC / "index.html").read_text(encoding="utf-8")
     main = sources()["main.js"]
     assert 'class="skip"' in html and 't("shell.skip")' in main
+
+
+@pytest.mark.parametrize("lang", LANGS)
+def test_every_text_with_a_count_has_plural_forms(lang: str) -> None:
+    """``{n}`` is kept for counts: a text with it is an object of the language's plural forms
+    (all of them), never one string ("1 points"); a number that is not a count (a round, a
+    match length, a step) has a placeholder of its own name."""
+    for key, value in catalogue(lang).items():
+        if any("{n}" in form for form in forms(value)):
+            assert isinstance(value, dict), f"{lang}.json {key}: a count without plural forms"
+            assert set(value) == PLURALS[lang], (lang, key, sorted(value))
+
+
+COUNT_CALL = re.compile(r"""\bt\(\s*"([a-z0-9_.]+)"\s*,\s*\{[^{}]*\bn:""")
+
+
+def test_every_count_the_page_passes_chooses_a_plural_form() -> None:
+    """Each ``t(key, {n: …})`` of the JavaScript names a plural entry, so the count picks the
+    form."""
+    en = catalogue("en")
+    passed = {m.group(1) for text in sources().values() for m in COUNT_CALL.finditer(text)}
+    assert len(passed) > 20
+    single = sorted(k for k in passed if not isinstance(en.get(k), dict))
+    assert single == [], f"counts passed to texts without plural forms: {single}"

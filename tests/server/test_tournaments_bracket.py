@@ -14,7 +14,8 @@ from tournament_helpers import call, new_runner_key, new_tournament
 from rating_plugin.store import RatingStore
 from server.app import BRACKETS
 
-SETTINGS: dict[str, Any] = {"tournament_tick": 0.1, "tournament_lease": 2.0}
+# The call before a table (tournament_call) is tested in test_tournaments_open.py.
+SETTINGS: dict[str, Any] = {"tournament_tick": 0.1, "tournament_lease": 2.0, "tournament_call": 0.0}
 NO_SHOW = 3
 
 

@@ -16,7 +16,8 @@ from tournament_helpers import call, new_runner_key, new_tournament, runner_key_
 
 from server.tournaments.keys import TournamentKeys
 
-SETTINGS: dict[str, Any] = {"tournament_tick": 0.1, "tournament_lease": 2.0}
+# The call before a table (tournament_call) is tested in test_tournaments_open.py.
+SETTINGS: dict[str, Any] = {"tournament_tick": 0.1, "tournament_lease": 2.0, "tournament_call": 0.0}
 
 
 async def eventually(check: Callable[[], Awaitable[bool]], timeout: float = 10.0) -> None:

@@ -23,7 +23,8 @@ from server.store.persistence import _aw
 from server.tournaments.bracket import build
 from server.tournaments.keys import TournamentKeys
 
-SETTINGS: dict[str, Any] = {"tournament_tick": 0.1, "tournament_lease": 2.0}
+# The call before a table (tournament_call) is tested in test_tournaments_open.py.
+SETTINGS: dict[str, Any] = {"tournament_tick": 0.1, "tournament_lease": 2.0, "tournament_call": 0.0}
 TOURNAMENT_EVENTS = ("tournament_pairing", "tournament_result", "tournament_over")
 
 

@@ -115,3 +115,19 @@ def _result(winner: str, loser: str, side: int, match_winner: int | None) -> dic
 def test_deciding_winner(results: list[dict[str, Any]], length: int,
                          winner: str | None) -> None:
     assert deciding_winner(results, length) == winner
+
+
+def test_registration_settings_are_checked() -> None:
+    from server.tournaments.spec import CLOSED_REGISTRATION, MAX_PLAYERS, parse_registration
+
+    now = 1_000_000.0
+    assert parse_registration(None, "public", now) == CLOSED_REGISTRATION
+    opened = parse_registration({"mode": "open", "cap": 8, "deadline": now + 60}, "public", now)
+    assert opened.to_dict() == {"mode": "open", "cap": 8, "deadline": now + 60}
+    assert parse_registration({"mode": "open"}, "public", now).cap == MAX_PLAYERS
+    for bad, visibility in (({"mode": "open"}, "private"), ({"mode": "shut"}, "public"),
+                            ({"cap": True}, "public"), ({"deadline": now}, "public"),
+                            ({"deadline": now + 400 * 86400}, "public"), ("open", "public")):
+        with pytest.raises(ProtocolError) as caught:
+            parse_registration(bad, visibility, now)
+        assert caught.value.field == "registration", bad

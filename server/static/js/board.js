@@ -61,9 +61,13 @@ function pointLabel(q, mine, theirs) {
 }
 
 // Draw `game` (the wire's state.game, possibly with a picked position) into `svg`.
-// opts: {viewer, me (side or null), sources, selected, dests: [{to}], onPoint(q), onDest(d)}
+// opts: {viewer, me (side or null), sources, selected, dests: [{to}], onPoint(q), onDest(d),
+// interactive (false: the points are drawn highlighted but are no controls; the page's move
+// buttons are, on a narrow screen where a point is smaller than a finger)}.
+// The board is one tab stop: the arrow keys move between its checkers and destinations.
 export function drawBoard(svg, game, opts) {
   const { viewer } = opts;
+  const makeButton = opts.interactive === false ? () => {} : addButton;
   svg.replaceChildren();
   svg.setAttribute("viewBox", VIEWBOX);
   el("rect", { x: LEFT - 4, y: TOP - 4, width: RIGHT - LEFT + 8, height: HEIGHT + 8,
@@ -144,6 +148,26 @@ export function drawBoard(svg, game, opts) {
   }
   drawCube(svg, game, viewer);
   drawDice(svg, game, viewer);
+  const stops = [...svg.querySelectorAll(".clickable")];
+  const first = svg.querySelector(".dest.clickable") || stops[0];
+  if (first) first.setAttribute("tabindex", "0");
+}
+
+// The arrow keys between the board's controls (in drawing order), Home and End to the ends.
+export function boardArrows(svg, ev) {
+  const keys = { ArrowRight: 1, ArrowDown: 1, ArrowLeft: -1, ArrowUp: -1, Home: "first", End: "last" };
+  if (!(ev.key in keys)) return false;
+  const stops = [...svg.querySelectorAll(".clickable")];
+  if (!stops.length) return false;
+  const at = stops.indexOf(document.activeElement);
+  const step = keys[ev.key];
+  const next = step === "first" ? 0 : step === "last" ? stops.length - 1
+    : (Math.max(at, 0) + (at < 0 ? 0 : step) + stops.length) % stops.length;
+  ev.preventDefault();
+  for (const s of stops) s.setAttribute("tabindex", "-1");
+  stops[next].setAttribute("tabindex", "0");
+  stops[next].focus();
+  return true;
 }
 
 function countOn(game, q, viewer) {
@@ -152,8 +176,8 @@ function countOn(game, q, viewer) {
   return Math.max(mine, 0);
 }
 
-function makeButton(g, label, action) {
-  g.setAttribute("tabindex", "0");
+function addButton(g, label, action) {
+  g.setAttribute("tabindex", "-1");
   g.setAttribute("role", "button");
   g.setAttribute("aria-label", label);
   g.classList.add("clickable");

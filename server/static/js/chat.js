@@ -45,9 +45,11 @@ export class ChatBox {
     this.list.replaceChildren(...shown.map((m) => {
       const mine = m.from === me;
       const tools = this.readOnly || mine || !me ? [] : [
-        h("button", { type: "button", class: "link mute", "data-player": m.from, onclick: () => this.mute(m.from) },
-          t("chat.mute")),
-        h("button", { type: "button", class: "link report", onclick: () => this.report(m) }, t("chat.report")),
+        // Named by whom they act on: the visible word first, then the name (label in name).
+        h("button", { type: "button", class: "link mute", "data-player": m.from, onclick: () => this.mute(m.from),
+          "aria-label": t("chat.mute_who", { name: personName(m.from, m.name) }) }, t("chat.mute")),
+        h("button", { type: "button", class: "link report", onclick: () => this.report(m),
+          "aria-label": t("chat.report_who", { name: personName(m.from, m.name) }) }, t("chat.report")),
       ];
       return h("li", { class: `chat-msg ${m.channel}`, "data-msg": m.msg, "data-from": m.from },
         h("time", { datetime: new Date(m.at * 1000).toISOString(), title: fmtDate(m.at) },
@@ -60,8 +62,8 @@ export class ChatBox {
       const unmute = [...muted].filter((p) => this.messages.some((m) => m.from === p));
       for (const p of unmute) {
         this.list.append(h("li", { class: "muted-note" }, t("chat.muted_note", { name: personName(p) }), " ",
-          h("button", { type: "button", class: "link unmute", "data-player": p, onclick: () => this.unmute(p) },
-            t("chat.unmute"))));
+          h("button", { type: "button", class: "link unmute", "data-player": p, onclick: () => this.unmute(p),
+          "aria-label": t("chat.unmute_who", { name: personName(p) }) }, t("chat.unmute"))));
       }
     }
     this.list.scrollTop = this.list.scrollHeight;

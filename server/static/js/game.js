@@ -2,12 +2,17 @@
 // order by `v` (a gap or a reconnect asks for `sync`), the board, the decisions, the clocks and
 // the end-of-game panel with the rating change exactly as pushed.
 
-import { drawBoard, flyChecker } from "./board.js";
+import { boardArrows, drawBoard, flyChecker } from "./board.js";
 import { Picker, findPlay, playText, sideView, toGame } from "./moves.js";
 import { ChatBox } from "./chat.js";
 import { t } from "./i18n.js";
 import { api, qs } from "./api.js";
-import { beep, errorText, h, kindText, modeText, num, personName, reasonText, shownRating, signed, toast, unratedText } from "./ui.js";
+import { beep, errorText, h, kindText, modeText, num, personName, reasonText, roundText, shownRating, signed, toast, unratedText } from "./ui.js";
+
+// Below this width a board point is narrower than a finger (44 CSS px): the move buttons under
+// the board are the controls, the board only shows.
+const NARROW = "(max-width: 600px)";
+const narrow = () => window.matchMedia(NARROW).matches;
 
 const KIND_POINTS = { single: 1, gammon: 2, backgammon: 3 };
 
@@ -32,7 +37,7 @@ export function eventText(msg, name) {
   const who = msg.side !== undefined ? name(msg.side) : "";
   const texts = {
     seated: () => t("log.seated", { name: personName(msg.player, msg.name) }),
-    game_start: () => t("log.game_start", { n: msg.game_no }),
+    game_start: () => t("log.game_start", { no: msg.game_no }),
     rolled: () => t(msg.passed ? "log.rolled_passed" : "log.rolled", { name: who, dice: msg.dice.join("-") }),
     moved: () => t("log.moved", { name: who, play: msg.play }),
     doubled: () => t("log.doubled", { name: who, cube: msg.cube }),
@@ -87,11 +92,14 @@ export class GameView {
     this.controls = h("div", { class: "controls", "aria-label": t("game.decisions") });
     this.panel = h("div", { class: "end-panel-slot" });
     this.logBox = h("ol", { class: "log", "aria-live": "polite", "aria-label": t("game.log") });
-    this.root.append(this.info, this.top, h("div", { class: "board-wrap" }, this.svg),
+    // The page's one heading (for screen readers; the board and the players are the page).
+    this.root.append(h("h1", { class: "visually-hidden" }, t("game.heading")), this.info, this.top, h("div", { class: "board-wrap" }, this.svg),
       this.bottom, this.controls, this.panel, this.chat.root,
       h("details", { class: "log-box" }, h("summary", {}, t("game.log")), this.logBox));
     this.tick = setInterval(() => this.drawClocks(), 250);
+    this.controls.addEventListener("keydown", (ev) => this.pickerArrows(ev));
     this.svg.addEventListener("keydown", (ev) => {
+      if (boardArrows(this.svg, ev)) return;
       if (ev.key === "Escape" && this.selected !== null) {
         const q = this.selected;
         this.selected = null;
@@ -326,7 +334,7 @@ export class GameView {
         : this.picker ? [this.selected] : [];
       const dests = this.picker && this.selected !== null ? this.picker.destinations(this.selected) : [];
       drawBoard(this.svg, shown, {
-        viewer: this.viewer, sources, selected: this.selected, dests,
+        viewer: this.viewer, sources, selected: this.selected, dests, interactive: !narrow(),
         onPoint: (q) => this.pick(q), onDest: (d) => this.moveTo(d),
       });
     } else {
@@ -336,6 +344,55 @@ export class GameView {
     this.drawControls();
     this.drawPanel();
     this.drawClocks();
+    this.placeFocus();
+  }
+
+  // The focus after a render: where the last action asked for it (a picked checker: its first
+  // destination; a move: the next checker or Confirm), or, when your move begins with the focus
+  // nowhere (the Roll button is gone), on your first checker: the board is one key away.
+  placeFocus() {
+    const want = this.focusNext;
+    this.focusNext = null;
+    const game = this.state && this.state.game;
+    const roll = this.controls.querySelector(".roll");
+    const turnKey = this.picker ? `move|${this.pickerKey}` : roll && game ? `roll|${game.turn}|${game.position_id}` : null;
+    const began = turnKey && turnKey !== this.focusedTurn;
+    if (turnKey) this.focusedTurn = turnKey;
+    const lost = !document.activeElement || document.activeElement === document.body;
+    const first = this.picker ? this.controls.querySelector(".move-picker button, .forced") : roll;
+    const target = want ? this.root.querySelector(want) : began && lost ? first : null;
+    if (target && !target.disabled) target.focus();
+  }
+
+  // Left and right (up and down) move between the move buttons.
+  pickerArrows(ev) {
+    const keys = { ArrowRight: 1, ArrowDown: 1, ArrowLeft: -1, ArrowUp: -1 };
+    const row = ev.target.closest && ev.target.closest(".move-picker");
+    if (!row || !(ev.key in keys)) return;
+    const buttons = [...row.querySelectorAll("button")];
+    const at = buttons.indexOf(ev.target);
+    ev.preventDefault();
+    buttons[(at + keys[ev.key] + buttons.length) % buttons.length].focus();
+  }
+
+  // The tournament and the round of this table: from its tournament_table event, else read
+  // once from the tournament's bracket (after a reload).
+  tournamentInfo(tid) {
+    const ev = this.app.tournamentTables.get(this.table);
+    if (ev && ev.name) return ev;
+    if (this.tInfo !== undefined) return this.tInfo;
+    this.tInfo = null;
+    const path = `/api/tournaments/${encodeURIComponent(tid)}`;
+    Promise.all([api(path), api(`${path}/bracket`).catch(() => null)]).then(([d, b]) => {
+      const count = b ? b.rounds.length : 0;
+      const all = b ? [...b.rounds.flat(), ...(b.third_place ? [b.third_place] : [])] : [];
+      const m = all.find((x) => (x.tables || []).includes(this.table) || x.table === this.table);
+      const roundName = !m ? null : m.round === 0 ? "third_place" : m.round === count ? "final"
+        : m.round === count - 1 ? "semi_final" : "round";
+      this.tInfo = { name: d.tournament.name, round: m ? m.round : null, round_name: roundName };
+      if (this.state) this.drawInfo();
+    }).catch(() => {});
+    return null;
   }
 
   drawInfo() {
@@ -346,11 +403,15 @@ export class GameView {
     const bot = this.app.computer.get(this.table);
     const mode = (this.summary && this.summary.mode) || (found && found.mode) || (bot && "computer") || "";
     const isBot = bot || (state.seats || []).some((s) => s && s.bot);
-    parts.push(h("span", { class: "badge" }, (this.mode === "watch" ? t("game.watching") + " · " : "")
-      + (isBot ? t("mode.computer") : modeText(mode))));
+    const tid = (this.summary && this.summary.tournament_id) || (this.app.tournamentTables.get(this.table) || {}).tournament;
+    const tInfo = tid ? this.tournamentInfo(tid) : null;
+    const modeWords = tInfo ? t("tournament.at_table", { name: tInfo.name, round: tInfo.round_name
+      ? roundText(tInfo.round_name, tInfo.round) : modeText("tournament") }) : isBot ? t("mode.practice") : modeText(mode);
+    parts.push(h("span", { class: tInfo ? "badge tournament-badge" : "badge" },
+      (this.mode === "watch" ? t("game.watching") + " · " : "") + modeWords));
     if (state.match) {
       parts.push(h("span", { class: "score" }, t(state.match.crawford ? "game.score_crawford" : "game.score", {
-        n: state.match.length, me: state.match.score[this.viewer], them: state.match.score[1 - this.viewer] })));
+        length: state.match.length, me: state.match.score[this.viewer], them: state.match.score[1 - this.viewer] })));
     }
     if (isBot) {
       parts.push(h("span", { class: "unrated practice", "data-reason": "bot" }, t("computer.practice_short")));
@@ -418,7 +479,7 @@ export class GameView {
         h("span", { class: `swatch ${side === 0 ? "light" : "dark"}`, "aria-hidden": "true" }),
         h("strong", { class: "pname" }, seat ? personName(seat.player, seat.name) : t("seat.empty")),
         h("span", { class: "clock", "data-side": side, "aria-label": t("game.clock") }),
-        state.game ? h("span", { class: "pipcount" }, t("game.pips", { n: state.game.pips[side] })) : null,
+        state.game ? h("span", { class: "pipcount" }, t("game.pips", { pips: state.game.pips[side] })) : null,
         h("span", { class: "strikes", "data-side": side }),
         h("span", { class: "presence", "data-side": side, role: "status" }),
       ].filter(Boolean));
@@ -444,7 +505,7 @@ export class GameView {
       } else {
         c.textContent = "";
       }
-      s.textContent = clock ? t("game.strikes", { n: clock.strikes[side], max: clock.max_strikes }) : "";
+      s.textContent = clock ? t("game.strikes", { strikes: clock.strikes[side], max: clock.max_strikes }) : "";
       const seat = state.seats && state.seats[side];
       if (seat && !seat.connected && seat.grace_deadline && state.status === "playing") {
         const left = Math.max(0, Math.ceil(seat.grace_deadline - now));
@@ -474,21 +535,21 @@ export class GameView {
     }
   }
 
-  pick(q) {
+  // Pick (or put back) the checker on q; `where` is where the action came from (the board or
+  // the move buttons), so the focus stays there.
+  pick(q, where = "board") {
     this.selected = this.selected === q ? null : q;
+    this.focusNext = where === "picker" ? ".move-picker button" : this.selected !== null ? "svg.board .dest.clickable" : null;
     this.render();
-    const first = this.svg.querySelector(".dest");
-    if (first) first.focus();
   }
 
-  async moveTo(d) {
+  async moveTo(d, where = "board") {
     const from = this.selected;
     this.picker.add(d.steps);
     this.selected = null;
-    this.render();
     const done = this.picker.complete();
-    const next = done ? this.controls.querySelector(".confirm") : this.svg.querySelector(".clickable");
-    if (next) next.focus();
+    this.focusNext = done ? ".controls .confirm" : where === "picker" ? ".move-picker button" : "svg.board .clickable";
+    this.render();
     const game = this.state.game;
     const shown = toGame(this.picker.view, this.side, game);
     let at = from;
@@ -543,6 +604,7 @@ export class GameView {
             () => this.send("play", { play: plays[0] }), { class: "primary forced" }));
         } else {
           out.push(h("span", { class: "hint" }, t("game.pick_hint", { dice: game.dice.join("-") })));
+          if (this.picker && !this.picker.complete()) out.push(this.movePicker());
         }
         out.push(button(t("game.undo"), () => this.undo(), {
           class: "undo", disabled: this.busy || !this.picker || !this.picker.steps.length || undefined,
@@ -576,6 +638,31 @@ export class GameView {
       out.push(button(t("game.leave"), () => this.send("leave").then(() => { location.hash = "#/"; })));
     }
     this.controls.replaceChildren(...out);
+  }
+
+  // The move as buttons (finger-sized, and the keyboard's short way): your checkers that can
+  // move, then the picked one's destinations. The board shows the same.
+  movePicker() {
+    const row = h("div", { class: "move-picker", role: "group", "aria-label": t("game.move_picker") });
+    const q = this.selected;
+    if (q === null) {
+      for (const src of this.picker.sources()) {
+        row.append(h("button", { type: "button", class: "pick-src", "data-point": src === 25 ? "bar" : src,
+          onclick: () => this.pick(src, "picker") }, src === 25 ? t("game.from_bar") : t("game.from_point", { q: src })));
+      }
+    } else {
+      row.append(h("button", { type: "button", class: "pick-src", "aria-pressed": "true", "data-point": q === 25 ? "bar" : q,
+        onclick: () => this.pick(q, "picker") }, q === 25 ? t("game.from_bar") : t("game.from_point", { q })));
+      const dests = this.picker.destinations(q);
+      for (const d of dests) {
+        row.append(h("button", { type: "button", class: "pick-dest", "data-dest": d.to, onclick: () => this.moveTo(d, "picker") },
+          d.to === 0 ? t("game.bear_off_short") : t("game.to_point", { q: d.to })));
+      }
+      // The first destination first: the picked checker's button (which puts it back) last.
+      row.append(row.firstChild);
+    }
+    row.append(h("span", { class: "note keys-hint" }, t("game.keys_hint")));
+    return row;
   }
 
   // A tone when it becomes your turn, when dice are rolled, when a double is offered.

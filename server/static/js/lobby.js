@@ -4,7 +4,8 @@
 
 import { api } from "./api.js";
 import { t } from "./i18n.js";
-import { errorText, formField, h, modeText, personName, toast } from "./ui.js";
+import { upcomingBox, upcomingOf } from "./pages.js";
+import { errorText, formField, gameModeText, h, personName, toast } from "./ui.js";
 
 const MODES = [["competitive", "create.competitive"], ["boosted", "create.boosted"],
   ["private", "create.private"]];
@@ -34,6 +35,7 @@ export class LobbyView {
       this.loadTables();
     }, 5000));
     this.joinPending();
+    this.loadTournaments();
     requestAnimationFrame(() => performance.mark("lobby-drawn"));
   }
 
@@ -48,6 +50,18 @@ export class LobbyView {
     this.drawCreate();
     this.loadTables();
     this.joinPending();
+    this.loadTournaments();
+  }
+
+  // Your upcoming tournaments (entered, not ended), above the pools.
+  async loadTournaments() {
+    const me = this.app.me;
+    if (!me || me.guest) {
+      this.tournamentBox.replaceChildren();
+      return;
+    }
+    const list = await upcomingOf(me.player).catch(() => []);
+    this.tournamentBox.replaceChildren(list.length ? upcomingBox(list, "tournaments.upcoming", "upcoming-lobby-h") : "");
   }
 
   // A share link (#/join/<id>) opened: join that table once signed in and connected.
@@ -91,9 +105,11 @@ export class LobbyView {
     this.poolBox = h("div", { class: "pools" });
     this.tableBox = h("div", { class: "tables" });
     this.createBox = h("div", { class: "card create" });
+    this.tournamentBox = h("div", { class: "my-tournaments" });
     this.root.replaceChildren(
       h("h1", {}, t("lobby.title")),
       this.account,
+      this.tournamentBox,
       this.queueBox,
       h("section", { "aria-labelledby": "computer-h" }, h("h2", { id: "computer-h" }, t("computer.title")), this.computerBox),
       h("section", { "aria-labelledby": "pools-h" }, h("h2", { id: "pools-h" }, t("lobby.play_now")), this.poolBox),
@@ -245,8 +261,8 @@ export class LobbyView {
         action = h("a", { href: `#/watch/${s.table}`, class: "button watch" }, t("tables.watch"));
       }
       return h("li", { class: "table-row", "data-table": s.table },
-        h("span", { class: "t-mode" }, modeText(s.players.some((p) => /^bot-/.test(p || "")) ? "computer" : s.mode)
-          + (s.match_length ? " · " + t("tables.match_to", { n: s.match_length }) : "")),
+        h("span", { class: "t-mode" }, gameModeText(s.mode, s.players)
+          + (s.match_length ? " · " + t("tables.match_to", { length: s.match_length }) : "")),
         h("span", { class: "t-players" }, names.join(` ${t("tables.vs")} `)),
         h("span", { class: "t-status" }, STATUSES[s.status] ? t(STATUSES[s.status]) : s.status),
         h("span", { class: "t-watchers" }, t("tables.watchers", { n: s.watchers })),

@@ -10,9 +10,11 @@ import { PAGES } from "./pages.js";
 import { ReplayView } from "./replay.js";
 import { ReviewView } from "./review.js";
 import { Socket } from "./socket.js";
-import { beep, errorText, h, personName, setSound, signed, soundOn, toast } from "./ui.js";
+import { beep, errorText, h, personName, roundText, setSound, signed, soundOn, toast } from "./ui.js";
 
 const TOKEN_KEY = "t42.token";
+// A tournament call stays on screen at least this long before the page opens its table.
+const CALL_MIN_MS = 3000;
 const BRAND = "Table42";
 
 const app = {
@@ -35,6 +37,7 @@ const app = {
   tableModes: new Map(), // table -> {mode, match_length} of tables we created
   tournamentTables: new Map(), // table -> its tournament_table event
   tournamentsOver: new Map(), // tournament -> its tournament_over event
+  calls: new Map(), // "<tournament>|<match>" -> {shown, opened}: when its call was drawn, its table opened (ms)
 };
 window.__t42 = app; // for the browser tests and the curious
 
@@ -47,7 +50,9 @@ const STATUS = { online: "conn.online", connecting: "conn.connecting", reconnect
 function setStatus(status) {
   app.status = status;
   const box = document.getElementById("conn");
-  box.textContent = STATUS[status] ? t(STATUS[status]) : status;
+  // Signed out, the page still reads (and refreshes) public pages: not "offline".
+  const key = status === "offline" && !app.token ? "conn.signed_out" : STATUS[status];
+  box.textContent = key ? t(key) : status;
   box.dataset.status = status;
   if (app.view && app.view.onStatus) app.view.onStatus(status);
 }
@@ -61,6 +66,7 @@ function onMessage(msg) {
       app.muted = new Set(msg.muted || []);
       drawNav();
       loadOnline();
+      setTimeout(loadOnline, 2000); // the count has this connection a moment later
       if (app.view && app.view.onReconnect) app.view.onReconnect();
       break;
     case "error":
@@ -93,34 +99,32 @@ function onMessage(msg) {
       app.computer.set(msg.table, msg);
       break;
     case "tournament_pairing":
-      app.call = { ...msg };
+      app.call = { ...msg, shownAt: null };
       beep("call");
       drawCall();
       break;
-    case "tournament_table":
+    case "tournament_table": {
       app.tournamentTables.set(msg.table, msg);
-      app.call = { ...msg, deadline: null };
+      const same = app.call && app.call.tournament === msg.tournament && app.call.match === msg.match;
+      app.call = { ...msg, deadline: null, opens_at: null, shownAt: same ? app.call.shownAt : null };
       beep("call");
       drawCall();
-      if (!(app.view instanceof GameView && app.view.table === msg.table)) go(`#/game/${msg.table}`);
+      takeToTable(msg.table);
       break;
+    }
     case "tournament_result":
     case "tournament_over":
-      if (app.call && app.call.tournament === msg.tournament) app.call = null;
+      if (app.call && app.call.tournament === msg.tournament && !app.call.table) app.call = null;
       drawCall();
       if (msg.type === "tournament_over") {
         app.tournamentsOver.set(msg.tournament, msg);
-        toast(t("tournament.over_toast", { first: msg.podium[0] || "–" }));
+        showOver(msg);
       }
       break;
     case "rating":
     case "boosted":
       if (!app.ratings.has(msg.game_id)) app.ratings.set(msg.game_id, msg);
-      if (msg.reason === "podium") {
-        toast(t("tournament.podium_toast", { place: msg.place, name: msg.tournament_name || msg.tournament,
-          change: signed(msg.change) }));
-        showAward(msg);
-      }
+      if (msg.reason === "podium") showAward(msg);
       break;
     default:
       break;
@@ -128,36 +132,103 @@ function onMessage(msg) {
   if (app.view && app.view.handle) app.view.handle(msg);
 }
 
+// The notice area (in the page's flow, above the content: it never covers a control) holds
+// one notice of each kind: the tournament call, a podium prize, a tournament's end.
+function setNotice(kind, node) {
+  const box = document.getElementById("notice");
+  const old = box.querySelector(`:scope > .${kind}`);
+  if (old && node) old.replaceWith(node);
+  else if (old) old.remove();
+  else if (node) box.append(node);
+  box.hidden = box.children.length === 0;
+}
+
+const closeButton = (kind) => h("button", { type: "button", class: "link close",
+  onclick: () => setNotice(kind, null) }, t("common.close"));
+
 // The podium prize, in the notice area until dismissed.
 function showAward(msg) {
-  const box = document.getElementById("notice");
-  box.hidden = false;
-  box.replaceChildren(h("div", { class: "award", role: "status", "data-tournament": msg.tournament },
+  setNotice("award", h("div", { class: "award", role: "status", "data-tournament": msg.tournament },
     h("strong", {}, t("tournament.award", { place: msg.place, name: msg.tournament_name || msg.tournament })),
     " ", t("tournament.award_change", { old: msg.old, new: msg.new, change: signed(msg.change) }), " ",
     h("a", { href: `#/tournament/${encodeURIComponent(msg.tournament)}` }, t("tournament.see_bracket")), " ",
-    h("button", { type: "button", class: "link", onclick: () => { box.hidden = true; } }, t("common.close"))));
+    closeButton("award")));
 }
 
-// A tournament match calling you: where, and the countdown to its deadline.
+// The end of a tournament: who won, until dismissed (above the page, never over its buttons).
+function showOver(msg) {
+  setNotice("over", h("div", { class: "over", role: "status", "data-tournament": msg.tournament },
+    h("strong", {}, t("tournament.over_toast", { first: msg.podium[0] ? personName(msg.podium[0]) : "–" })), " ",
+    h("a", { href: `#/tournament/${encodeURIComponent(msg.tournament)}` }, t("tournament.see_bracket")), " ",
+    closeButton("over")));
+}
+
+const nowServer = () => Date.now() / 1000 + app.skew;
+const secondsTo = (at) => Math.max(0, Math.ceil(at - nowServer()));
+
+// The table of a tournament match opens once its call has been on screen CALL_MIN_MS (the
+// server keeps the call up a few seconds first; this covers a call that arrived late).
+function takeToTable(table) {
+  const c = app.call;
+  const shown = c && c.shownAt !== null ? performance.now() - c.shownAt : 0;
+  const wait = Math.max(0, CALL_MIN_MS - shown);
+  c.goAt = performance.now() + wait;
+  setTimeout(() => {
+    const logged = app.calls.get(`${c.tournament}|${c.match}`);
+    if (logged && logged.opened === null) logged.opened = performance.now();
+    if (app.call === c && !(app.view instanceof GameView && app.view.table === table)) go(`#/game/${table}`);
+  }, wait);
+  updateCall();
+}
+
+// A tournament match calling you: which tournament and round, against whom, when the table
+// opens, and what happens if you are not ready by the deadline. Drawn once per call (the
+// headline is an alert, read once); the seconds are updated in place.
 function drawCall() {
-  const box = document.getElementById("notice");
   const c = app.call;
   if (!c || (c.table && app.view instanceof GameView && app.view.table === c.table)) {
-    if (box.querySelector(".call")) box.hidden = true;
+    setNotice("call", null);
     return;
   }
-  box.hidden = false;
-  const left = c.deadline ? Math.max(0, Math.ceil(c.deadline - (Date.now() / 1000 + app.skew))) : null;
+  const key = `${c.tournament}|${c.match}|${c.table || ""}`;
+  const box = document.getElementById("notice");
+  const old = box.querySelector(":scope > .call");
+  if (old && old.dataset.key === key && old.dataset.lang === document.documentElement.lang) {
+    updateCall();
+    return;
+  }
+  if (c.shownAt === null) c.shownAt = performance.now();
+  const logKey = `${c.tournament}|${c.match}`;
+  if (!app.calls.has(logKey)) app.calls.set(logKey, { shown: c.shownAt, opened: null });
+  const round = roundText(c.round_name, c.round);
+  const name = c.name || c.tournament;
   const where = c.table
-    ? h("a", { href: `#/game/${c.table}`, class: "button primary" }, t("tournament.go_table"))
-    : h("a", { href: `#/tournament/${encodeURIComponent(c.tournament)}` }, t("tournament.see_bracket"));
-  box.replaceChildren(h("div", { class: "call", role: "alert", "data-tournament": c.tournament, "data-match": c.match },
-    h("strong", {}, t(c.table ? "tournament.table_open" : "tournament.paired", { opponent: c.opponent })),
-    left !== null ? h("span", { class: "countdown" }, t("tournament.countdown", { n: left })) : null,
-    where));
+    ? h("a", { href: `#/game/${c.table}`, class: "button primary go-table" }, t("tournament.go_table"))
+    : h("a", { href: `#/tournament/${encodeURIComponent(c.tournament)}`, class: "button" }, t("tournament.see_bracket"));
+  setNotice("call", h("div", { class: "call", "data-key": key, "data-lang": document.documentElement.lang,
+    "data-tournament": c.tournament, "data-match": c.match },
+  h("strong", { role: "alert" }, t(c.table ? "tournament.table_now" : "tournament.call_paired",
+    { name, round, opponent: personName(c.opponent) })),
+  h("span", { class: "opens" }), h("span", { class: "countdown" }), where));
+  updateCall();
 }
-setInterval(() => { if (app.call && app.call.deadline) drawCall(); }, 1000);
+
+function updateCall() {
+  const c = app.call;
+  const box = document.querySelector("#notice > .call");
+  if (!c || !box) return;
+  const opens = box.querySelector(".opens");
+  const countdown = box.querySelector(".countdown");
+  if (c.table) {
+    const left = Math.max(0, Math.ceil(((c.goAt || 0) - performance.now()) / 1000));
+    opens.textContent = t("tournament.going_in", { n: left });
+    countdown.textContent = "";
+  } else {
+    opens.textContent = c.opens_at && c.opens_at > nowServer() ? t("tournament.opens_in", { n: secondsTo(c.opens_at) }) : "";
+    countdown.textContent = c.deadline ? t("tournament.be_ready", { n: secondsTo(c.deadline) }) : "";
+  }
+}
+setInterval(() => { if (app.call) updateCall(); }, 1000);
 
 function connect() {
   if (app.socket) app.socket.close();
@@ -252,10 +323,12 @@ function drawOnline() {
   const n = app.online === null ? null : Math.max(app.online, app.me && app.status === "online" ? 1 : 0);
   if (box) box.textContent = n === null ? "" : t("nav.online", { n });
 }
-setInterval(loadOnline, 30000);
+setInterval(() => { if (!document.hidden) loadOnline(); }, 10000);
 
 function drawNav() {
   const nav = document.getElementById("nav");
+  nav.setAttribute("aria-label", t("nav.main"));
+  document.querySelector(".skip").textContent = t("shell.skip");
   const links = [["#/", "nav.lobby"], ["#/leaders", "nav.leaders"], ["#/tournaments", "nav.tournaments"],
     ["#/calculator", "nav.calculator"]];
   if (app.me && !app.me.guest) links.push([`#/player/${encodeURIComponent(app.me.player)}`, "nav.profile"]);
@@ -331,7 +404,6 @@ window.addEventListener("popstate", follow);
 window.addEventListener("hashchange", follow);
 
 await loadLang();
-document.querySelector(".skip").textContent = t("shell.skip");
 drawNav();
 if (app.token) connect();
 else setStatus("offline");

@@ -4,7 +4,7 @@
 
 import { api, qs } from "./api.js";
 import { fmtDate, t } from "./i18n.js";
-import { formField, h, modeText, num, personName, resultText, shownRating, signed } from "./ui.js";
+import { errorText, formField, gameModeText, h, num, personName, resultText, roundText, shownRating, signed, toast } from "./ui.js";
 
 const LADDERS = [["table42", "ladder.table42"], ["fibs", "ladder.fibs"], ["boosted", "ladder.boosted"]];
 
@@ -27,6 +27,10 @@ function page(title, build) {
     },
     handle(msg) {
       if (view.hooks.handle) view.hooks.handle(msg);
+    },
+    // Signed in again (a reload's welcome): what depends on who you are is drawn again.
+    onReconnect() {
+      if (view.hooks.signedIn) view.refresh();
     },
     destroy() {
       if (view.hooks.destroy) view.hooks.destroy();
@@ -136,7 +140,7 @@ async function gamesList(app, player, offset) {
     return h("tr", { "data-game": g.game_id },
       h("td", {}, fmtDate(g.finished_at)),
       h("td", {}, g.players[other] ? playerLink(g.players[other], g.names && g.names[other]) : "–"),
-      h("td", {}, modeText(g.mode) + (g.match_length > 1 ? " · " + t("tables.match_to", { n: g.match_length }) : "")),
+      h("td", {}, gameModeText(g.mode, g.players) + (g.match_length > 1 ? " · " + t("tables.match_to", { length: g.match_length }) : "")),
       h("td", { class: "outcome" }, won === null ? "–" : t(won ? "games.won" : "games.lost"),
         " ", resultText(g.result), " · ", t("games.points", { n: g.points })),
       h("td", { class: "num" }, g.rated && g.change !== null && g.change !== undefined ? signed(g.change, g.mode === "rated_match" ? 2 : 0) : "–"),
@@ -172,9 +176,10 @@ function profile(app, player, from) {
     const offset = Math.max(0, Math.floor(Number(from)) || 0);
     const p = await api(`/api/players/${encodeURIComponent(player)}`);
     const ladder = "table42";
-    const [hist, games] = await Promise.all([
+    const [hist, games, upcoming] = await Promise.all([
       api(`/api/players/${encodeURIComponent(player)}/history?${qs({ ladder, limit: 50 })}`),
       gamesList(app, player, offset).catch(() => h("p", { class: "note" }, t("games.unavailable"))),
+      upcomingOf(player).catch(() => []),
     ]);
     const title = body.parentElement.querySelector("h1");
     if (title) title.textContent = t("profile.title", { name: personName(player, p.name) });
@@ -194,6 +199,7 @@ function profile(app, player, from) {
           h("tr", { "data-ladder": "boosted" }, h("th", { scope: "row" }, t("ladder.boosted")), h("td", {}, t("profile.points", { n: b.points })),
             h("td", {}, b.rank ?? "–"), h("td", {}, "–"), h("td", {}, "–"), h("td", {}, "–"))))),
       h("p", {}, t("profile.window", { n: p.window.recent_games, k: p.window.k })),
+      upcoming.length ? upcomingBox(upcoming, "profile.upcoming", "upcoming-profile-h") : "",
       games,
       h("h2", {}, t("profile.graph_title")), graph(hist.entries),
       h("div", { class: "scroll-x" }, h("table", { class: "history" },
@@ -216,23 +222,92 @@ const M_STATUS = { pending: "mstatus.pending", ready: "mstatus.ready", playing: 
   forfeit: "mstatus.forfeit", bye: "mstatus.bye" };
 const mStatus = (s) => (M_STATUS[s] ? t(M_STATUS[s]) : s);
 
-function tournaments() {
-  return page(t("tournaments.title"), async (body) => {
-    const data = await api("/api/tournaments?offset=0&limit=50");
-    body.replaceChildren(data.tournaments.length
-      ? h("ul", { class: "tournament-list" }, ...data.tournaments.map((tn) => h("li", {},
-        h("a", { href: `#/tournament/${encodeURIComponent(tn.id)}` }, tn.name),
-        ` · ${tStatus(tn.status)} · ${t("tournaments.players", { n: tn.players })}`)))
-      : h("p", {}, t("tournaments.none")));
+// The public tournaments `player` is entered in that have not ended.
+export async function upcomingOf(player) {
+  return (await api(`/api/tournaments?${qs({ player, limit: 100 })}`)).tournaments;
+}
+
+// A list of upcoming tournaments under a heading (the lobby, the profile, the tournaments page).
+export function upcomingBox(list, titleKey, id) {
+  return h("section", { class: "upcoming", "aria-labelledby": id }, h("h2", { id }, t(titleKey)),
+    h("ul", { class: "upcoming-list" }, ...list.map((tn) => h("li", { "data-tournament": tn.id },
+      h("a", { href: `#/tournament/${encodeURIComponent(tn.id)}` }, tn.name), ` · ${tStatus(tn.status)}`))));
+}
+
+// How a tournament takes players: open to them (a cap, a deadline) or by its runner.
+function registrationText(tn) {
+  const r = tn.registration || { mode: "closed" };
+  if (r.mode !== "open") return t("tournament.reg_closed");
+  return [t("tournament.reg_open"), t("tournament.cap", { n: r.cap }),
+    r.deadline ? t("tournament.deadline", { when: fmtDate(r.deadline) }) : ""].filter(Boolean).join(" · ");
+}
+
+// Join or leave an open tournament (a signed-in account, before it starts and, to join, before
+// its deadline); the page is read again after.
+function entryControl(app, tn, entered, view) {
+  const r = tn.registration || { mode: "closed" };
+  if (tn.status !== "open" || r.mode !== "open") return entered ? h("span", { class: "entered" }, t("tournament.entered")) : "";
+  if (!app.token || !app.me || app.me.guest) return h("span", { class: "note" }, t("tournament.sign_up_to_join"));
+  const past = r.deadline && r.deadline <= Date.now() / 1000 + (app.skew || 0);
+  if (!entered && past) return "";
+  const count = Array.isArray(tn.players) ? tn.players.length : tn.players;
+  if (!entered && count >= r.cap) return h("span", { class: "note full" }, t("tournament.full"));
+  const act = async () => {
+    try {
+      await api(`/api/tournaments/${encodeURIComponent(tn.id)}/entry`, { method: entered ? "DELETE" : "PUT", token: app.token });
+      toast(t(entered ? "tournament.left_toast" : "tournament.joined_toast", { name: tn.name }));
+    } catch (err) {
+      toast(errorText({ code: err.code, message: err.message }));
+    }
+    view.refresh();
+  };
+  return h("span", { class: "entry" }, entered ? h("span", { class: "entered" }, t("tournament.entered"), " ") : "",
+    h("button", { type: "button", class: entered ? "leave-tournament" : "primary join-tournament", onclick: act },
+      t(entered ? "tournament.leave_named" : "tournament.join_named", { name: tn.name })));
+}
+
+async function enteredIds(app) {
+  if (!app.me || app.me.guest) return { list: [], ids: new Set() };
+  const list = await upcomingOf(app.me.player).catch(() => []);
+  return { list, ids: new Set(list.map((tn) => tn.id)) };
+}
+
+function tournaments(app) {
+  return page(t("tournaments.title"), async (body, view) => {
+    view.hooks.signedIn = true;
+    // A tournament of yours moving on (its bracket started, a result) redraws the list.
+    view.hooks.handle = (msg) => { if (LIVE_EVENTS.includes(msg.type)) view.refresh(); };
+    const [data, mine] = await Promise.all([api("/api/tournaments?offset=0&limit=50"), enteredIds(app)]);
+    body.replaceChildren(
+      mine.list.length ? upcomingBox(mine.list, "tournaments.upcoming", "upcoming-h") : "",
+      data.tournaments.length
+        ? h("ul", { class: "tournament-list" }, ...data.tournaments.map((tn) => h("li", { "data-tournament": tn.id },
+          h("a", { href: `#/tournament/${encodeURIComponent(tn.id)}` }, tn.name),
+          ` · ${tStatus(tn.status)} · ${t("tournaments.players", { n: tn.players })}`,
+          tn.status === "open" ? h("span", { class: "registration" }, " · ", registrationText(tn)) : "",
+          " ", entryControl(app, tn, mine.ids.has(tn.id), view))))
+        : h("p", {}, t("tournaments.none")));
   });
 }
 
+// One match of the bracket, its result in words (not in bold type alone).
 function matchBox(m) {
-  const row = (i) => h("li", { class: m.winner && m.winner === m.players[i] ? "winner" : "" },
-    h("span", { class: "seed" }, m.seeds[i] ?? ""), " ", m.players[i] ? playerLink(m.players[i]) : h("em", {}, m.status === "bye" ? t("mstatus.bye") : t("bracket.to_come")));
+  const row = (i) => {
+    const p = m.players[i];
+    const won = Boolean(m.winner) && m.winner === p;
+    return h("li", { class: won ? "winner" : "" },
+      h("span", { class: "seed" }, m.seeds[i] ?? ""), " ",
+      p ? playerLink(p) : h("em", {}, m.status === "bye" ? t("mstatus.bye") : t("bracket.to_come")),
+      won ? [" ", h("span", { class: "winner-mark" }, t("bracket.winner_mark"))] : null);
+  };
+  const winner = m.winner ? personName(m.winner) : "";
+  const status = m.status === "done" && winner ? t("bracket.won_by", { name: winner })
+    : m.status === "forfeit" && winner ? t("bracket.forfeit_by", { name: winner })
+      : m.status === "bye" && winner ? t("bracket.bye_for", { name: winner }) : mStatus(m.status);
   return h("div", { class: `match ${m.status}`, "data-match": m.match },
     h("ol", {}, row(0), row(1)),
-    h("p", { class: "status" }, mStatus(m.status), m.table && m.status === "playing" ? [" · ", h("a", { href: `#/watch/${m.table}` }, t("tables.watch"))] : null));
+    h("p", { class: "status" }, status, m.table && m.status === "playing" ? [" · ", h("a", { href: `#/watch/${m.table}` },
+      t("tables.watch"))] : null));
 }
 
 const LIVE_EVENTS = ["tournament_pairing", "tournament_table", "tournament_result", "tournament_over"];
@@ -246,13 +321,17 @@ function bracket(app, id) {
     const tn = (await api(path)).tournament;
     const title = body.parentElement.querySelector("h1");
     if (title) title.textContent = tn.name;
-    const format = tn.format.kind === "match" ? t("tournament.matches_to", { n: tn.format.length }) : t("tournament.single_games");
+    const format = tn.format.kind === "match" ? t("tournament.matches_to", { length: tn.format.length }) : t("tournament.single_games");
     const visibility = tn.visibility === "public" ? t("tournament.public") : t("tournament.private");
     const about = h("p", {}, `${visibility} · ${format} · ${tStatus(tn.status)} · ${t("tournaments.players", { n: tn.players.length })}`);
+    const me = app.me && app.me.player;
+    const entry = tn.status === "open" ? h("p", { class: "registration" }, registrationText(tn), " ",
+      entryControl(app, tn, Boolean(me) && tn.players.includes(me), view)) : "";
     if (!view.hooks.destroy) {
       const timer = setInterval(() => { if (!document.hidden) view.refresh(); }, 5000);
       view.hooks = {
         destroy: () => clearInterval(timer),
+        signedIn: true,
         handle: (msg) => {
           if ((LIVE_EVENTS.includes(msg.type) && msg.tournament === id)
             || (msg.type === "rating" && msg.reason === "podium" && msg.tournament === id)) view.refresh();
@@ -262,15 +341,19 @@ function bracket(app, id) {
     if (!tn.bracket) {
       const places = tn.podium && tn.podium.places ? h("ol", { class: "podium", "aria-label": t("tournament.podium") },
         ...tn.podium.places.map((p) => h("li", {}, playerLink(p.player), ` +${p.prize}`))) : "";
-      body.replaceChildren(about, places, h("h2", {}, t("tournament.players")),
+      body.replaceChildren(about, entry, places, h("h2", {}, t("tournament.players")),
         tn.players.length ? h("ul", { class: "tournament-players" }, ...tn.players.map((p) => h("li", {}, playerLink(p))))
           : h("p", {}, t("tournament.nobody")));
       return;
     }
     const b = await api(`${path}/bracket`);
-    const rounds = b.rounds.map((round, i) => h("section", { class: "round", "aria-label": t("bracket.round", { n: i + 1 }) },
-      h("h2", {}, i === b.rounds.length - 1 ? t("bracket.final") : t("bracket.round", { n: i + 1 })), ...round.map(matchBox)));
-    const third = b.third_place ? h("section", { class: "round third-place" }, h("h2", {}, t("bracket.third")), matchBox(b.third_place)) : null;
+    const count = b.rounds.length;
+    const nameOf = (i) => (i === count ? "final" : i === count - 1 ? "semi_final" : "round");
+    // Each round's section is named by its heading (the final is "Final" to everyone).
+    const rounds = b.rounds.map((round, i) => h("section", { class: "round", "aria-labelledby": `round-${i + 1}-h` },
+      h("h2", { id: `round-${i + 1}-h` }, roundText(nameOf(i + 1), i + 1)), ...round.map(matchBox)));
+    const third = b.third_place ? h("section", { class: "round third-place", "aria-labelledby": "round-third-h" },
+      h("h2", { id: "round-third-h" }, t("bracket.third")), matchBox(b.third_place)) : null;
     const podium = b.podium ? h("ol", { class: "podium", "aria-label": t("tournament.podium") },
       ...b.podium.map((p) => h("li", {}, p ? playerLink(p) : "–"))) : "";
     const award = [...app.ratings.values()].find((r) => r.reason === "podium" && r.tournament === id);

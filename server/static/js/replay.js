@@ -9,7 +9,7 @@ import { ChatBox } from "./chat.js";
 import { eventText } from "./game.js";
 import { fmtDate, t } from "./i18n.js";
 import { downloadMat } from "./pages.js";
-import { h, modeText, personName, resultText, toast } from "./ui.js";
+import { gameModeText, h, personName, resultText, toast } from "./ui.js";
 
 const clockText = (s) => `${Math.floor(s / 60)}:${String(Math.floor(s % 60)).padStart(2, "0")}`;
 
@@ -84,14 +84,14 @@ export class ReplayView {
     this.position = h("span", { class: "step-no" });
     const button = (key, cls, go) => h("button", { type: "button", class: cls, onclick: go }, t(key));
     const names = (record.names || record.players).map((n, i) => personName(record.players[i], n));
-    const length = record.match_length > 1 ? ` · ${t("tables.match_to", { n: record.match_length })}` : "";
+    const length = record.match_length > 1 ? ` · ${t("tables.match_to", { length: record.match_length })}` : "";
     const winner = record.winner === null || record.winner === undefined ? "" : names[record.winner];
     const matchDownload = record.match_length > 1
       ? button("replay.download_match", "mat-match", () => downloadMat(this.app, this.gameId, true).catch((e) => toast(e.message)))
       : null;
     this.root.replaceChildren(
       h("h1", {}, t("replay.heading", { a: names[0], b: names[1] })),
-      h("p", { class: "game-info" }, modeText(record.players.some((p) => /^bot-/.test(p)) ? "computer" : record.mode) + length, " · ", fmtDate(record.finished_at),
+      h("p", { class: "game-info" }, gameModeText(record.mode, record.players) + length, " · ", fmtDate(record.finished_at),
         winner ? ` · ${t("replay.winner", { name: winner, n: record.points })}` : "",
         record.result ? ` (${resultText(record.result)})` : ""),
       h("div", { class: "board-wrap" }, this.svg),
@@ -128,7 +128,7 @@ export class ReplayView {
       onPoint: () => {}, onDest: () => {} });
     this.svg.dataset.step = String(this.at);
     this.svg.dataset.position = state.game.position_id || "";
-    this.position.textContent = t("replay.step", { n: this.at + 1, total: this.steps.length });
+    this.position.textContent = t("replay.step", { step: this.at + 1, total: this.steps.length });
     const seats = state.seats || [];
     const name = (side) => (seats[side] ? personName(seats[side].player, seats[side].name) : personName(this.record.players[side]));
     this.stepBox.textContent = eventText(ev, name) || "";
@@ -136,8 +136,8 @@ export class ReplayView {
     this.clocks.replaceChildren(...[0, 1].map((side) => h("span", {
       class: `clock${c && c.side === side && c.deadline ? " running" : ""}`, "data-side": side },
     h("strong", {}, name(side)), " ",
-    [c ? clockText(c.limit) : "", c ? t("game.strikes", { n: c.strikes[side], max: c.max_strikes }) : "",
-      state.game.pips ? t("game.pips", { n: state.game.pips[side] }) : ""].filter(Boolean).join(" · "))));
+    [c ? clockText(c.limit) : "", c ? t("game.strikes", { strikes: c.strikes[side], max: c.max_strikes }) : "",
+      state.game.pips ? t("game.pips", { pips: state.game.pips[side] }) : ""].filter(Boolean).join(" · "))));
     const until = this.times[this.at];
     const last = this.at === this.steps.length - 1;
     this.chat.set((this.record.chat || []).filter((m) => last || m.at <= until));

@@ -58,6 +58,18 @@ const MODES = {
 };
 export const modeText = (mode) => (MODES[mode] ? t(MODES[mode]) : mode || t("mode.table"));
 
+// A round of a bracket in words: the final, a semi-final, the third-place match, Round n.
+const ROUND_NAMES = { final: "bracket.final", semi_final: "bracket.semi_final", third_place: "bracket.third" };
+export const roundText = (roundName, round) => (ROUND_NAMES[roundName] ? t(ROUND_NAMES[roundName])
+  : t("bracket.round", { round }));
+
+// Whether a player id is the computer's.
+export const isBot = (player) => /^bot-/.test(String(player || ""));
+
+// A finished game's mode in words: a game against the computer is practice, whatever its
+// table's mode.
+export const gameModeText = (mode, players) => ((players || []).some(isBot) ? t("mode.practice") : modeText(mode));
+
 const KINDS = { single: "kind.single", gammon: "kind.gammon", backgammon: "kind.backgammon" };
 export const kindText = (kind) => (KINDS[kind] ? t(KINDS[kind]) : kind);
 
