@@ -126,6 +126,7 @@ class Persistence(ResultRecords, OwnerRecords, EventLogReads, LobbyIndex, Player
         self.probe: StoreProbe | None = None
         self._claimed_at = 0.0  # monotonic time the store's identity was last read here
         self._away_at = 0.0  # monotonic time Redis was last marked away here
+        self._probe_heard = False  # the pulse thread's probe told something yet
         self._reclaiming: asyncio.Task[None] | None = None
         # The store identity this node knows (claim_store), and who is told when it is gone.
         self.store_id: str | None = None
@@ -433,6 +434,7 @@ class Persistence(ResultRecords, OwnerRecords, EventLogReads, LobbyIndex, Player
         answers is health, however late the loop reads it. A probe started before this
         node last read the identity is no news of a loss (the identity it read may be the
         one this node replaced)."""
+        self._probe_heard = True
         if up and not self._redis_up and probed_at < self._away_at:
             # Started before the failure that marked Redis away: no news of its return.
             if self.probe is not None:
@@ -457,10 +459,11 @@ class Persistence(ResultRecords, OwnerRecords, EventLogReads, LobbyIndex, Player
         one (a busy loop is not a Redis outage): one started within two check periods and
         a probe's timeout (a probe in flight may take that long) answered; else a PING on
         the loop."""
-        if self.probe is not None:
+        if self.probe is not None and self._probe_heard:
             window = 2 * self._settings.redis_check_interval + max(
                 self._settings.redis_check_interval, 2.0)
             return self.probe.answered_since(time.monotonic() - window)
+        # No probe yet (the node has just started): asked here.
         return await self.ping(timeout=timeout)
 
     async def _checked(self, up: bool, lost: bool, started: float | None) -> None:

@@ -375,7 +375,9 @@ async def test_words_after_a_language_switch_and_a_practice_game(
     server = await start_browser_server(scripted(GAME_SEED))
     player = await person(browser, server.url + "/")
     page = player.page
-    assert await page.locator("#conn").text_content() == "not signed in"
+    # The badge is written once the page has learned it is signed out.
+    await page.wait_for_function(
+        "document.querySelector('#conn').textContent === 'not signed in'", timeout=10_000)
     await page.select_option("select.lang", "ro")
     await page.wait_for_function("() => document.documentElement.lang === 'ro'")
     assert await page.get_attribute("#nav", "aria-label") == "Principală"

@@ -206,7 +206,9 @@ async def test_a_socket_that_does_not_read_is_closed_with_4002(
     """A client asks for many answers and reads none: past max_send_buffer unsent bytes the
     node sends nothing more but a close frame, 4002 ``slow consumer``; the client that
     reads afterwards gets the answers sent before it, then that frame, then the end."""
-    server = await start_server(max_send_buffer=4096, chat_rate=100)
+    # 400 messages at once: the message rate is raised (this test is about the send buffer).
+    server = await start_server(max_send_buffer=4096, chat_rate=100, rate_limit=1000.0,
+                                rate_burst=1000)
     host = await connect(server, await register(server, "alice"))
     table = (await host.request({"type": "create_table", "mode": "private"}))["table"]
     for i in range(50):  # each watching answer carries them: about 16 KiB
