@@ -19,6 +19,8 @@ import pytest
 import redis.asyncio as aioredis
 from server_helpers import RunningServer, connect, eventually, register
 
+from server.client import Client as LibraryClient
+from server.client import RequestFailed
 from server.cluster.bus import NodeBus
 from server.lobby.delivery import packed
 from server.protocol import node_messages as ops
@@ -119,3 +121,47 @@ async def test_a_join_forwarded_while_the_owner_does_not_listen_gets_an_answer(
         await alice.close()
         await bob.close()
 
+
+async def test_the_client_library_sends_a_request_refused_unavailable_again(
+        start_server: Any) -> None:
+    one: RunningServer = await start_server(node_id="n1")
+    two: RunningServer = await start_server(node_id="n2", bus_unheard_for=0.3)
+    alice = await connect(one, await register(one, "alice"))
+    seen: list[dict[str, Any]] = []
+    bob = await LibraryClient.connect(two.ws_url, await register(two, "bob"),
+                                      on_message=seen.append, auto_reconnect=False)
+    try:
+        table = (await alice.request({"type": "create_table", "mode": "private"}))["table"]
+        await _listen(one, False)
+        join = asyncio.ensure_future(bob.join(table))
+        await eventually(lambda: any(m.get("code") == "unavailable" for m in seen))
+        await _listen(one, True)  # back before the refusal's retry_after (1 s) is over
+        answer = await join  # the library waited retry_after and sent the join again
+        assert answer["type"] != "error"
+        joins = [m for m in seen if m.get("code") == "unavailable"]
+        assert len(joins) == 1 and joins[0]["retry_after"] >= 1
+        await alice.expect("game_start")
+    finally:
+        await alice.close()
+        await bob.close()
+
+
+async def test_the_client_library_gives_up_after_its_retries(start_server: Any) -> None:
+    one: RunningServer = await start_server(node_id="n1")
+    two: RunningServer = await start_server(node_id="n2", bus_unheard_for=0.2)
+    alice = await connect(one, await register(one, "alice"))
+    seen: list[dict[str, Any]] = []
+    bob = await LibraryClient.connect(two.ws_url, await register(two, "bob"),
+                                      on_message=seen.append, auto_reconnect=False,
+                                      unavailable_retries=2)
+    try:
+        table = (await alice.request({"type": "create_table", "mode": "private"}))["table"]
+        await _listen(one, False)  # and never back
+        with pytest.raises(RequestFailed) as refused:
+            await bob.join(table)
+        assert refused.value.error.raw["code"] == "unavailable"
+        assert [m.get("code") for m in seen if m.get("type") == "error"] == ["unavailable"] * 3
+    finally:
+        await _listen(one, True)
+        await alice.close()
+        await bob.close()
