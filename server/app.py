@@ -162,7 +162,8 @@ async def _services(app: web.Application) -> AsyncIterator[None]:
     ratings = RatingStore(redis, settings.key_prefix)
     bus = NodeBus(redis, keys, settings.node_id, alive_ttl=settings.lease_ttl,
                   alive_refresh=settings.lease_renew, tick=tick,
-                  link_peers=settings.link_peers, link_dir=settings.link_dir)
+                  link_peers=settings.link_peers, link_dir=settings.link_dir,
+                  unheard_for=settings.bus_unheard_for)
     hub = Hub(settings.max_send_buffer,
               on_token_end=lambda reason: metrics.tokens_ended.labels(reason).inc())
     lobby = Lobby(settings, persistence, bus, hub, ratings, app[DICE_FACTORY], metrics,

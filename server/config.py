@@ -318,6 +318,11 @@ class Settings:
     forward_timeout: float = _ownership(
         30.0, "seconds a request forwarded to a live owner may go unanswered before the "
         "sender answers it with unavailable", gt=0)
+    # A node message nobody heard (server/cluster/bus.py).
+    bus_unheard_for: float = _ownership(
+        3.0, "seconds a node message that no node heard (its listener reconnecting) is "
+        "published again before it is given up; a forwarded request given up is answered "
+        "unavailable with retry_after", gt=0)
 
     tournament_tick: float = _tournaments(1.0, "seconds between two steps of a bracket", gt=0)
     tournament_lease: float = _tournaments(10.0, "seconds a node's lease on a bracket lasts "

@@ -112,6 +112,10 @@ NO_RETRY_CLOSES = frozenset({CLOSE_POLICY, CLOSE_TOKEN_ENDED})
 """Closes after which reconnecting with the same token cannot help."""
 MOVE_CLOSES = frozenset({CLOSE_GOING_AWAY, CLOSE_SERVICE_RESTART})
 """Closes that say the node is going away: reconnect to another of ``urls``."""
+UNAVAILABLE_RETRIES = 3
+"""Times :meth:`Client.request` sends a request refused ``unavailable`` again (by default)."""
+UNAVAILABLE_RETRY_FOR = 10.0
+"""Seconds of ``retry_after`` waits :meth:`Client.request` spends on one request at most."""
 SILENCE_TIMEOUT = 10.0
 """Seconds without a frame from the node after which it counts as silent (see above)."""
 STABLE_CONNECTION = 5.0
@@ -142,6 +146,8 @@ class Client(CatchUp, Commands):
         choose_url: Callable[[Client], str | Awaitable[str]] | None = None,
         catch_up: bool = True,
         sync_retry_for: float = 30.0,
+        unavailable_retries: int = UNAVAILABLE_RETRIES,
+        unavailable_retry_for: float = UNAVAILABLE_RETRY_FOR,
         keep_messages: bool = False,
         queue_events: bool = True,
         on_message: Callable[[Message], None] | None = None,
@@ -168,6 +174,11 @@ class Client(CatchUp, Commands):
         # send a refused sync again for at most ``sync_retry_for`` seconds.
         self.catch_up = catch_up
         self.sync_retry_for = sync_retry_for
+        # Send a request refused ``unavailable`` with ``retry_after`` again after that wait,
+        # at most ``unavailable_retries`` times and ``unavailable_retry_for`` seconds of
+        # waits in all (0: never).
+        self.unavailable_retries = unavailable_retries
+        self.unavailable_retry_for = unavailable_retry_for
         self.keep_messages = keep_messages
         self.queue_events = queue_events
         self.on_message = on_message
@@ -624,9 +635,40 @@ class Client(CatchUp, Commands):
                       timeout: float | None = None) -> Message:
         """Send ``message`` with a fresh ``id`` and return the answer carrying it as ``ref``.
         Raises :class:`RequestFailed` for an ``error`` answer, :class:`RequestTimeout` when
-        none comes within ``timeout`` (default ``request_timeout``), :class:`ConnectionLost`
-        when the socket closes first."""
-        return await self._ask(message, timeout)
+        none comes within ``timeout`` (default ``request_timeout``, per attempt),
+        :class:`ConnectionLost` when the socket closes first.
+
+        An answer ``unavailable`` with ``retry_after`` (PROTOCOL.md §8: the table's node did
+        not answer, the table is changing hands, the store is away; nothing was done) is
+        not final: the same request is sent again (a fresh ``id``) after ``retry_after``
+        seconds, at most ``unavailable_retries`` times and ``unavailable_retry_for`` seconds
+        of waiting in all; past that the last refusal is raised."""
+        retries = 0
+        waited = 0.0
+        while True:
+            try:
+                return await self._ask(message, timeout)
+            except RequestFailed as exc:
+                wait = self._unavailable_wait(exc, retries, waited)
+                if wait is None:
+                    raise
+                log.info("%s refused unavailable, sent again in %g s",
+                         message.get("type"), wait)
+            retries += 1
+            waited += wait
+            await asyncio.sleep(wait)
+
+    def _unavailable_wait(self, exc: RequestFailed, retries: int,
+                          waited: float) -> float | None:
+        """The wait before sending again a request refused with ``exc``; None: raise it."""
+        raw = exc.error.raw
+        if raw.get("code") != "unavailable" or retries >= self.unavailable_retries:
+            return None
+        wait = raw.get("retry_after")
+        if isinstance(wait, bool) or not isinstance(wait, int | float) or wait <= 0:
+            return None
+        wait = float(wait)
+        return wait if waited + wait <= self.unavailable_retry_for else None
 
     async def _ask(self, message: Mapping[str, Any], timeout: float | None = None) -> Message:
         """:meth:`request` as the library itself uses it (a subclass may change ``request``).

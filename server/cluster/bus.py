@@ -6,8 +6,20 @@ the socket. Same-node traffic never touches Redis.
 
 Sending is fire-and-forget and ordered per destination node: :meth:`NodeBus.send` only queues;
 one publisher task drains the queue with pipelined ``PUBLISH`` calls, so a burst of events
-costs one round trip. A message for a node that is gone is simply lost (pub/sub has no
-backlog); clients recover with ``sync`` (versioned events are kept in Redis).
+costs one round trip. A message for a node that is gone is lost (pub/sub has no backlog);
+clients recover with ``sync`` (versioned events are kept in Redis).
+
+**Nobody heard it.** ``PUBLISH`` answers how many subscribers got the message (the reply
+is read anyway). A message for a node that nobody heard (0: the node's listener is
+reconnecting, after a Redis restart say, or the node is gone) is held, with every later
+message for that node behind it (order kept), and published again every
+:data:`UNHEARD_RESEND` seconds (or sent over the local link once that is up) for at most
+:data:`UNHEARD_FOR` seconds; past that it is given up. A message sent with a ``token`` (a
+forwarded request, see ``server/lobby/forwarding.py``) is never dropped silently: when it is
+given up, or when a ``PUBLISH`` fails (it may or may not have gone out, so it is not sent
+again), ``on_unheard(token)`` is called, and the sender answers the request ``unavailable``
+with ``retry_after``. On a Redis Cluster ``PUBLISH`` counts only the subscribers of the
+node it ran on, so there the count is not trusted and nothing is held.
 
 Each node also refreshes ``{prefix}node:<id>:alive`` (expiring; a duty of the node's tick) so
 others can tell a dead owner from a quiet one (the tournament driver asks
@@ -28,7 +40,7 @@ import asyncio
 import contextlib
 import logging
 from collections import deque
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 
 import redis.asyncio as aioredis
@@ -49,8 +61,19 @@ ALIVE = "bus-alive"
 LISTEN_TIMEOUT = 30.0
 """Seconds the listener waits for a message before it asks again (no polling: the read
 blocks; each ask lets redis-py check the connection's health)."""
+UNHEARD_RESEND = 0.25
+"""Seconds between two publications of a message that nobody heard."""
+UNHEARD_FOR = 3.0
+"""Seconds a message nobody heard is published again before it is given up (the listener
+of a node whose Redis restarted is back within a second)."""
+UNHEARD_MAX = 10_000
+"""Messages held (nobody heard them) at most; past it the oldest is given up."""
 
 Handler = Callable[[list[NodeMessage]], Awaitable[None]]
+Unheard = Callable[[Any], None]
+"""Told the ``token`` of a message given up without being heard (or whose publish failed)."""
+_Item = tuple[str, bytes, Any]
+"""A queued message: its channel, its bytes, its token (None for most)."""
 """Handles a batch of messages from other nodes, in order (each failure its own)."""
 
 
@@ -74,10 +97,12 @@ class NodeBus:
     def __init__(self, redis: aioredis.Redis, keys: Keys, node_id: str, *,
                  alive_ttl: float = ALIVE_TTL, alive_refresh: float = ALIVE_REFRESH,
                  tick: Tick | None = None, link_peers: tuple[str, ...] = (),
-                 link_dir: str = "") -> None:
+                 link_dir: str = "", unheard_for: float = UNHEARD_FOR,
+                 unheard_resend: float = UNHEARD_RESEND) -> None:
         """``tick``: the node's tick, which refreshes the alive key (one of its own if not
         given). ``link_peers`` (the sibling workers' ids) and ``link_dir``: the local link
-        to them (off when either is empty)."""
+        to them (off when either is empty). ``unheard_for`` / ``unheard_resend``: how long
+        and how often a message nobody heard is published again (see the module)."""
         self._redis = redis
         self.tick = tick if tick is not None else Tick()
         # On a cluster, pub/sub and PUBLISH use a plain client of one node
@@ -88,7 +113,19 @@ class NodeBus:
         self._keys = keys
         self.node_id = node_id
         self._handler: Handler | None = None
-        self._queue: deque[tuple[str, bytes]] = deque()
+        self._queue: deque[_Item] = deque()
+        # PUBLISH counts are those of the whole deployment (not a cluster's one node).
+        self._counts_trusted = self._pubsub_redis is redis
+        self._unheard_for = unheard_for
+        self._unheard_resend = unheard_resend
+        # Messages nobody heard, per channel, in order: (item, loop time first unheard);
+        # the node each channel is for.
+        self._held: dict[str, deque[tuple[_Item, float]]] = {}
+        self._held_node: dict[str, str] = {}
+        self._held_count = 0
+        self._held_wake = asyncio.Event()
+        self.on_unheard: Unheard | None = None
+        """Set by the owner of the tokens (the lobby's forwarding)."""
         self._wake = asyncio.Event()
         self._tasks: list[asyncio.Task[None]] = []
         self._pubsub: Any = None
@@ -109,6 +146,7 @@ class NodeBus:
         self._tasks = [
             asyncio.create_task(self._listen(), name="bus-listen"),
             asyncio.create_task(self._publish_loop(), name="bus-publish"),
+            asyncio.create_task(self._resend_loop(), name="bus-resend"),
         ]
         if self.link is not None:
             self._tasks.append(asyncio.create_task(self._dispatch_local(), name="bus-local"))
@@ -124,6 +162,8 @@ class NodeBus:
             await self._drain()
         if self.link is not None:
             await self.link.stop()
+        for channel in list(self._held):
+            self._give_up(channel, list(self._forget_held(channel)), "the node stops")
         await self.tick.remove(ALIVE)
         for task in self._tasks:
             task.cancel()
@@ -138,33 +178,57 @@ class NodeBus:
         with contextlib.suppress(RedisError, OSError):
             await self._redis.delete(self._keys.node_alive(self.node_id))
 
-    def send(self, node: str, message: NodeMessage) -> None:
+    def send(self, node: str, message: NodeMessage, token: Any = None) -> None:
         """Queue ``message`` for ``node`` (never this node; callers deliver locally): over
-        the local link when ``node`` is a sibling worker with the link up, else Redis."""
+        the local link when ``node`` is a sibling worker with the link up, else Redis.
+        ``token`` (hashable, not None): passed to :attr:`on_unheard` if the message is given
+        up unheard or its publish fails (see the module)."""
         data = encode(message)
         link = self.link
         if link is not None and link.send(node, data):
             return
-        self._queue.append((self._keys.node_channel(node), data))
+        channel = self._keys.node_channel(node)
+        if self._held and channel in self._held:  # behind those nobody heard yet: in order
+            self._hold(channel, (channel, data, token), asyncio.get_running_loop().time())
+            return
+        self._queue.append((channel, data, token))
         self._wake.set()
 
     def broadcast(self, message: NodeMessage) -> None:
         """Queue ``message`` for every node (this one hears it too)."""
-        self._queue.append((self._keys.broadcast_channel, encode(message)))
+        self._queue.append((self._keys.broadcast_channel, encode(message), None))
         self._wake.set()
+
+    @property
+    def unheard_held(self) -> int:
+        """Messages nobody heard, held to be published again."""
+        return self._held_count
 
     async def is_alive(self, node: str) -> bool:
         if node == self.node_id:
             return True
         return bool(await self._redis.exists(self._keys.node_alive(node)))
 
+    async def _publish(self, batch: list[_Item]) -> list[int]:
+        """PUBLISH each message of ``batch``, one round trip; how many heard each. Raises
+        after calling :attr:`on_unheard` for the tokens of the batch (it may or may not
+        have gone out: it is not sent again)."""
+        try:
+            async with self._pubsub_redis.pipeline(transaction=False) as pipe:
+                for channel, data, _token in batch:
+                    pipe.publish(channel, data)
+                counts: list[int] = await pipe.execute()
+        except BaseException:
+            self._tell_unheard(batch)
+            raise
+        return counts
+
     async def _drain(self) -> None:
         while self._queue:
             batch = [self._queue.popleft() for _ in range(min(MAX_BATCH, len(self._queue)))]
-            async with self._pubsub_redis.pipeline(transaction=False) as pipe:
-                for channel, data in batch:
-                    pipe.publish(channel, data)
-                await pipe.execute()
+            counts = await self._publish(batch)
+            if self._counts_trusted and 0 in counts:
+                self._hold_unheard(batch, counts)
 
     async def _publish_loop(self) -> None:
         while not self._stopping:
@@ -174,7 +238,101 @@ class NodeBus:
                 await self._drain()
             except (RedisError, OSError) as exc:
                 log.warning("bus: publish failed, %d messages dropped: %s", len(self._queue), exc)
+                self._tell_unheard(self._queue)
                 self._queue.clear()
+
+    def _tell_unheard(self, items: Iterable[_Item]) -> None:
+        unheard = self.on_unheard
+        if unheard is None:
+            return
+        for _channel, _data, token in items:
+            if token is not None:
+                try:
+                    unheard(token)
+                except Exception:
+                    log.exception("bus: answering a message nobody heard failed")
+
+    def _hold_unheard(self, batch: list[_Item], counts: list[int]) -> None:
+        """Hold the messages of ``batch`` for a node that nobody heard, to publish them
+        again; a later one for a node held already waits behind (order kept)."""
+        now = asyncio.get_running_loop().time()
+        broadcast = self._keys.broadcast_channel
+        for item, count in zip(batch, counts, strict=True):
+            channel = item[0]
+            if count or channel == broadcast:
+                continue
+            self._hold(channel, item, now)
+        self._held_wake.set()
+
+    def _hold(self, channel: str, item: _Item, now: float) -> None:
+        if self._held_count >= UNHEARD_MAX:
+            self._give_up(channel, [(item, now)], "too many messages held")
+            return
+        held = self._held.get(channel)
+        if held is None:
+            held = self._held[channel] = deque()
+            node = self._held_node[channel] = channel[len(self._keys.node_channel("")):]
+            log.info("bus: a message for node %s heard by nobody (its listener is away?): "
+                     "held and published again for up to %g s", node, self._unheard_for)
+        held.append((item, now))
+        self._held_count += 1
+
+    def _forget_held(self, channel: str) -> deque[tuple[_Item, float]]:
+        del self._held_node[channel]
+        held = self._held.pop(channel)
+        self._held_count -= len(held)
+        return held
+
+    def _give_up(self, channel: str, items: list[tuple[_Item, float]], why: str) -> None:
+        log.warning("bus: %d messages for %s heard by nobody, given up (%s)", len(items),
+                    channel, why)
+        self._tell_unheard(item for item, _since in items)
+
+    async def _resend_loop(self) -> None:
+        """Publish again, every ``unheard_resend`` seconds, what nobody heard (or send it
+        over the local link once that is up); give up what waited past ``unheard_for``."""
+        loop = asyncio.get_running_loop()
+        while True:
+            await self._held_wake.wait()
+            await asyncio.sleep(self._unheard_resend)
+            self._held_wake.clear()
+            for channel in list(self._held):
+                if channel in self._held:
+                    await self._resend(channel, loop.time())
+            if self._held:
+                self._held_wake.set()
+
+    async def _resend(self, channel: str, now: float) -> None:
+        held = self._held[channel]
+        node = self._held_node[channel]
+        link = self.link
+        if link is not None and link.is_up(node):
+            for (_channel, data, _token), _since in self._forget_held(channel):
+                link.send(node, data)
+            return
+        if now - held[0][1] > self._unheard_for:
+            self._give_up(channel, list(self._forget_held(channel)),
+                          f"not heard for {self._unheard_for:g} s")
+            return
+        items = list(held)
+        try:
+            counts = await self._publish([item for item, _since in items])
+        except (RedisError, OSError) as exc:
+            # The batch's tokens are told (_publish); those sent meanwhile too.
+            rest = list(self._forget_held(channel))[len(items):]
+            self._tell_unheard(item for item, _since in rest)
+            log.warning("bus: publishing again failed, %d messages dropped: %s",
+                        len(items) + len(rest), exc)
+            return
+        # Those sent meanwhile (send() appends to the same deque) stay behind.
+        later = list(held)[len(items):]
+        still = [entry for entry, count in zip(items, counts, strict=True) if count == 0]
+        held.clear()
+        held.extend(still)
+        held.extend(later)
+        self._held_count -= len(items) - len(still)
+        if not held:
+            self._forget_held(channel)
 
     async def _listen(self) -> None:
         assert self._pubsub is not None and self._handler is not None

@@ -80,12 +80,33 @@ class Forwarding:
                 table_id: str) -> None:
         """Send a command to ``owner``; a request with an id is remembered until its answer
         comes back (if the owner dies first, :meth:`sweep` answers it)."""
+        token: tuple[str, Any] | None = None
         if ref is not None and actor.node == self.node_id:
             if len(self._forwarded) >= FORWARDED_MAX:
                 self._forwarded.pop(next(iter(self._forwarded)))
-            self._forwarded[(actor.conn, ref)] = (owner, table_id,
-                                                  asyncio.get_running_loop().time())
-        self.bus.send(owner, ops.Cmd(actor=actor, msg=msg))
+            token = (actor.conn, ref)
+            self._forwarded[token] = (owner, table_id, asyncio.get_running_loop().time())
+        self.bus.send(owner, ops.Cmd(actor=actor, msg=msg), token)
+
+    def unheard(self, token: Any) -> None:
+        """The bus gave up a forwarded request (``token``: its socket and id) that nobody
+        heard, or whose publish failed: answer it ``unavailable`` now (retry after a
+        second) instead of after ``forward_timeout``. A late answer is dropped."""
+        entry = self._forwarded.pop(token, None)
+        if entry is None:
+            return
+        self._answer_unavailable(token, entry[1], "its server did not hear it, retry", 1.0)
+        self.lobby.hub.flush_soon()
+
+    def _answer_unavailable(self, key: tuple[str, Any], table_id: str, why: str,
+                            wait: float) -> None:
+        self._answered[key] = None
+        if len(self._answered) > ANSWERED_MAX:
+            self._answered.popitem(last=False)
+        conn_id, ref = key
+        err = retry_later(ProtocolError(ErrorCode.UNAVAILABLE, f"table {table_id}: {why}"),
+                          wait)
+        self.lobby.hub.push_conn_id(conn_id, Outgoing(error_message(err, ref, table_id)))
 
     async def owner_to_ask(self, table_id: str) -> str:
         """The live node that owns ``table_id`` (not this one). Raises ``no_such_table``
@@ -140,24 +161,16 @@ class Forwarding:
         wait = self.settings.lease_ttl + self.settings.takeover_scan \
             if retry_after is None else retry_after
         is_live = self.lobby.liveness.is_live
-        hub = self.lobby.hub
         answered = 0
         for key, (owner, table_id, sent) in list(self._forwarded.items()):
             if not (owner == node or table_id == table or not is_live(owner)
                     or now - sent > timeout):
                 continue
             del self._forwarded[key]
-            self._answered[key] = None
-            if len(self._answered) > ANSWERED_MAX:
-                self._answered.popitem(last=False)
-            conn_id, ref = key
-            err = retry_later(ProtocolError(
-                ErrorCode.UNAVAILABLE, f"table {table_id}: no answer from its server, retry"),
-                wait)
-            hub.push_conn_id(conn_id, Outgoing(error_message(err, ref, table_id)))
+            self._answer_unavailable(key, table_id, "no answer from its server, retry", wait)
             answered += 1
         if answered:
-            hub.flush_soon()
+            self.lobby.hub.flush_soon()
         return answered
 
     async def owner(self, table_id: str) -> str | None:

@@ -138,6 +138,7 @@ class Lobby:
                                      bus)
         self.delivery = Delivery(self)
         self.forwarding = Forwarding(self)
+        bus.on_unheard = self.forwarding.unheard  # a forwarded request nobody heard
         self.takeover = Takeover(self)
         self.creation = TableCreation(self)
         self.chat = LobbyChat(self)
