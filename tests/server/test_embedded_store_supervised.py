@@ -176,9 +176,13 @@ async def seat_two(node: Node) -> tuple[Client, Client, str]:
     return a, b, table
 
 
+KILL_EVERY = 8
+"""Versions of the table between two kills of the store."""
+
+
 async def play_through_kills(node: Node, kills: int) -> tuple[GameLog, GameLog, list[float]]:
     """Two random players at one table of ``node``; the embedded redis-server is killed
-    ``kills`` times mid-game (after every 20 versions of the table). Returns both players'
+    ``kills`` times mid-game (every ``KILL_EVERY`` versions of the table). Returns both players'
     logs once the game is over, and for each kill the seconds from it to the first event of
     the game that came after it (each is stored before it is announced)."""
     a, b, table = await seat_two(node)
@@ -189,7 +193,9 @@ async def play_through_kills(node: Node, kills: int) -> tuple[GameLog, GameLog, 
         gaps: list[float] = []
         for _ in range(kills):
             start = a.tables[table].v
-            while a.tables[table].v < start + 20:
+            # A few versions apart: a random game may be short (rolls and moves, about 100
+            # versions as a rule, but a quick race can end in 40).
+            while a.tables[table].v < start + KILL_EVERY:
                 assert not any(g.done() for g in games), "the game ended before the kill"
                 await asyncio.sleep(0.02)
             state = a.state(table)
