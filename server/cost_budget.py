@@ -19,7 +19,7 @@ budget more lenient). ``rate == 0`` turns the budget off.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from server.ratelimit import Bucket, lru_bucket
 
 __all__ = ["COSTS", "CostBudget", "record_cost"]
 
@@ -44,12 +44,6 @@ def record_cost(sent_bytes: int, *, decompressed: bool = False) -> float:
     return COSTS["record"] + (2.0 * size if decompressed else size)
 
 
-@dataclass(slots=True)
-class _Balance:
-    units: float
-    updated: float
-
-
 class CostBudget:
     """Buckets of cost units per key (see the module docstring)."""
 
@@ -61,7 +55,7 @@ class CostBudget:
         self.rate = float(rate)
         self.burst = float(burst)
         self.max_keys = max_keys
-        self._balances: dict[str, _Balance] = {}
+        self._balances: dict[str, Bucket] = {}  # tokens: the units left
 
     @property
     def is_enabled(self) -> bool:
@@ -70,23 +64,16 @@ class CostBudget:
     def __len__(self) -> int:
         return len(self._balances)
 
-    def _balance(self, key: str, now: float) -> _Balance:
-        balance = self._balances.pop(key, None)  # re-inserted: the dict stays LRU-ordered
-        if balance is None:
-            balance = _Balance(self.burst, now)
-            if len(self._balances) >= self.max_keys:
-                del self._balances[next(iter(self._balances))]
-        elif now > balance.updated:  # time going backwards refills nothing
-            balance.units = min(self.burst, balance.units + (now - balance.updated) * self.rate)
-            balance.updated = now
-        self._balances[key] = balance
+    def _balance(self, key: str, now: float) -> Bucket:
+        balance = lru_bucket(self._balances, key, self.burst, self.max_keys, now)
+        balance.refill(self.rate, self.burst, now)
         return balance
 
     def wait(self, key: str, now: float) -> float:
         """0.0 when ``key`` may start a request at ``now``, else the seconds until it may."""
         if self.rate <= 0:
             return 0.0
-        units = self._balance(key, now).units
+        units = self._balance(key, now).tokens
         return 0.0 if units > 0 else (-units + 1e-9) / self.rate
 
     def charge(self, key: str, cost: float, now: float) -> None:
@@ -96,4 +83,4 @@ class CostBudget:
         if self.rate <= 0 or cost == 0:
             return
         balance = self._balance(key, now)
-        balance.units = min(self.burst, max(-self.burst, balance.units - cost))
+        balance.tokens = min(self.burst, max(-self.burst, balance.tokens - cost))

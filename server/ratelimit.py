@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["Bucket", "RateLimiter"]
+__all__ = ["Bucket", "RateLimiter", "lru_bucket"]
 
 
 @dataclass(slots=True)
@@ -27,17 +27,34 @@ class Bucket:
     tokens: float
     updated: float
 
+    def refill(self, rate: float, burst: float, now: float) -> None:
+        """Refill at ``rate`` up to ``burst`` tokens. Time going backwards refills nothing."""
+        if now > self.updated:
+            self.tokens = min(burst, self.tokens + (now - self.updated) * rate)
+            self.updated = now
+
     def spend(self, rate: float, burst: float, now: float) -> float:
         """Refill at ``rate`` up to ``burst`` tokens, then spend one. Returns 0.0 when there
         was one, else the seconds until one is back (nothing is spent then; infinite at rate
         0). Time going backwards refills nothing."""
-        if now > self.updated:
-            self.tokens = min(burst, self.tokens + (now - self.updated) * rate)
-            self.updated = now
+        self.refill(rate, burst, now)
         if self.tokens >= 1.0:
             self.tokens -= 1.0
             return 0.0
         return (1.0 - self.tokens) / rate if rate > 0 else float("inf")
+
+
+def lru_bucket(buckets: dict[str, Bucket], key: str, burst: float, max_keys: int,
+               now: float) -> Bucket:
+    """``key``'s bucket in ``buckets`` (a new one is full at ``now``), moved to the most
+    recently used end; past ``max_keys`` the least recently used is forgotten."""
+    bucket = buckets.pop(key, None)  # re-inserted below: the dict stays LRU-ordered
+    if bucket is None:
+        bucket = Bucket(burst, now)
+        if len(buckets) >= max_keys:
+            del buckets[next(iter(buckets))]
+    buckets[key] = bucket
+    return bucket
 
 
 class RateLimiter:
@@ -66,10 +83,5 @@ class RateLimiter:
         refills nothing."""
         if self.rate <= 0:
             return 0.0
-        bucket = self._buckets.pop(key, None)  # re-inserted below: the dict stays LRU-ordered
-        if bucket is None:
-            bucket = Bucket(self.burst, now)
-            if len(self._buckets) >= self.max_keys:
-                del self._buckets[next(iter(self._buckets))]
-        self._buckets[key] = bucket
+        bucket = lru_bucket(self._buckets, key, self.burst, self.max_keys, now)
         return bucket.spend(self.rate, self.burst, now)
