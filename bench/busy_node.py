@@ -1,4 +1,4 @@
-"""Busy-node benchmark (issue 29): is a busy node ever taken for a dead one? Two nodes with
+"""Busy-node benchmark: is a busy node ever taken for a dead one? Two nodes with
 the server's default settings on one Redis, live paced games on both, and heavy work offered
 to ``n1`` at the issue's sizes, each load alone and then all together; the figures of each
 phase. The scenario is the test's (``tests/failover/busy_scenario.py``,

@@ -14,7 +14,7 @@ What one run does, bounded in time and cleaning up after itself:
 1. starts a node in this process (``create_app``, port 0, a fresh key prefix, HTTP rate
    limit and cost budget off) and plays games on it with scripted dice through the test
    helpers (``tests/server/server_helpers.py``): a plain game, a "big" game given 1,000
-   chat lines of 300 non-ASCII characters before its end (the 1.9 MB record of issue 29),
+   chat lines of 300 non-ASCII characters before its end (a chat-heavy game's 1.9 MB record),
    and ``--reviews`` games to review;
 2. **game end**: ``GameRecords.save`` of the big and the plain record ``--saves`` times,
    the loop thread's CPU per save (what a game's end spends storing its record);

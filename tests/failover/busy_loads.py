@@ -1,4 +1,4 @@
-"""The loads of the busy-node scenario (issue 29), each run as its own process so that the
+"""The loads of the busy-node scenario, each run as its own process so that the
 process measuring the seated players' pings stays idle: ``python busy_loads.py KIND ...``
 prints one JSON summary on stdout.
 
@@ -51,7 +51,7 @@ from nodes import Player, default_decision, freshest, is_over
 from server.client.connection import ConnectionLost, RequestFailed, RequestTimeout
 
 REFUSAL_CODES = frozenset({"busy", "rate_limited"})
-"""The codes a refusal of work may carry (issue 29): each with ``retry_after``."""
+"""The codes a refusal of work may carry: each with ``retry_after``."""
 HTTP_REFUSALS = frozenset({429, 503})
 REQUEST_TIMEOUT = 60.0
 ACK_IDS = 118

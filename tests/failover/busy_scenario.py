@@ -1,4 +1,4 @@
-"""Issue 29's scenario, "a busy node is never taken for a dead one": two nodes on one Redis
+"""The busy-node scenario, "a busy node is never taken for a dead one": two nodes on one Redis
 with live paced games, and heavy work offered to one of them (``n1``), each load alone and
 then all together. Shared by ``test_busy_not_dead.py`` (the suite's sizes) and
 ``bench/busy_node.py`` (the issue's sizes, by hand).

@@ -1,4 +1,4 @@
-"""Issue 29, "a busy node is never taken for a dead one", at the suite's sizes
+"""A busy node is never taken for a dead one, at the suite's sizes
 (``busy_scenario.SUITE``; ``bench/busy_node.py`` runs the issue's sizes by hand).
 
 Two real nodes on the test's Redis with the server's default limits and timings (a third,

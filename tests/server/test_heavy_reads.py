@@ -1,5 +1,5 @@
 """Finished games' costly reads over real servers and a real Redis (docs/http-api.md,
-"Games"; issue 29 item 2): a record served from the bytes stored at the game's end (gzip as
+"Games"): a record served from the bytes stored at the game's end (gzip as
 it is, or decompressed), the form stored before still read, chat sent after the end in the
 answer; reviews computed once per game in a worker, kept beside the record for every node,
 their queue bounded and abandoned work dropped; the cost budget's 429; and a node answering
