@@ -19,6 +19,7 @@ ConnectionLost ends the game.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import random
 from collections.abc import Awaitable, Callable, Mapping
@@ -43,6 +44,8 @@ Think = Callable[[Level, Mapping[str, Any], int, int], Awaitable[Choice]]
 
 GAME_ERRORS = frozenset({"not_your_turn", "wrong_phase", "game_over", "not_playing"})
 """Errors a bot may see when the server acted first (a clock ran out): not bugs."""
+RETRY_CODES = frozenset({"rate_limited", "unavailable", "busy"})
+"""Refusals of a decision that say nothing was done and to ask again later."""
 
 
 class BotStalled(TimeoutError):
@@ -208,6 +211,14 @@ class BotPlayer:
             # hands (its ``resumed``/``resume`` asks again); the refusal is an event too,
             # which play_table records unless it is one of GAME_ERRORS.
             log.debug("bot %s at %s: %s refused: %s", self.client.player, table, kind, exc)
+            if exc.code in RETRY_CODES:
+                # Refused before it was done, with retries spent: the decision still stands.
+                # A ``sync`` brings the table's state back, and the loop decides again.
+                wait = exc.error.raw.get("retry_after")
+                await asyncio.sleep(float(wait) if isinstance(wait, int | float) else 1.0)
+                with contextlib.suppress(RequestFailed, RequestTimeout, ConnectionLost):
+                    await self.client.sync(table)
+                return acted
         except RequestTimeout:
             # No answer: the node is stuck or going away; the client's silence watch
             # reconnects and its ``sync`` (or ``resume``) asks again if it still stands.

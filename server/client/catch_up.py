@@ -1,8 +1,20 @@
 """How the client library catches a table up: a ``sync`` on a gap, its pages one after the
 other, live events held until the missed ones are handed on, refusals sent again for at most
-``sync_retry_for`` seconds (the module docstring of :mod:`server.client.connection` tells the
-whole contract). :class:`CatchUp` is a part of :class:`server.client.Client`, which supplies
-the socket (``_ask``, ``_spawn``) and the delivery (``_deliver``, ``_live_event``).
+``sync_retry_for`` seconds. :class:`CatchUp` is a part of :class:`server.client.Client`, which
+supplies the socket (``_ask``, ``_spawn``) and the delivery (``_deliver``, ``_live_event``).
+
+**No gap, no repeat** (PROTOCOL.md §5): the versioned events of a table are handed on in
+order, each once. When one arrives ahead of the next version expected, or a ``resume`` or
+``watching`` says the table moved on (a node was lost and another took the table over), the
+client sends ``sync`` from the last version it handed on and holds the live events until
+the answer has delivered what was missed. A ``sync`` refused with ``unavailable`` (the
+table is changing hands, PROTOCOL.md §15) is sent again after its ``retry_after`` (sooner
+when the table speaks again), for at most ``sync_retry_for`` seconds; one cut by a lost
+socket is sent again on the next. Events past a gap are never handed on: when the client
+gives up, they are dropped, and the next event (or the application's own ``sync``) starts
+again. A ``sync`` answer is one page of the table's log (``next`` set when more follow): the
+client delivers its events and asks for the next page itself, the application's own ``sync``
+included, until the last one.
 """
 
 from __future__ import annotations

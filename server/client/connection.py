@@ -12,17 +12,7 @@ A reader task receives every frame, so the server never sees a slow consumer. Ea
    the reader, for clients that react to every message themselves, as the benchmarks do).
 
 **No gap, no repeat** (PROTOCOL.md §5): the versioned events of a table are handed on in
-order, each once. When one arrives ahead of the next version expected, or a ``resume`` or
-``watching`` says the table moved on (a node was lost and another took the table over), the
-client sends ``sync`` from the last version it handed on and holds the live events until
-the answer has delivered what was missed. A ``sync`` refused with ``unavailable`` (the
-table is changing hands, PROTOCOL.md §15) is sent again after its ``retry_after`` (sooner
-when the table speaks again), for at most ``sync_retry_for`` seconds; one cut by a lost
-socket is sent again on the next. Events past a gap are never handed on: when the client
-gives up, they are dropped, and the next event (or the application's own ``sync``) starts
-again. A ``sync`` answer is one page of the table's log (``next`` set when more follow): the
-client delivers its events and asks for the next page itself, the application's own ``sync``
-included, until the last one.
+order, each once (:mod:`server.client.catch_up` says how).
 
 **Reconnects.** When the socket drops without :meth:`Client.close` (a node restart, a
 network fault) and ``auto_reconnect`` is on, the client connects again with the same
@@ -70,6 +60,13 @@ from server.client.accounts import (
 from server.client.catch_up import CatchUp, TableView
 from server.client.commands import Commands
 from server.client.pacing import SendPace
+from server.client.resend import (
+    RATE_RETRIES,
+    UNAVAILABLE_RETRIES,
+    UNAVAILABLE_RETRY_FOR,
+    UnavailableResend,
+    rate_retry_wait,
+)
 from server.client.wire import (
     TABLE_EVENTS,
     Event,
@@ -112,19 +109,10 @@ NO_RETRY_CLOSES = frozenset({CLOSE_POLICY, CLOSE_TOKEN_ENDED})
 """Closes after which reconnecting with the same token cannot help."""
 MOVE_CLOSES = frozenset({CLOSE_GOING_AWAY, CLOSE_SERVICE_RESTART})
 """Closes that say the node is going away: reconnect to another of ``urls``."""
-UNAVAILABLE_RETRIES = 3
-"""Times :meth:`Client.request` sends a request refused ``unavailable`` again (by default)."""
-UNAVAILABLE_RETRY_FOR = 10.0
-"""Seconds of ``retry_after`` waits :meth:`Client.request` spends on one request at most."""
 SILENCE_TIMEOUT = 10.0
 """Seconds without a frame from the node after which it counts as silent (see above)."""
 STABLE_CONNECTION = 5.0
 """A socket that stayed open this long (s) starts the reconnect back-off afresh."""
-RATE_RETRIES = 5
-"""Times a request refused ``rate_limited`` is sent again (after its ``retry_after``)."""
-RATE_RETRY_WAIT_MAX = 10.0
-"""A ``rate_limited`` refusal asking to wait longer than this (s) is not waited out: the
-request fails (a limit that is not the message rate, such as open tables per address)."""
 
 
 class Client(CatchUp, Commands):
@@ -611,10 +599,14 @@ class Client(CatchUp, Commands):
 
     async def send_raw(self, data: bytes | str) -> None:
         """Send one frame, when the message rate allows (``pace``)."""
-        if self.ws is None:
+        ws = self.ws
+        if ws is None:
             raise ConnectionLost("not connected")
         try:
-            await self._write(None, data)
+            # On the socket open now: should a reconnect open another while this waits for
+            # its turn, the frame fails with the old one (ConnectionLost) and never goes out
+            # on the new socket ahead of its ``hello``.
+            await self._write(ws, data)
         except (websockets.ConnectionClosed, OSError) as exc:  # ConnectionResetError...
             raise ConnectionLost(f"send failed: {exc!r}") from exc
 
@@ -649,7 +641,9 @@ class Client(CatchUp, Commands):
             try:
                 return await self._ask(message, timeout)
             except RequestFailed as exc:
-                wait = self._unavailable_wait(exc, retries, waited)
+                wait = UnavailableResend(self.unavailable_retries,
+                                         self.unavailable_retry_for).wait(
+                    exc.error.raw, retries, waited)
                 if wait is None:
                     raise
                 log.info("%s refused unavailable, sent again in %g s",
@@ -658,27 +652,15 @@ class Client(CatchUp, Commands):
             waited += wait
             await asyncio.sleep(wait)
 
-    def _unavailable_wait(self, exc: RequestFailed, retries: int,
-                          waited: float) -> float | None:
-        """The wait before sending again a request refused with ``exc``; None: raise it."""
-        raw = exc.error.raw
-        if raw.get("code") != "unavailable" or retries >= self.unavailable_retries:
-            return None
-        wait = raw.get("retry_after")
-        if isinstance(wait, bool) or not isinstance(wait, int | float) or wait <= 0:
-            return None
-        wait = float(wait)
-        return wait if waited + wait <= self.unavailable_retry_for else None
-
     async def _ask(self, message: Mapping[str, Any], timeout: float | None = None) -> Message:
         """:meth:`request` as the library itself uses it (a subclass may change ``request``).
         A ``rate_limited`` refusal is waited out (its ``retry_after``) and the message sent
-        again, with the same ``id``, at most :data:`RATE_RETRIES` times."""
+        again, with the same ``id``, at most ``RATE_RETRIES`` times (server/client/resend.py)."""
         ref = next(self._ids)
         retries = 0
         while True:
             answer = await self._ask_once(message, ref, timeout)
-            wait = _rate_retry_wait(answer)
+            wait = rate_retry_wait(answer)
             if wait is None or retries >= RATE_RETRIES:
                 break
             retries += 1
@@ -790,12 +772,3 @@ class Client(CatchUp, Commands):
             await asyncio.shield(self._reader)
         return self.close_code
 
-
-def _rate_retry_wait(answer: Message) -> float | None:
-    """The wait before sending again a request refused ``rate_limited`` (None: not such a
-    refusal, or one asking for a wait longer than :data:`RATE_RETRY_WAIT_MAX`)."""
-    if answer.get("type") != "error" or answer.get("code") != "rate_limited":
-        return None
-    retry_after = answer.get("retry_after")
-    wait = float(retry_after) if isinstance(retry_after, int | float) else 1.0
-    return wait if 0 <= wait <= RATE_RETRY_WAIT_MAX else None

@@ -16,10 +16,12 @@ message for that node behind it (order kept), and published again every
 :data:`UNHEARD_RESEND` seconds (or sent over the local link once that is up) for at most
 :data:`UNHEARD_FOR` seconds; past that it is given up. A message sent with a ``token`` (a
 forwarded request, see ``server/lobby/forwarding.py``) is never dropped silently: when it is
-given up, or when a ``PUBLISH`` fails (it may or may not have gone out, so it is not sent
-again), ``on_unheard(token)`` is called, and the sender answers the request ``unavailable``
-with ``retry_after``. On a Redis Cluster ``PUBLISH`` counts only the subscribers of the
-node it ran on, so there the count is not trusted and nothing is held.
+given up, or when it was still queued behind a ``PUBLISH`` that failed (it never went out),
+``on_unheard(token)`` is called, and the sender answers the request ``unavailable`` with
+``retry_after``. A batch whose ``PUBLISH`` failed may or may not have gone out: its requests
+are left to ``forward_timeout`` (answered now, one could be sent again and done twice).
+On a Redis Cluster ``PUBLISH`` counts only the subscribers of the node it ran on, so there
+the count is not trusted and nothing is held.
 
 Each node also refreshes ``{prefix}node:<id>:alive`` (expiring; a duty of the node's tick) so
 others can tell a dead owner from a quiet one (the tournament driver asks
@@ -71,7 +73,8 @@ UNHEARD_MAX = 10_000
 
 Handler = Callable[[list[NodeMessage]], Awaitable[None]]
 Unheard = Callable[[Any], None]
-"""Told the ``token`` of a message given up without being heard (or whose publish failed)."""
+"""Told the ``token`` of a message given up without being heard (or never sent: queued
+behind a failed publish)."""
 _Item = tuple[str, bytes, Any]
 """A queued message: its channel, its bytes, its token (None for most)."""
 """Handles a batch of messages from other nodes, in order (each failure its own)."""
@@ -182,14 +185,14 @@ class NodeBus:
         """Queue ``message`` for ``node`` (never this node; callers deliver locally): over
         the local link when ``node`` is a sibling worker with the link up, else Redis.
         ``token`` (hashable, not None): passed to :attr:`on_unheard` if the message is given
-        up unheard or its publish fails (see the module)."""
+        up unheard or never sent (see the module)."""
         data = encode(message)
-        link = self.link
-        if link is not None and link.send(node, data):
-            return
         channel = self._keys.node_channel(node)
         if self._held and channel in self._held:  # behind those nobody heard yet: in order
             self._hold(channel, (channel, data, token), asyncio.get_running_loop().time())
+            return
+        link = self.link
+        if link is not None and link.send(node, data):
             return
         self._queue.append((channel, data, token))
         self._wake.set()
@@ -210,17 +213,14 @@ class NodeBus:
         return bool(await self._redis.exists(self._keys.node_alive(node)))
 
     async def _publish(self, batch: list[_Item]) -> list[int]:
-        """PUBLISH each message of ``batch``, one round trip; how many heard each. Raises
-        after calling :attr:`on_unheard` for the tokens of the batch (it may or may not
-        have gone out: it is not sent again)."""
-        try:
-            async with self._pubsub_redis.pipeline(transaction=False) as pipe:
-                for channel, data, _token in batch:
-                    pipe.publish(channel, data)
-                counts: list[int] = await pipe.execute()
-        except BaseException:
-            self._tell_unheard(batch)
-            raise
+        """PUBLISH each message of ``batch``, one round trip; how many heard each. A failed
+        publish raises and tells nobody: the batch may have gone out, so a forwarded request
+        in it is left to ``forward_timeout`` (answering it ``unavailable`` now could have it
+        sent again and done twice)."""
+        async with self._pubsub_redis.pipeline(transaction=False) as pipe:
+            for channel, data, _token in batch:
+                pipe.publish(channel, data)
+            counts: list[int] = await pipe.execute()
         return counts
 
     async def _drain(self) -> None:

@@ -214,7 +214,14 @@ class Finisher:
             # A fault of the record must not hold the game's end back.
             log.exception("table %s: the record of %s could not be built", table_id, game_id)
             return
-        await self.lobby.records.save(record)
+        try:
+            await self.lobby.records.save(record)
+        except (RedisError, OSError):
+            raise  # retried by the caller until stored
+        except Exception:
+            # A record that cannot be encoded must not hold the game's end back either.
+            log.exception("table %s: the record of %s could not be stored", table_id, game_id)
+            return
         self._game_logs.pop(game_id, None)
 
     # --- writes retried until stored --------------------------------------------------------

@@ -90,7 +90,7 @@ class Forwarding:
 
     def unheard(self, token: Any) -> None:
         """The bus gave up a forwarded request (``token``: its socket and id) that nobody
-        heard, or whose publish failed: answer it ``unavailable`` now (retry after a
+        heard, or that was never sent: answer it ``unavailable`` now (retry after a
         second) instead of after ``forward_timeout``. A late answer is dropped."""
         entry = self._forwarded.pop(token, None)
         if entry is None:

@@ -6,7 +6,7 @@ What counts as new work, in one place:
 - over WebSocket, :data:`NEW_WORK`: ``create_table``, ``join`` (except a player's own seat:
   that is a reconnect), ``queue`` (matchmaking) and ``play_computer``. The reply is the
   ``error`` message with code ``busy`` and ``retry_after`` (PROTOCOL.md);
-- over HTTP, :data:`HEAVY_ROUTES`: the finished-game reads (record, ``.mat``, replay,
+- over HTTP, :data:`HEAVY_ROUTES`: the finished-game reads (record (the replay reads it), ``.mat``,
   review), answered 503 ``busy`` with ``Retry-After`` by :meth:`Admission.middleware`
   before their handler runs. They are optional and costly: refused as soon as the node is
   *strained* (a load reading over its limit now), without waiting for it to turn busy.
@@ -42,7 +42,6 @@ NEW_WORK: dict[type[Message], str] = {
 HEAVY_ROUTES: dict[str, str] = {
     "/api/games/{game_id}": "record",
     "/api/games/{game_id}/mat": "mat",
-    "/api/games/{game_id}/replay": "replay",
     "/api/games/{game_id}/review": "review",
 }
 """The HTTP routes (as registered) refused while busy, by the kind they are counted under."""

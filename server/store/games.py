@@ -112,6 +112,12 @@ def _compress(head: bytes, chat: Sequence[bytes]) -> bytes:
     return gzip_bytes(assemble(head, chat))
 
 
+def _encode_and_compress(record: dict[str, Any], chat: Sequence[bytes]) -> tuple[bytes, bytes]:
+    """The record's head (its events replayed and encoded) and gzip body: run in a thread."""
+    head = encode_head(record)
+    return head, _compress(head, chat)
+
+
 _encoder = msgspec.msgpack.Encoder()
 
 
@@ -181,8 +187,8 @@ class GameRecords:
     async def _write_served(self, record: dict[str, Any], chat: list[bytes], ttl_ms: int, *,
                             drop_old: bool = False) -> ServedRecord:
         game_id = str(record["game_id"])
-        head = encode_head(record)
-        body = await asyncio.to_thread(_compress, head, chat)
+        # Replaying the events and encoding them take milliseconds: off the event loop.
+        head, body = await asyncio.to_thread(_encode_and_compress, record, chat)
         meta = ServedMeta.of(record, len(head), chat)
         fields: dict[str, bytes] = {"meta": meta.encode(), "body": body,
                                     "mat_game": str(record.get("mat_game") or "").encode()}
@@ -190,8 +196,10 @@ class GameRecords:
             fields["mat_match"] = str(record["mat_match"]).encode()
         key = self._served_key(game_id)
         async with self.redis.pipeline(transaction=True) as pipe:
-            pipe.delete(key)
+            # Fields replaced, not the hash: a review kept by an earlier save stays.
             pipe.hset(key, mapping=fields)
+            if "mat_match" not in fields:
+                pipe.hdel(key, "mat_match")
             pipe.pexpire(key, ttl_ms)
             if drop_old:
                 pipe.delete(self.keys.game_record(game_id))
@@ -206,24 +214,11 @@ class GameRecords:
         """``make()``, once at a time per ``key`` on this node: concurrent callers share the
         first one's answer."""
         running = self._making.get(key)
-        if running is not None:
-            return cast(T, await asyncio.shield(running))
-        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
-        self._making[key] = future
-        try:
-            value = await make()
-        except asyncio.CancelledError:
-            future.cancel()
-            raise
-        except Exception as exc:
-            future.set_exception(exc)
-            future.exception()  # retrieved: the waiters, if any, get it too
-            raise
-        else:
-            future.set_result(value)
-            return value
-        finally:
-            del self._making[key]
+        if running is None:
+            # A task of its own: a caller that goes away cancels its wait, not the others'.
+            running = self._making[key] = asyncio.ensure_future(make())
+            running.add_done_callback(lambda _: self._making.pop(key, None))
+        return cast(T, await asyncio.shield(running))
 
     async def served(self, game_id: str) -> ServedRecord | None:
         """The finished game ``game_id``'s answer as stored (gzip JSON, its chat up to
