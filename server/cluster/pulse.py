@@ -155,7 +155,8 @@ class NodePulse:
     def answered_since(self, when: float) -> bool:
         """Whether a probe of the thread started at ``when`` (monotonic) or later answered
         (and none failed since)."""
-        return self._up and self.answered_at >= when
+        with self._lock:
+            return self._up and self.answered_at >= when
 
     def start(self, on_news: Callable[[PulseNews], None]) -> None:
         """Start the thread (on the running loop): ``on_news`` is called on the loop with
@@ -266,8 +267,9 @@ class NodePulse:
         else:
             up, found = True, None if raw is None else (
                 raw.decode() if isinstance(raw, bytes) else str(raw))
-            self.answered_at = started
-        with self._lock:
+        with self._lock:  # read together by answered_since
+            if up:
+                self.answered_at = started
             self._up, self._found, self._probed_at = up, found, started
         self._tell()
 
