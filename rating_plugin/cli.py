@@ -68,7 +68,7 @@ examples:
   %(prog)s synth --games 100000 --out games.jsonl
   %(prog)s calibrate games.jsonl --plot calibration.png
   %(prog)s replay games.jsonl --version 1.2.0
-  %(prog)s export --redis-url redis://127.0.0.1:6379/0 --out games.jsonl"""
+  %(prog)s export --redis-url redis://127.0.0.1:6379/0 --prefix t42: --out games.jsonl"""
 
 
 class _Parser(argparse.ArgumentParser):
@@ -658,7 +658,8 @@ def _add_analysis(systems: Any, formatter: type[argparse.HelpFormatter]) -> None
         description="Write the settled games of the store, each ladder in applied order\n"
         "(Table42 with its podium awards, then FIBS), with pre-game ratings, K, cube,\n"
         "experience and result. Streamed: memory stays that of one batch.",
-        epilog="examples:\n  %(prog)s --redis-url redis://127.0.0.1:6379/0 --out games.jsonl\n"
+        epilog="examples:\n"
+        "  %(prog)s --redis-url redis://127.0.0.1:6379/0 --prefix t42: --out games.jsonl\n"
         "  %(prog)s --prefix t42: --ladder fibs --out fibs.csv",
         formatter_class=formatter,
     )

@@ -127,7 +127,8 @@ class Settings:
         "client address")
 
     redis_url: str | None = _store(
-        None, "Redis URL; unset starts an embedded redis-server (python -m server only)",
+        None, "Redis URL; unset: the embedded redis-server of the data folder (started by "
+        "python -m server; a command uses the running one, or starts it for itself)",
         env="REDIS_URL")
     data_dir: str | None = _store(
         None, "folder where the embedded redis-server (no REDIS_URL) keeps its data, an "

@@ -1,9 +1,9 @@
 """``python -m server.bot``: a computer player on a Table42 server, through the public
 protocol only (the client library).
 
-    python -m server.bot --level strong --url ws://127.0.0.1:8080/ws --games 3
+    python -m server.bot --level strong --url ws://127.0.0.1:8080/ws --games 3  # 3 tables in turn
     python -m server.bot --level basic --url ws://host/ws --against random --games 10
-    python -m server.bot --level random --url ws://host/ws --join kB9rMFnnuYBV
+    python -m server.bot --level random --url ws://host/ws --join kB9rMFnnuYBV  # one game
 
 It plays as a bot account (``POST /api/bot``, marked ``bot: true``: never rated, no
 matchmaking, no tournaments), or with ``--token``. Each game it either opens a private

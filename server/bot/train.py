@@ -2,7 +2,10 @@
 
 Run from the repository root::
 
-    python -m server.bot.train --games 30000 --seed 42 --out server/bot/weights/expert.npz
+    python -m server.bot.train --games 2000 --seed 42 --out trial.npz   # a short trial
+
+The shipped weights, ``server/bot/weights/expert.npz``, come from ``--games 120000 --seed 42
+--hidden 80`` (BENCHMARKS.md); a run that writes there replaces them.
 
 The network (:mod:`server.bot.neural`) plays both sides of ``PARALLEL`` (8) games side by
 side: each step, every game rolls, every distinct result of every roll is evaluated in one
