@@ -65,7 +65,7 @@ def serve(args: list[str]) -> int:
         proc = subprocess.Popen([sys.executable, "-m", "server", *argv], env=env,
                                 stdin=subprocess.DEVNULL)
         try:
-            if not _answers(proc, port):
+            if not answers(proc, port):
                 print(f"python -m server {' '.join(args)}: never answered /healthz",
                       file=sys.stderr)
                 return 1
@@ -80,7 +80,8 @@ def serve(args: list[str]) -> int:
     return code
 
 
-def _answers(proc: subprocess.Popen[bytes], port: int) -> bool:
+def answers(proc: subprocess.Popen[bytes], port: int) -> bool:
+    """Whether ``proc`` answers ``/healthz`` on ``port`` before it exits or START_TIMEOUT ends."""
     deadline = time.monotonic() + START_TIMEOUT
     while time.monotonic() < deadline and proc.poll() is None:
         try:

@@ -13,8 +13,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import DocServer
 from doc_blocks import LANGUAGES, PARSED, ROOT, RUN, Block, blocks, doc_files, script
+from doc_server import DocServer
 
 HERE = Path(__file__).resolve().parent
 BLOCK_TIMEOUT = 90.0

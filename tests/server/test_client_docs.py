@@ -19,7 +19,7 @@ DOC = Path(__file__).resolve().parents[2] / "docs" / "client.md"
 
 def example_bot() -> str:
     blocks = re.findall(r"```python\n(.*?)```", DOC.read_text(encoding="utf-8"), re.S)
-    bots = [b for b in blocks if "async def main" in b]
+    bots = [b for b in blocks if "play_computer" in b]
     assert len(bots) == 1
     return str(bots[0])
 
