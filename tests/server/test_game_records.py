@@ -163,11 +163,11 @@ async def test_a_record_is_stored_compact_and_served_as_before(
     table, _ = await seat_two(server, a, b)
     game_id = (await play_out({0: a, 1: b}, table))["game_id"]
     keys = Keys(key_prefix)
-    stored = await redis_client.hgetall(keys.game_served(game_id))
+    stored = await redis_client.hgetall(keys.game_served(game_id))  # type: ignore[misc]
     assert stored[b"mat_game"][:2] == b"\x1f\x8b"
     _, page, _ = await get(server, "/api/players/alice/games")
     _, record, _ = await get(server, f"/api/games/{game_id}")
-    row = await redis_client.hget(keys.player_game_rows("alice"), game_id)
+    row = await redis_client.hget(keys.player_game_rows("alice"), game_id)  # type: ignore[misc]
     assert row is not None and len(row) < len(json.dumps(page["games"][0])) / 2
     texts = []
     async with aiohttp.ClientSession(auto_decompress=False) as http:
@@ -182,11 +182,11 @@ async def test_a_record_is_stored_compact_and_served_as_before(
     assert zlib.decompress(texts[0], 31) == texts[1] and b"point match" in texts[1]
     # As earlier versions stored them: a JSON meta and a JSON row.
     meta = ServedMeta.decode(stored[b"meta"])
-    await redis_client.hset(keys.game_served(game_id), "meta", json.dumps({
+    await redis_client.hset(keys.game_served(game_id), "meta", json.dumps({  # type: ignore[misc]
         "game_id": meta.game_id, "table": meta.table, "game_no": meta.game_no,
         "players": list(meta.players), "private": meta.private, "head_len": meta.head_len,
         "chat": [meta.chat.count, meta.chat.last]}))
-    await redis_client.hset(keys.player_game_rows("alice"), game_id,
+    await redis_client.hset(keys.player_game_rows("alice"), game_id,  # type: ignore[misc]
                             json.dumps(page["games"][0]))
     assert (await get(server, "/api/players/alice/games"))[1] == page
     assert (await get(server, f"/api/games/{game_id}"))[1] == record
