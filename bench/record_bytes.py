@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import dataclasses
 import json
 import sys
 import uuid
@@ -40,7 +39,6 @@ from pathlib import Path
 from typing import Any
 
 import redis.asyncio as aioredis
-from aiohttp import web
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.append(str(ROOT / "tests" / "server"))
@@ -51,51 +49,17 @@ from server_helpers import (  # noqa: E402  (the test helpers play the games)
     connect,
     play_out,
     register,
-    scripted,
+    resign_at_once,
     seat_two,
 )
 
-from server.app import create_app  # noqa: E402
-from server.config import Settings  # noqa: E402
+from bench.heavy_reads import settings_for, start_node  # noqa: E402  (its node, limits off)
 from server.embedded_redis import EmbeddedRedis  # noqa: E402
 
 Decide = Callable[[int, dict[str, Any]], "dict[str, Any] | None"]
 
 
-def resign_at_once(side: int, state: dict[str, Any]) -> dict[str, Any] | None:
-    """Side 1 resigns a single game at its first decision; side 0 accepts."""
-    phase = state["game"]["phase"]
-    if phase == "resign_offered":
-        return {"type": "accept_resign"}
-    if side == 1 and phase in ("roll", "move"):
-        return {"type": "resign", "kind": "single"}
-    return None
-
-
 KINDS: dict[str, Decide | None] = {"resigned": resign_at_once, "played": None}
-
-
-def settings_for(redis_url: str, prefix: str) -> Settings:
-    known = {f.name for f in dataclasses.fields(Settings)}
-    values: dict[str, Any] = {
-        "host": "127.0.0.1", "port": 0, "redis_url": redis_url, "key_prefix": prefix,
-        "trusted_proxies": ("127.0.0.1",), "scrypt_n": 2, "scrypt_r": 1,
-        "decision_time": 60.0, "grace_period": 60.0, "rate_limit": 5000.0,
-        "rate_burst": 5000, "limits": False, "http_rate_limit": 0.0, "metrics": False,
-        "table_create_rate": 0.0, "records_per_hour": 0,
-    }
-    return Settings(**{k: v for k, v in values.items() if k in known})
-
-
-async def start_node(settings: Settings) -> RunningServer:
-    app = create_app(settings, dice_factory=scripted(7))
-    runner = web.AppRunner(app, shutdown_timeout=2.0)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    server = site._server
-    assert isinstance(server, asyncio.Server)
-    return RunningServer(app, runner, server.sockets[0].getsockname()[1], settings)
 
 
 def group(key: str, prefix: str) -> str:

@@ -14,22 +14,13 @@ from server_helpers import (
     connect,
     play_out,
     register,
+    resign_at_once,
     seat_two,
 )
 
 # The tests of this limit turn the per-address limits on (the fixtures' servers run with
 # them off: every test client comes from loopback) and set the budgets small.
 BUDGET = {"limits": True, "records_per_hour": 2, "records_per_hour_per_address": 100}
-
-
-def resign_at_once(side: int, state: dict[str, Any]) -> dict[str, Any] | None:
-    """Side 1 resigns at its first decision; side 0 accepts (the quickest finished game)."""
-    phase = state["game"]["phase"]
-    if phase == "resign_offered":
-        return {"type": "accept_resign"}
-    if side == 1 and phase in ("roll", "move"):
-        return {"type": "resign", "kind": "single"}
-    return None
 
 
 async def finish_one(server: RunningServer, a: Client, b: Client) -> str:
