@@ -252,6 +252,15 @@ class Settings:
                                           "(and its chat) is kept", gt=0)
     game_index_max: int = _persistence(1000, "finished games indexed per player (older ones "
                                        "drop out of the history)", gt=0)
+    # The records' budget (server/store/record_budget.py, docs/operations.md "The records'
+    # budget"): finished games kept as records per account and per address in an hour.
+    records_per_hour: int = _persistence(
+        60, "finished games kept as records per account per hour; past it new games are "
+        "refused (rate_limited) and games that still end are not recorded (0 = no limit; "
+        "off with limits 0)", ge=0)
+    records_per_hour_per_address: int = _persistence(
+        120, "the same per network address (an IPv6 /64) (0 = no limit; off with limits 0)",
+        ge=0)
 
     # Table chat (PROTOCOL.md §16)
     chat_max_length: int = _chat(300, "characters of a chat message, once cleaned", gt=0)

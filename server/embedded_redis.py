@@ -11,6 +11,10 @@ waits until it answers ``PING`` and stops it again. Two kinds:
   reused at the next start. One process at a time owns a folder's store (a lock file,
   ``<data_dir>/table42.lock``); the admin commands find it by its socket
   (:func:`store_url`), or start it themselves for the length of a command when no server runs.
+  The folder is private to its owner whatever existed before: it is 0700 and everything in
+  it 0600 (folders 0700) once :meth:`EmbeddedRedis.start` returns (:func:`make_private`,
+  one log line when something was wider), and the redis-server runs with the umask 077, so
+  the files it writes later (append-only files, their rewrites, its log) are 0600 too.
 
 ``python -m server`` has its kept store watched and started again when it dies
 (:meth:`EmbeddedRedis.exit_waiter`, :meth:`EmbeddedRedis.restart`, ``server/store_supervisor.py``).
@@ -20,12 +24,14 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import logging
 import os
 import random
 import select
 import shutil
 import signal
 import socket
+import stat
 import subprocess
 import tempfile
 import time
@@ -33,6 +39,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import TracebackType
 from typing import IO
+
+log = logging.getLogger("server.embedded_redis")
 
 
 class EmbeddedRedisError(RuntimeError):
@@ -43,6 +51,13 @@ SOCKET_NAME = "redis.sock"
 LOCK_NAME = "table42.lock"
 #: A unix socket's path must fit in ``sockaddr_un.sun_path`` (108 bytes with its NUL).
 MAX_SOCKET_PATH = 107
+PRIVATE_FOLDER = 0o700
+PRIVATE_FILE = 0o600
+CHILD_UMASK = 0o077
+"""The redis-server's umask: what it creates is its owner's alone."""
+OPEN_TO_OTHERS = 0o077
+SHOWN_WIDER = 4
+"""Entries named in the log line about a folder that was not private (then a count)."""
 
 
 def socket_path(data_dir: Path) -> Path:
@@ -171,11 +186,42 @@ def _wait_for_pid(pid: int) -> str:
         time.sleep(0.25)
 
 
+def make_private(folder: Path) -> list[str]:
+    """Take every access of other users away from ``folder`` and what it holds: a folder
+    with group or other bits becomes 0700, any other entry 0600 (links are left alone).
+    Returns the entries that were wider, each as ``name mode`` (empty: it was private), and
+    logs them in one line."""
+    wider: list[str] = []
+
+    def fix(path: Path, private: int) -> None:
+        mode = path.lstat().st_mode
+        if stat.S_ISLNK(mode) or not mode & OPEN_TO_OTHERS:
+            return
+        os.chmod(path, private)
+        name = "." if path == folder else str(path.relative_to(folder))
+        wider.append(f"{name} {stat.S_IMODE(mode):04o}")
+
+    fix(folder, PRIVATE_FOLDER)
+    for top, folders, files in os.walk(folder):
+        for name in folders:
+            fix(Path(top) / name, PRIVATE_FOLDER)
+        for name in files:
+            with contextlib.suppress(FileNotFoundError):  # a temporary file gone meanwhile
+                fix(Path(top) / name, PRIVATE_FILE)
+    if wider:
+        shown = ", ".join(wider[:SHOWN_WIDER])
+        more = f" and {len(wider) - SHOWN_WIDER} more" if len(wider) > SHOWN_WIDER else ""
+        log.warning("the data folder %s was open to other users (%s%s): made private "
+                    "(the folder 0700, its files 0600)", folder, shown, more)
+    return wider
+
+
 def _lock(data_dir: Path) -> IO[str] | None:
     """Take the folder's lock without waiting: the open lock file, or None if another process
     holds it. The lock lasts as long as the file stays open (the kernel drops it when the
     process ends, however it ends)."""
-    handle = open(data_dir / LOCK_NAME, "a+")  # noqa: SIM115 - held for the store's life
+    fd = os.open(data_dir / LOCK_NAME, os.O_RDWR | os.O_CREAT | os.O_APPEND, PRIVATE_FILE)
+    handle = os.fdopen(fd, "a+")  # held for the store's life
     try:
         fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
@@ -246,9 +292,11 @@ class EmbeddedRedis:
         if self.data_dir is not None:
             folder = self.data_dir
             try:
-                folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+                folder.mkdir(parents=True, exist_ok=True, mode=PRIVATE_FOLDER)
+                make_private(folder)
             except OSError as exc:
-                raise EmbeddedRedisError(f"cannot make the data folder {folder}: {exc}") from exc
+                raise EmbeddedRedisError(f"cannot make the data folder {folder} private to "
+                                         f"its owner: {exc}") from exc
             self._lock = _lock(folder)
             if self._lock is None:
                 raise EmbeddedRedisError(
@@ -323,7 +371,7 @@ class EmbeddedRedis:
         # store last (after its final writes), not both at once.
         process = self._process = subprocess.Popen(
             self._args(folder), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE, process_group=0,
+            stderr=subprocess.PIPE, process_group=0, umask=CHILD_UMASK,
         )
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:

@@ -39,6 +39,7 @@ from redis.exceptions import RedisError
 from server.logs import game_id as log_game_id
 from server.rules.mat import export_mat
 from server.store.persistence import Fenced
+from server.store.record_budget import Party
 from server.store.retry import Backoff, retry_redis
 from server.tables.machine import BOOSTED, FIBS, TABLE42, FinishedGame, TableMachine
 from server.tables.ratings import boosted_events, rating_events
@@ -190,11 +191,21 @@ class Finisher:
 
     async def save_record(self, settlement: FinishedGame, pushes: Pushes) -> None:
         """Store the finished game's record (its logged events, result, rating changes and
-        .mat text) and index it in both players' histories: once per game id. Called before
-        the match's next game starts (``machine.game`` is the finished one)."""
+        .mat text) and index it in both players' histories: once per game id, unless a
+        player's account or address used its records' budget this hour
+        (``server/store/record_budget.py``). Called before the match's next game starts
+        (``machine.game`` is the finished one)."""
         machine = self.machine
         table_id = self.table_id
         game_id = settlement.game_id
+        seats = [s for s in machine.seats if s is not None]
+        if not await self.lobby.record_budget.admit(
+                game_id, [Party(s.player, s.address) for s in seats]):
+            self.lobby.metrics.refused("records_per_hour")
+            log.info("table %s: the record of %s is not kept: a player's account or address "
+                     "used its records' budget this hour", table_id, game_id)
+            self._game_logs.pop(game_id, None)
+            return
         packed = self._game_logs.get(game_id)
         if packed is None:
             start = max((v for v in machine.game_starts if v <= machine.version), default=1)
@@ -202,7 +213,6 @@ class Finisher:
             packed = [msgpack.packb(e) for e in game_events(log_events, game_id)]
         changes = {player: event["change"] for player, event in pushes
                    if event.get("type") == "rating" and event.get("change") is not None}
-        seats = [s for s in machine.seats if s is not None]
         mat_game, mat_match = self._mat_texts()
         try:
             record = game_record(

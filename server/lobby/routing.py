@@ -77,6 +77,7 @@ from server.rules import DiceSource
 from server.store.accounts import BOT_PREFIX, Identity
 from server.store.games import GameRecords
 from server.store.persistence import Persistence
+from server.store.record_budget import RecordBudget
 from server.tables.ratings import RatedPlayer, RatingPlan
 
 __all__ = ["Actor", "Lobby", "LobbyListeners", "store_away"]
@@ -128,6 +129,7 @@ class Lobby:
         self.hub = hub
         self.ratings = ratings
         self.records = GameRecords(persistence.redis, persistence.keys, settings)
+        self.record_budget = RecordBudget(persistence.redis, persistence.keys, settings)
         self.node_id = settings.node_id
         self.tables: dict[str, Table] = {}
         self.dice_factory = dice_factory

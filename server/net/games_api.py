@@ -31,23 +31,28 @@ from server.net.ws import bearer_token
 from server.protocol.errors import ErrorCode, ProtocolError
 from server.store.accounts import Accounts
 from server.store.games import GameRecords, ServedMeta
-from server.store.record_bytes import accepts_gzip, gunzip_bytes
+from server.store.record_bytes import accepts_gzip, gunzip_bytes, is_gzip
 
 INLINE_GUNZIP = 32 * 1024
 """Compressed answers up to this size are decompressed on the event loop (tens of
 microseconds); bigger ones in a thread (zlib lets go of the GIL)."""
 
 
-async def served_bytes(request: web.Request, gzipped: bytes) -> web.Response:
-    """An answer stored as gzip JSON: as it is (``Content-Encoding: gzip``) to a client
-    that accepts gzip, decompressed to any other."""
-    headers = {"Vary": "Accept-Encoding"}
+async def served_bytes(request: web.Request, gzipped: bytes, *,
+                       content_type: str = "application/json",
+                       headers: dict[str, str] | None = None) -> web.Response:
+    """An answer stored as gzip (JSON unless ``content_type`` says otherwise): as it is
+    (``Content-Encoding: gzip``) to a client that accepts gzip, decompressed to any other."""
+    headers = {**(headers or {}), "Vary": "Accept-Encoding"}
+    charset = "utf-8" if content_type.startswith("text/") else None
     if accepts_gzip(request.headers.get("Accept-Encoding")):
         headers["Content-Encoding"] = "gzip"
-        return web.Response(body=gzipped, content_type="application/json", headers=headers)
+        return web.Response(body=gzipped, content_type=content_type, charset=charset,
+                            headers=headers)
     body = (gunzip_bytes(gzipped) if len(gzipped) <= INLINE_GUNZIP
             else await asyncio.to_thread(gunzip_bytes, gzipped))
-    return web.Response(body=body, content_type="application/json", headers=headers)
+    return web.Response(body=body, content_type=content_type, charset=charset,
+                        headers=headers)
 
 
 class GameRoutes:
@@ -134,8 +139,12 @@ class GameRoutes:
         except ProtocolError as exc:
             return error_response(exc)
         text = (mat_match if whole_match else None) or mat_game or b""
-        return web.Response(body=text, content_type="text/plain", charset="utf-8", headers={
-            "Content-Disposition": f'attachment; filename="{meta.game_id}.mat"'})
+        headers = {"Content-Disposition": f'attachment; filename="{meta.game_id}.mat"'}
+        if is_gzip(text):  # stored gzip (a long text)
+            return await served_bytes(request, text, content_type="text/plain",
+                                      headers=headers)
+        return web.Response(body=text, content_type="text/plain", charset="utf-8",
+                            headers=headers)
 
     async def online(self, request: web.Request) -> web.Response:
         return web.json_response({"players": await self.records.online()})

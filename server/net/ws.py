@@ -39,12 +39,14 @@ from server.protocol.errors import (
     ProtocolError,
     error_message,
     http_error_body,
+    retry_later,
 )
 from server.protocol.lean import PROTOCOL_LEAN, PROTOCOLS
 from server.protocol.messages import (
     MATCHMAKING_MESSAGES,
     MESSAGE_TYPES,
     Hello,
+    Join,
     PlayComputer,
     TableMessage,
 )
@@ -269,6 +271,31 @@ class SocketHandler:
         await self._send(conn, error_message(err, ref))
         await conn.close(CLOSE_TRY_AGAIN_LATER, "storage unavailable")
 
+    async def _records_spent(self, conn: Connection, message: Any) -> ProtocolError | None:
+        """The refusal of new work (``create_table``, ``join``, ``queue``, ``play_computer``)
+        from an account or address whose finished games used its records' budget this hour
+        (``server/store/record_budget.py``): ``rate_limited`` with ``retry_after``; None
+        when let in (a seated player's join is a reconnect: always let in)."""
+        lobby = self.lobby
+        budget = lobby.record_budget
+        identity = conn.identity
+        if not budget.enabled or identity is None or identity.is_bot \
+                or not lobby.persistence.redis_up:
+            return None
+        try:
+            wait = await budget.wait(identity.player, conn.address)
+            if wait is None or (isinstance(message, Join) and
+                                await lobby.persistence.seat_of(identity.player)
+                                == message.table):
+                return None
+        except (RedisError, OSError):
+            return None  # the handler meets the outage and answers it
+        lobby.metrics.refused("records_per_hour")
+        lobby.metrics.error(ErrorCode.RATE_LIMITED)
+        return retry_later(ProtocolError(
+            ErrorCode.RATE_LIMITED, "this account or address finished as many games this hour "
+            "as are recorded (records_per_hour); retry later"), wait)
+
     async def _send(self, conn: Connection, message: dict[str, Any]) -> None:
         # Through the hub, so it is ordered with everything else queued for the socket.
         self.hub.push(conn, Outgoing(message))
@@ -324,6 +351,10 @@ class SocketHandler:
                                 conn.player, message)) is not None:
                         table = message.table if isinstance(message, TableMessage) else None
                         await self._send(conn, error_message(busy, message.ref, table))
+                    elif type(message) in NEW_WORK and (
+                            spent := await self._records_spent(conn, message)) is not None:
+                        table = message.table if isinstance(message, TableMessage) else None
+                        await self._send(conn, error_message(spent, message.ref, table))
                     elif isinstance(message, MATCHMAKING_MESSAGES) and self.matchmaker is not None:
                         if not lobby.persistence.redis_up:  # as the lobby does (Redis outage)
                             await self._send(conn, error_reply(

@@ -4,16 +4,18 @@ The one module that reads and writes game records in Redis (records are built by
 ``server/tables/records.py``):
 
 - ``{g:<game_id>}:served``: the record as served, a hash written once at the game's end
-  (``server/store/record_bytes.py``): ``meta`` (JSON: game id, table, game number,
-  players, whether private, the length of the answer's head, the chat stamp of ``body``),
-  ``body`` (the whole answer, gzip), ``mat_game``/``mat_match`` (the ``.mat`` texts) and,
-  once computed, ``review`` (the review's answer, gzip); kept ``game_record_ttl``;
+  (``server/store/record_bytes.py``): ``meta`` (a msgpack array: game id, table, game
+  number, players, whether private, the length of the answer's head, the chat stamp of
+  ``body``), ``body`` (the whole answer, gzip), ``mat_game``/``mat_match`` (the ``.mat``
+  texts, gzip when that is shorter) and, once computed, ``review`` (the review's answer,
+  gzip); kept ``game_record_ttl``;
 - ``{g:<game_id>}:record``: the form of the games stored before (zlib-compressed msgpack,
   events lean): still read, and turned into the served form at its first read (its time to
   live kept);
 - per player ``{p:P}:games`` (every game), ``{p:P}:games:public`` (the games anyone may
-  see) and ``{p:P}:game_rows`` (that player's row of each), updated together by
-  ``game_index.lua`` and read a page at a time by ``game_page.lua`` (one slot each);
+  see) and ``{p:P}:game_rows`` (that player's row of each, a msgpack array), updated
+  together by ``game_index.lua`` and read a page at a time by ``game_page.lua`` (one slot
+  each);
 - per table and game ``{t:T}:chat:<game_no>``: the chat messages of that game (JSON), written
   as they are sent and kept as long as the record; a replay reads them beside the record;
 - chat moderation: each player's muted players (``{p:P}:muted``), an operator's mute
@@ -47,7 +49,13 @@ from server.store.record_bytes import (
     gzip_bytes,
     head_of,
     head_record,
+    pack_row,
+    pack_text,
+    pack_values,
     rebody,
+    text_of,
+    unpack_row,
+    unpack_values,
 )
 from server.store.scripts import load_script
 from server.tables.records import game_row, is_private
@@ -73,19 +81,23 @@ class ServedMeta:
     chat: ChatStamp
 
     def encode(self) -> bytes:
-        return json.dumps({"game_id": self.game_id, "table": self.table,
-                           "game_no": self.game_no, "players": list(self.players),
-                           "private": self.private, "head_len": self.head_len,
-                           "chat": [self.chat.count, self.chat.last]},
-                          separators=(",", ":")).encode()
+        """A msgpack array of the fields in their order (the chat stamp as two)."""
+        return pack_values([self.game_id, self.table, self.game_no, list(self.players),
+                            self.private, self.head_len, self.chat.count, self.chat.last])
 
     @classmethod
     def decode(cls, raw: bytes) -> ServedMeta:
-        data = json.loads(raw)
-        count, last = data["chat"]
-        return cls(str(data["game_id"]), str(data["table"]), int(data["game_no"]),
-                   tuple(data["players"]), bool(data["private"]), int(data["head_len"]),
-                   ChatStamp(count, last))
+        """A meta as :meth:`encode` writes it, or the JSON object of earlier versions."""
+        if raw[:1] == b"{":
+            data = json.loads(raw)
+            game_id, table, game_no, players = (data["game_id"], data["table"],
+                                                data["game_no"], data["players"])
+            private, head_len, (count, last) = data["private"], data["head_len"], data["chat"]
+        else:
+            game_id, table, game_no, players, private, head_len, count, last = \
+                unpack_values(raw)
+        return cls(str(game_id), str(table), int(game_no), tuple(players), bool(private),
+                   int(head_len), ChatStamp(count, last))
 
     @classmethod
     def of(cls, record: dict[str, Any], head_len: int, chat: Sequence[bytes]) -> ServedMeta:
@@ -176,7 +188,7 @@ class GameRecords:
         public = "0" if is_private(record) else "1"
         cutoff = time.time() - self.settings.game_record_ttl
         for player in dict.fromkeys(record["players"]):
-            row = json.dumps(game_row(record, player), separators=(",", ":"))
+            row = pack_row(game_row(record, player))
             await self._index(
                 keys=[keys.player_games(player), keys.player_games(player, public=True),
                       keys.player_game_rows(player)],
@@ -191,9 +203,9 @@ class GameRecords:
         head, body = await asyncio.to_thread(_encode_and_compress, record, chat)
         meta = ServedMeta.of(record, len(head), chat)
         fields: dict[str, bytes] = {"meta": meta.encode(), "body": body,
-                                    "mat_game": str(record.get("mat_game") or "").encode()}
+                                    "mat_game": pack_text(str(record.get("mat_game") or ""))}
         if record.get("mat_match") is not None:
-            fields["mat_match"] = str(record["mat_match"]).encode()
+            fields["mat_match"] = pack_text(str(record["mat_match"]))
         key = self._served_key(game_id)
         async with self.redis.pipeline(transaction=True) as pipe:
             # Fields replaced, not the hash: a review kept by an earlier save stays.
@@ -299,8 +311,8 @@ class GameRecords:
         assert body is not None
         record = head_record(await asyncio.to_thread(head_of, body, meta.head_len))
         record["chat"] = [json.loads(m) for m in await self._chat(meta.table, meta.game_no)]
-        record["mat_game"] = (mat_game or b"").decode()
-        record["mat_match"] = None if mat_match is None else mat_match.decode()
+        record["mat_game"] = text_of(mat_game or b"")
+        record["mat_match"] = None if mat_match is None else text_of(mat_match)
         return record
 
     async def page(self, player: str, *, offset: int, limit: int, private: bool
@@ -313,7 +325,7 @@ class GameRecords:
             keys=[keys.player_games(player, public=not private), keys.player_game_rows(player)],
             args=[offset, limit, cutoff],
         )
-        return int(reply[0]), [json.loads(r) for r in reply[1:]]
+        return int(reply[0]), [unpack_row(r) for r in reply[1:]]
 
     # --- chat ----------------------------------------------------------------------------
 

@@ -82,6 +82,12 @@ class Keys:
         as bytes (``game_record`` is read for the games stored before)."""
         return f"{self.prefix}{{g:{game_id}}}:served"
 
+    def records_budget(self, who: str) -> str:
+        """Set of the game ids recorded for ``who`` (``p:<player>``, or ``n:<address>``: an
+        IPv6 address's /64) in the budget's window: at most its budget, expiring an hour
+        after its first game (``server/store/record_budget.py``)."""
+        return f"{self.prefix}{{rb:{who}}}:recorded"
+
     # Tables
     def table_chat(self, table: str, game_no: int) -> str:
         """List of the chat messages (JSON) of the table's game ``game_no`` (before the

@@ -265,6 +265,17 @@ async def play_out(
     raise AssertionError(f"no {until} after {max_steps} messages")
 
 
+def resign_at_once(side: int, state: dict[str, Any]) -> dict[str, Any] | None:
+    """A ``decide`` for :func:`play_out`: side 1 resigns a single game at its first
+    decision, side 0 accepts (the quickest game to finish)."""
+    phase = state["game"]["phase"]
+    if phase == "resign_offered":
+        return {"type": "accept_resign"}
+    if side == 1 and phase in ("roll", "move"):
+        return {"type": "resign", "kind": "single"}
+    return None
+
+
 def _latest(client: Client, table: str) -> dict[str, Any] | None:
     """The newest versioned event of ``table`` that carries a state."""
     for message in reversed(client.messages):

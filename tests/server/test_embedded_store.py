@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import stat
 import subprocess
 import sys
 from pathlib import Path
@@ -24,6 +25,7 @@ from server.embedded_redis import (
     EmbeddedRedis,
     EmbeddedRedisError,
     _command,
+    make_private,
     store_url,
 )
 
@@ -198,3 +200,54 @@ async def test_accounts_ratings_and_boards_survive_a_restart(data_dir: Path) -> 
         assert profile["ladders"]["table42"]["rating"] == before["bob"]
     finally:
         server.stop()
+
+
+def modes(folder: Path) -> dict[str, int]:
+    """Every entry of ``folder`` (itself as ``.``) with its permission bits."""
+    found = {".": stat.S_IMODE(folder.stat().st_mode)}
+    for top, folders, files in os.walk(folder):
+        for name in [*folders, *files]:
+            path = Path(top) / name
+            found[str(path.relative_to(folder))] = stat.S_IMODE(path.lstat().st_mode)
+    return found
+
+
+async def test_a_data_folder_made_0755_beforehand_is_0700_with_its_files_0600(
+    data_dir: Path,
+) -> None:
+    """Made by hand (or by an older version) with the usual umask, the folder and its files
+    were readable by every local user: the start makes them private and says so once, and
+    what the redis-server writes afterwards (its append-only file and a rewrite of it) is
+    private too."""
+    old_umask = os.umask(0o022)
+    try:
+        data_dir.chmod(0o755)
+        (data_dir / "appendonly.aof").write_bytes(b"")
+        (data_dir / LOCK_NAME).write_text("")
+        (data_dir / "appendonlydir").mkdir(mode=0o755)
+        (data_dir / "appendonlydir" / "old.aof").write_bytes(b"")
+        assert modes(data_dir)["appendonly.aof"] == 0o644
+        server = await start_server(data_dir)
+    finally:
+        os.umask(old_umask)
+    try:
+        await play_rated_forfeit(server)  # accounts, tokens, a rated game: written out
+        sock = data_dir / "redis.sock"
+        assert _command(sock, "BGREWRITEAOF").startswith(b"+")
+        while b"aof_rewrite_in_progress:0" not in _command(sock, "INFO", "persistence") or \
+                b"aof_rewrite_scheduled:0" not in _command(sock, "INFO", "persistence"):
+            await asyncio.sleep(0.05)
+        found = modes(data_dir)
+    finally:
+        assert server.proc is not None
+        server.proc.terminate()
+        _, err = server.proc.communicate(timeout=15)
+    assert found.pop(".") == 0o700
+    assert found.pop("appendonlydir") == 0o700
+    assert found.pop("redis.sock") & 0o077 == 0
+    assert {"appendonly.aof", LOCK_NAME, "redis.log"} <= set(found)
+    assert found == dict.fromkeys(found, 0o600), found
+    told = [line for line in err.decode().splitlines() if "open to other users" in line]
+    assert len(told) == 1, err.decode()
+    assert "appendonly.aof 0644" in told[0] and ". 0755" in told[0]
+    assert make_private(data_dir) == []  # private now: nothing more to say at a start

@@ -5,9 +5,11 @@ written here, and the online count."""
 from __future__ import annotations
 
 import asyncio
+import json
 import re
 import subprocess
 import time
+import zlib
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +29,7 @@ from server_helpers import (
 
 from server.app import OWNERSHIP
 from server.config import Settings
-from server.store.games import GameRecords
+from server.store.games import GameRecords, ServedMeta
 from server.store.keys import Keys
 from server.tables.records import game_row
 
@@ -147,6 +149,47 @@ async def test_history_pages_newest_first_keep_a_bounded_index_and_are_idempoten
     assert [r["game_id"] for r in rows] == ["t5-g1", "t4-g1", "t2-g1"] and total == 3
     assert rows[0] == game_row(record_of(5, at=now - 95), "bob")
     assert await records.load("t0-g1") is not None  # the record outlives its index entry
+
+
+async def test_a_record_is_stored_compact_and_served_as_before(
+    start_server: StartServer, redis_client: aioredis.Redis, key_prefix: str,
+) -> None:
+    """The .mat text is kept gzip (sent as it is to a client that accepts gzip, decompressed
+    to any other), the meta and the history rows as msgpack arrays; the JSON forms earlier
+    versions stored are read alike."""
+    server = await start_server(dice_factory=scripted(7))
+    ta, tb = await register(server, "alice"), await register(server, "bob")
+    a, b = await connect(server, ta), await connect(server, tb)
+    table, _ = await seat_two(server, a, b)
+    game_id = (await play_out({0: a, 1: b}, table))["game_id"]
+    keys = Keys(key_prefix)
+    stored = await redis_client.hgetall(keys.game_served(game_id))  # type: ignore[misc]
+    assert stored[b"mat_game"][:2] == b"\x1f\x8b"
+    _, page, _ = await get(server, "/api/players/alice/games")
+    _, record, _ = await get(server, f"/api/games/{game_id}")
+    row = await redis_client.hget(keys.player_game_rows("alice"), game_id)  # type: ignore[misc]
+    assert row is not None and len(row) < len(json.dumps(page["games"][0])) / 2
+    texts = []
+    async with aiohttp.ClientSession(auto_decompress=False) as http:
+        for encoding in ("gzip", "identity"):
+            async with http.get(f"{server.http}/api/games/{game_id}/mat",
+                                headers={"Accept-Encoding": encoding}) as response:
+                assert response.status == 200
+                assert response.headers.get("Content-Encoding") == (
+                    "gzip" if encoding == "gzip" else None)
+                texts.append(await response.read())
+    assert texts[0] == stored[b"mat_game"]
+    assert zlib.decompress(texts[0], 31) == texts[1] and b"point match" in texts[1]
+    # As earlier versions stored them: a JSON meta and a JSON row.
+    meta = ServedMeta.decode(stored[b"meta"])
+    await redis_client.hset(keys.game_served(game_id), "meta", json.dumps({  # type: ignore[misc]
+        "game_id": meta.game_id, "table": meta.table, "game_no": meta.game_no,
+        "players": list(meta.players), "private": meta.private, "head_len": meta.head_len,
+        "chat": [meta.chat.count, meta.chat.last]}))
+    await redis_client.hset(keys.player_game_rows("alice"), game_id,  # type: ignore[misc]
+                            json.dumps(page["games"][0]))
+    assert (await get(server, "/api/players/alice/games"))[1] == page
+    assert (await get(server, f"/api/games/{game_id}"))[1] == record
 
 
 # --- .mat ------------------------------------------------------------------------------------
