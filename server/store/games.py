@@ -5,7 +5,8 @@ The one module that reads and writes game records in Redis (records are built by
 
 - ``{g:<game_id>}:served``: the record as served, a hash written once at the game's end
   (``server/store/record_bytes.py``): ``meta`` (JSON: game id, table, game number,
-  players, whether private, the length of the answer's head, the chat stamp of ``body``),
+  players, who may see it (``audience``, :mod:`server.protocol.visibility`), the length of
+  the answer's head, the chat stamp of ``body``),
   ``body`` (the whole answer, gzip), ``mat_game``/``mat_match`` (the ``.mat`` texts) and,
   once computed, ``review`` (the review's answer, gzip); kept ``game_record_ttl``;
 - ``{g:<game_id>}:record``: the form of the games stored before (zlib-compressed msgpack,
@@ -39,6 +40,7 @@ import redis.asyncio as aioredis
 
 from server.config import Settings
 from server.protocol.node_messages import ChatMute, encode
+from server.protocol.visibility import Audience
 from server.store.keys import Keys
 from server.store.record_bytes import (
     ChatStamp,
@@ -50,7 +52,7 @@ from server.store.record_bytes import (
     rebody,
 )
 from server.store.scripts import load_script
-from server.tables.records import game_row, is_private
+from server.tables.records import game_row, record_audience
 
 T = TypeVar("T")
 
@@ -61,21 +63,23 @@ def _aw(value: Awaitable[T] | T) -> Awaitable[T]:
 
 @dataclass(frozen=True, slots=True)
 class ServedMeta:
-    """What a served record's readers need before its bytes: who may see it, and where its
-    chat is (``chat``: the stamp of the chat its body holds)."""
+    """What a served record's readers need before its bytes: who may see it (its players and
+    ``audience``), and where its chat is (``chat``: the stamp of the chat its body holds)."""
 
     game_id: str
     table: str
     game_no: int
     players: tuple[str, ...]
-    private: bool
+    audience: Audience
     head_len: int
     chat: ChatStamp
 
     def encode(self) -> bytes:
+        # ``private`` too: the field a reader that knows no ``audience`` decides by.
         return json.dumps({"game_id": self.game_id, "table": self.table,
                            "game_no": self.game_no, "players": list(self.players),
-                           "private": self.private, "head_len": self.head_len,
+                           "private": not self.audience.listed,
+                           "audience": self.audience.to_json(), "head_len": self.head_len,
                            "chat": [self.chat.count, self.chat.last]},
                           separators=(",", ":")).encode()
 
@@ -83,20 +87,23 @@ class ServedMeta:
     def decode(cls, raw: bytes) -> ServedMeta:
         data = json.loads(raw)
         count, last = data["chat"]
+        audience = Audience.from_json(data.get("audience"),
+                                      mode="private" if data.get("private") else "")
         return cls(str(data["game_id"]), str(data["table"]), int(data["game_no"]),
-                   tuple(data["players"]), bool(data["private"]), int(data["head_len"]),
+                   tuple(data["players"]), audience, int(data["head_len"]),
                    ChatStamp(count, last))
 
     @classmethod
     def of(cls, record: dict[str, Any], head_len: int, chat: Sequence[bytes]) -> ServedMeta:
         return cls(str(record["game_id"]), str(record["table"]),
                    int(record.get("game_no") or 1), tuple(record["players"]),
-                   is_private(record), head_len,
+                   record_audience(record), head_len,
                    ChatStamp.of(len(chat), chat[-1] if chat else None))
 
     def with_chat(self, chat: Sequence[bytes]) -> ServedMeta:
-        return ServedMeta(self.game_id, self.table, self.game_no, self.players, self.private,
-                          self.head_len, ChatStamp.of(len(chat), chat[-1] if chat else None))
+        return ServedMeta(self.game_id, self.table, self.game_no, self.players,
+                          self.audience, self.head_len,
+                          ChatStamp.of(len(chat), chat[-1] if chat else None))
 
 
 @dataclass(frozen=True, slots=True)
@@ -173,7 +180,7 @@ class GameRecords:
         game_id = str(record["game_id"])
         chat = await self._chat(str(record["table"]), int(record.get("game_no") or 1))
         await self._write_served(record, chat, self._ttl_ms)
-        public = "0" if is_private(record) else "1"
+        public = "1" if record_audience(record).listed else "0"
         cutoff = time.time() - self.settings.game_record_ttl
         for player in dict.fromkeys(record["players"]):
             row = json.dumps(game_row(record, player), separators=(",", ":"))
@@ -306,7 +313,8 @@ class GameRecords:
     async def page(self, player: str, *, offset: int, limit: int, private: bool
                    ) -> tuple[int, list[dict[str, Any]]]:
         """A page of ``player``'s games, newest first, and how many there are; ``private``:
-        the private games too (only for the player themself)."""
+        the unlisted games too (private rooms, private tournaments: only for the player
+        themself, :func:`server.protocol.visibility.sees_hidden_rows`)."""
         keys = self.keys
         cutoff = time.time() - self.settings.game_record_ttl
         reply = await self._page(
