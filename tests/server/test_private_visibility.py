@@ -114,23 +114,23 @@ async def test_a_private_tournaments_game_is_readable_by_its_players_and_runner_
     over = await alice.expect("game_over", table=table)
     game_id = over["game_id"]
 
-    readers = (tokens["alice"], tokens["bob"], key)
-    outsiders = (None, tokens["carol"], other_key, await guest(server))
+    readers: tuple[str, ...] = (tokens["alice"], tokens["bob"], key)
+    outsiders: tuple[str | None, ...] = (None, tokens["carol"], other_key, await guest(server))
     for path in (f"/api/games/{game_id}", f"/api/games/{game_id}/mat",
                  f"/api/games/{game_id}/review"):
         for token in readers:
             status, body = await get(server, path, token)
             assert status == 200, (path, body)
-        for token in outsiders:
-            status, body = await get(server, path, token)
+        for outsider in outsiders:
+            status, body = await get(server, path, outsider)
             assert status == 404 and body["error"]["code"] == "no_such_game", (path, body)
     status, record = await get(server, f"/api/games/{game_id}", key)
     assert record["tournament_id"] == tid and "audience" not in record
     assert [m["text"] for m in record["chat"]] == ["good luck"]
 
     # History: the row is in the player's own list only.
-    for token in (None, tokens["carol"], key):
-        status, page = await get(server, "/api/players/alice/games", token)
+    for outsider in (None, tokens["carol"], key):
+        status, page = await get(server, "/api/players/alice/games", outsider)
         assert status == 200 and page["total"] == 0 and page["games"] == [], page
     status, page = await get(server, "/api/players/alice/games", tokens["alice"])
     assert [(g["game_id"], g["tournament_id"]) for g in page["games"]] == [(game_id, tid)]
