@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-import aiohttp
+import public_helpers
 from server_helpers import (
     Client,
     RunningServer,
@@ -25,12 +25,9 @@ from server.protocol.visibility import Audience, Reach
 
 async def get(server: RunningServer, path: str, token: str | None = None
               ) -> tuple[int, Any]:
-    headers = {"Authorization": f"Bearer {token}"} if token else {}
-    async with aiohttp.ClientSession() as http, http.get(server.http + path,
-                                                         headers=headers) as response:
-        if response.content_type == "application/json":
-            return response.status, await response.json()
-        return response.status, await response.text()
+    """``GET path`` with ``token`` (a player's token or a runner key) as the bearer."""
+    bearer = {"Authorization": f"Bearer {token}"} if token else {}
+    return await public_helpers.get(server, path, headers=bearer)
 
 
 async def open_table(server: RunningServer, key: str, tid: str, pair: list[str],
