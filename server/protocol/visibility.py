@@ -51,8 +51,8 @@ class Audience:
 
     @classmethod
     def from_json(cls, raw: object, *, mode: str) -> Audience:
-        """The audience stored as :meth:`to_json` gave it; from ``mode`` alone when none was
-        stored (a table or record kept before audiences were)."""
+        """The audience stored as :meth:`to_json` gave it; from ``mode`` alone for a table
+        or record stored without one."""
         if isinstance(raw, Mapping):
             try:
                 reach = Reach(str(raw.get("reach")))
