@@ -201,13 +201,14 @@ async def _services(app: web.Application) -> AsyncIterator[None]:
                          queue_max=settings.review_queue_max)
     app[REVIEWS] = reviews
     app[COST_GATE] = cost_gate
-    GameRoutes(lobby.records, accounts, cost_gate).add_to(app)
-    ReviewRoute(lobby.records, accounts, cost_gate, reviews).add_to(app)
     tournament_keys = TournamentKeys(settings.key_prefix)
+    runner_keys = RunnerKeys(redis, tournament_keys)
+    GameRoutes(lobby.records, accounts, cost_gate, runner_keys.name_of).add_to(app)
+    ReviewRoute(lobby.records, accounts, cost_gate, reviews, runner_keys.name_of).add_to(app)
     tournaments = Tournaments(TournamentStore(redis, tournament_keys, keys), lobby, persistence,
                               ratings)
-    TournamentRoutes(tournaments, RunnerKeys(redis, tournament_keys),
-                     settings.max_match_length, resolve_token=accounts.resolve).add_to(app)
+    TournamentRoutes(tournaments, runner_keys, settings.max_match_length,
+                     resolve_token=accounts.resolve).add_to(app)
     brackets = BracketDriver(tournaments, bus, settings.node_id,
                              period=settings.tournament_tick, lease=settings.tournament_lease,
                              tick=tick, call=settings.tournament_call)

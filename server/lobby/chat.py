@@ -5,7 +5,8 @@ The table driver hands it ``chat`` and ``report`` commands. Chat is not a table 
 does not go through the table machine, has no version and is not in the event log. Each
 message is stored first (``{t:T}:chat:<game_no>``, kept with the game's record), then
 delivered by channel: ``players`` to the seated players and the watchers, ``watchers`` to
-the watchers, and to the players only while no game is in play. The node holding a socket
+the watchers, and to the players only while no game is in play (a seated player's socket
+that also watches the table counts as a player's). The node holding a socket
 leaves out the messages of players its player muted (``Hub.push_chat``). The text was
 cleaned and the sender's rate and operator mute checked on the node that received it
 (:class:`LobbyChat`), before it was routed here.
@@ -22,7 +23,15 @@ from redis.exceptions import RedisError
 
 from server.net.connection import Connection
 from server.protocol import node_messages as ops
-from server.protocol.chat import PLAYERS, WATCHERS, ChatRate, clean_text, players_see, visible
+from server.protocol.chat import (
+    PLAYERS,
+    WATCHERS,
+    ChatRate,
+    clean_text,
+    players_see,
+    visible,
+    watcher_sees,
+)
 from server.protocol.codec import Outgoing
 from server.protocol.errors import ErrorCode, ProtocolError, retry_later
 from server.protocol.messages import Chat, Mute, Report, Unmute
@@ -79,17 +88,21 @@ class TableChat:
 
     @staticmethod
     def deliver(table: Table, message: dict[str, Any]) -> None:
-        """Send ``message`` to whoever its channel reaches, one bus message per node."""
-        to_players = players_see(str(message["channel"]), is_playing(table))
+        """Send ``message`` to whoever its channel reaches, one bus message per node. A
+        watching socket of a seated player is a player's: it gets what the players get."""
+        channel, playing = str(message["channel"]), is_playing(table)
         players: dict[str, list[str]] = {}
-        if to_players:
-            for seat in table.machine.seats:
-                if seat is not None:
+        seated: set[str] = set()
+        for seat in table.machine.seats:
+            if seat is not None:
+                seated.add(seat.player)
+                if players_see(channel, playing):
                     for node in seat.nodes:
                         players.setdefault(node, []).append(seat.player)
         conns: dict[str, list[str]] = {}
-        for node, conn in table.watchers:
-            conns.setdefault(node, []).append(conn)
+        for (node, conn), watcher in table.watchers.items():
+            if watcher_sees(channel, playing, seated=watcher in seated):
+                conns.setdefault(node, []).append(conn)
         table.lobby.deliver_chat(players, conns, message)
 
     def for_player(self, table: Table) -> list[dict[str, Any]]:
@@ -97,9 +110,11 @@ class TableChat:
         socket leaves out those of players it muted)."""
         return visible(self.history, is_player=True, playing=is_playing(table))
 
-    def for_watcher(self, table: Table) -> list[dict[str, Any]]:
-        """The recent messages a watcher may see (``watching``)."""
-        return visible(self.history, is_player=False, playing=is_playing(table))
+    def for_watcher(self, table: Table, player: str) -> list[dict[str, Any]]:
+        """The recent messages a watching socket of ``player`` may see (``watching``): a
+        seated player's, what the players see."""
+        seated = table.machine.side_of(player) is not None
+        return visible(self.history, is_player=seated, playing=is_playing(table))
 
     async def report(self, table: Table, actor: Actor, msg: Report) -> None:
         """Keep ``msg.msg`` (a message of ``table``), its author and the reporter for the

@@ -30,6 +30,7 @@ from server.protocol.codec import Outgoing
 from server.protocol.errors import ErrorCode, ProtocolError, retry_later
 from server.protocol.messages import CreateTable, ListTables, TableMode
 from server.protocol.node_messages import Actor
+from server.protocol.visibility import Audience
 from server.ratelimit import RateLimiter
 from server.store.accounts import GUEST_PREFIX, is_bot_id
 from server.store.persistence import FENCED_OUT
@@ -81,6 +82,7 @@ class TableCreation:
         mode: TableMode = TableMode.COMPETITIVE,
         announce: Callable[[str, RatingPlan], Awaitable[None]] | None = None,
         tournament_id: str | None = None,
+        audience: Audience | None = None,
     ) -> str:
         """See :meth:`server.lobby.routing.Lobby.start_rated_game`."""
         length = check_new_table(mode, match_length, tournament_id, (first, second),
@@ -135,7 +137,7 @@ class TableCreation:
                 with contextlib.suppress(RedisError, OSError):
                     await persistence.release(table_id, done=True)
                 raise
-            table = self.new_table(table_id, mode, length, tournament_id)
+            table = self.new_table(table_id, mode, length, tournament_id, audience)
             table.seat_pair(seats, pair_limited=limited)
         finally:
             del self._starting[table_id]
@@ -168,13 +170,15 @@ class TableCreation:
         return secrets.token_urlsafe(9)
 
     def new_table(
-        self, table_id: str, mode: TableMode, match_length: int, tournament_id: str | None
+        self, table_id: str, mode: TableMode, match_length: int, tournament_id: str | None,
+        audience: Audience | None = None,
     ) -> Table:
-        """A table owned here (its record claimed already), in the lobby's tables."""
+        """A table owned here (its record claimed already), in the lobby's tables;
+        ``audience`` as :class:`~server.lobby.table.Table` takes it."""
         lobby = self.lobby
         table = Table(
             lobby, table_id=table_id, mode=mode, match_length=match_length,
-            tournament_id=tournament_id, dice_factory=lobby.dice_factory,
+            tournament_id=tournament_id, dice_factory=lobby.dice_factory, audience=audience,
         )
         lobby.tables[table_id] = table
         lobby.forwarding.remember_owner(table_id, self.node_id)

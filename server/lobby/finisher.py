@@ -37,6 +37,7 @@ import msgpack
 from redis.exceptions import RedisError
 
 from server.logs import game_id as log_game_id
+from server.protocol.visibility import Audience
 from server.rules.mat import export_mat
 from server.store.persistence import Fenced
 from server.store.record_budget import Party
@@ -75,9 +76,12 @@ class Finisher:
     table's driver (which holds it): the calls that need the driver are given it, so that a
     forgotten table is freed at once, not by the garbage collector."""
 
-    def __init__(self, lobby: Lobby, machine: TableMachine, events: RecentEvents) -> None:
+    def __init__(self, lobby: Lobby, machine: TableMachine, events: RecentEvents,
+                 audience: Audience) -> None:
+        """``audience``: who may see the table's games (kept with each record)."""
         self.lobby = lobby
         self.machine = machine
+        self.audience = audience
         self.table_id = machine.id
         self.events = events
         # Another node owns the table now (fenced, or handed over unfinished): the writes a
@@ -219,7 +223,8 @@ class Finisher:
                 table=table_id, mode=str(machine.mode), match_length=machine.match_length,
                 tournament_id=machine.tournament_id, result=settlement.result,
                 players=[s.player for s in seats], names=[s.name or s.player for s in seats],
-                events=packed, changes=changes, mat_game=mat_game, mat_match=mat_match)
+                events=packed, changes=changes, mat_game=mat_game, mat_match=mat_match,
+                audience=self.audience)
         except Exception:
             # A fault of the record must not hold the game's end back.
             log.exception("table %s: the record of %s could not be built", table_id, game_id)

@@ -73,6 +73,7 @@ from server.protocol.messages import (
     Watch,
 )
 from server.protocol.node_messages import Actor, NodeMessage
+from server.protocol.visibility import Audience
 from server.rules import DiceSource
 from server.store.accounts import BOT_PREFIX, Identity
 from server.store.games import GameRecords
@@ -238,16 +239,18 @@ class Lobby:
         mode: TableMode = TableMode.COMPETITIVE,
         announce: Callable[[str, RatingPlan], Awaitable[None]] | None = None,
         tournament_id: str | None = None,
+        audience: Audience | None = None,
     ) -> str:
         """Seat ``first`` (side 0) and ``second`` (side 1) at a new Competitive table owned by
         this node and start play: a single game (Table42) when ``match_length`` is None, else a
         rated match to ``match_length`` points (FIBS). Both must hold no other seat.
         ``mode=TableMode.BOOSTED`` makes it a Boosted table instead (see
         :meth:`start_boosted_game`); ``mode=TableMode.TOURNAMENT`` with ``tournament_id`` a
-        tournament table (never rated). ``announce(table_id, plan)`` is awaited once both
-        seats are held and the rating decided (``plan``, as ``game_start`` will carry it: a
-        game the pair limit refuses is unrated with ``pair_limit``), before anyone is seated,
-        so what it sends arrives before ``seated``.
+        tournament table (never rated), ``audience`` who may see it (by default, as its
+        ``mode`` has it: a private tournament gives its own). ``announce(table_id, plan)``
+        is awaited once both seats are held and the rating decided (``plan``, as
+        ``game_start`` will carry it: a game the pair limit refuses is unrated with
+        ``pair_limit``), before anyone is seated, so what it sends arrives before ``seated``.
 
         ``names`` default to the player ids; ``addresses`` default to the players' latest
         connection addresses (same address -> unrated); a guest id makes the game unrated
@@ -258,7 +261,7 @@ class Lobby:
         """
         return await self.creation.start_rated_game(
             first, second, match_length=match_length, names=names, addresses=addresses,
-            mode=mode, announce=announce, tournament_id=tournament_id)
+            mode=mode, announce=announce, tournament_id=tournament_id, audience=audience)
 
     async def start_boosted_game(
         self,

@@ -70,6 +70,7 @@ from server.protocol.messages import (
     Unwatch,
     Watch,
 )
+from server.protocol.visibility import Audience, Viewer, audience_of, may_see
 from server.rules import DiceSource, Game, Match, Side
 from server.tables.machine import (
     BOT_PREFIX,
@@ -113,13 +114,17 @@ class Table:
         dice_factory: Callable[[], DiceSource],
         created_at: float | None = None,
         machine: TableMachine | None = None,
+        audience: Audience | None = None,
     ) -> None:
+        """``audience``: who may see the table and its games (by default, as its ``mode``
+        has it; a private tournament's table is given its own)."""
         self.lobby = lobby
         self.settings = lobby.settings
         self.id = table_id
         self.mode = mode
         self.match_length = match_length
         self.tournament_id = tournament_id
+        self.audience = audience if audience is not None else audience_of(str(mode))
         self.created_at = time.time() if created_at is None else created_at
         self.machine = machine if machine is not None else TableMachine(
             table_id=table_id, mode=mode, match_length=match_length,
@@ -134,7 +139,7 @@ class Table:
         self._fenced = False
         self.creator_address: str | None = None  # counts against its address while open
         self.chat = TableChat(self.settings.chat_history)
-        self.finisher = Finisher(lobby, self.machine, self.events)
+        self.finisher = Finisher(lobby, self.machine, self.events, self.audience)
 
     # --- reading ---------------------------------------------------------------------------
 
@@ -183,7 +188,13 @@ class Table:
 
     @property
     def is_listed(self) -> bool:
-        return self.mode is not TableMode.PRIVATE
+        return self.audience.listed
+
+    def may_see(self, actor: Actor) -> bool:
+        """Whether ``actor`` may see this table live (watch, chat, sync):
+        :func:`server.protocol.visibility.may_see` with its seated players."""
+        return may_see(self.audience, self.machine.seated_players(),
+                       Viewer(player=actor.player), live=True)
 
     @property
     def is_single_game(self) -> bool:
@@ -225,7 +236,8 @@ class Table:
         of the latest event that carried one: building a state costs more than a move)."""
         last = self.machine.last_state
         state = last if last is not None else self.machine.state()
-        return {"v": self.machine.version, "summary": self.summary(), "state": state}
+        return {"v": self.machine.version, "summary": self.summary(), "state": state,
+                "audience": self.audience.to_json()}
 
     # --- carrying out a step -------------------------------------------------------------
 
@@ -378,6 +390,9 @@ class Table:
         if machine.status is TableStatus.CLOSED:
             raise ProtocolError(ErrorCode.NO_SUCH_TABLE, f"table {self.id} is closed",
                                 field="table")
+        if not self.audience.listed and not self.may_see(actor):
+            # Told as a table that does not exist: its existence is not for this player.
+            raise ProtocolError(ErrorCode.NO_SUCH_TABLE, f"no table {self.id}", field="table")
         if type(msg) in _GAME_ACTIONS:  # the common case first: a move
             started = time.perf_counter()
             now = time.time()
@@ -508,7 +523,7 @@ class Table:
         self._reply(actor, {
             "type": "watching", "table": self.id, "v": self.machine.version, "ref": msg.ref,
             "summary": self.summary(), "state": self.machine.handout(),
-            "chat": self.chat.for_watcher(self),
+            "chat": self.chat.for_watcher(self, actor.player),
         })
 
     def unwatch(self, node: str, conn: str) -> None:
@@ -623,7 +638,7 @@ class Table:
     ) -> Table:
         """Rebuild a live table from its Redis log (``events``: what
         ``persistence.events_since(table_id, 0)`` returns; ``snapshot``: its stored snapshot,
-        for the table's mode, length, tournament and creation time) on this node.
+        for the table's mode, length, tournament, audience and creation time) on this node.
 
         A player with sockets on other live nodes (presence; not the old owner) stays connected
         there; every other seat is away, in grace from ``now`` (players come back by
@@ -637,6 +652,7 @@ class Table:
         summary: dict[str, Any] = dict((snapshot or {}).get("summary") or {})
         first = next((e for e in events if e.get("type") == "game_start"), {})
         mode = TableMode(str(summary.get("mode") or first.get("mode") or TableMode.COMPETITIVE))
+        audience = Audience.from_json((snapshot or {}).get("audience"), mode=str(mode))
         length = int(summary.get("match_length") or first.get("match_length") or 0)
         tournament = summary.get("tournament_id")
         created = float(summary.get("created_at") or now)
@@ -649,7 +665,7 @@ class Table:
         )
         table = cls(lobby, table_id=table_id, mode=mode, match_length=length,
                     tournament_id=machine.tournament_id, dice_factory=factory,
-                    created_at=created, machine=machine)
+                    created_at=created, machine=machine, audience=audience)
         table.events.load(events, machine.version)
         table.announcer.stored_v = machine.version
         table._snapshot_status = machine.status

@@ -8,8 +8,12 @@ download, and how many players are online (docs/http-api.md, "Games" and "Online
 ``GET /api/online``                         ``{players}`` connected over the live nodes
 ==========================================  =================================================
 
-A private game is shown only to its own players: a request carrying one of their bearer
-tokens. The store is ``server/store/games.py``; the record's shape ``server/tables/records.py``.
+Who may see a game is :func:`server.protocol.visibility.may_see`, decided on the record's
+stored meta (read with its bytes, in the same round trip): a private room's game only by its
+own players, a private tournament's by its players and its runner (a request carrying one of
+their players' bearer tokens, or the runner's key); anyone else gets 404 ``no_such_game``, as
+for a game nobody kept. A player's history lists their unlisted games to themself only. The
+store is ``server/store/games.py``; the record's shape ``server/tables/records.py``.
 
 The record and ``.mat`` routes answer with bytes stored at the game's end (the record gzip
 JSON: sent as it is to a client that accepts gzip, else decompressed; see
@@ -20,6 +24,7 @@ review route, draw on the caller's cost budget (``server/net/cost_gate.py``).
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable, Callable
 
 from aiohttp import web
 
@@ -29,9 +34,13 @@ from server.net.http_api import error_response
 from server.net.public_params import check_game_id, parse_games, parse_match_flag
 from server.net.ws import bearer_token
 from server.protocol.errors import ErrorCode, ProtocolError
+from server.protocol.visibility import ANYONE, Viewer, may_see, sees_hidden_rows
 from server.store.accounts import Accounts
 from server.store.games import GameRecords, ServedMeta
 from server.store.record_bytes import accepts_gzip, gunzip_bytes, is_gzip
+
+RunnerOf = Callable[[str], Awaitable[str | None]]
+"""The name of the runner whose key a bearer token is (None: not a live runner key)."""
 
 INLINE_GUNZIP = 32 * 1024
 """Compressed answers up to this size are decompressed on the event loop (tens of
@@ -57,12 +66,15 @@ async def served_bytes(request: web.Request, gzipped: bytes, *,
 
 class GameRoutes:
     """The routes of the table above, on one app. The record, ``.mat`` and review routes
-    draw on the caller's cost budget (``gate``)."""
+    draw on the caller's cost budget (``gate``); ``runner_of`` tells a runner's key (none:
+    no request is a runner)."""
 
-    def __init__(self, records: GameRecords, accounts: Accounts, gate: CostGate) -> None:
+    def __init__(self, records: GameRecords, accounts: Accounts, gate: CostGate,
+                 runner_of: RunnerOf | None = None) -> None:
         self.records = records
         self.accounts = accounts
         self.gate = gate
+        self.runner_of = runner_of
 
     def add_to(self, app: web.Application) -> None:
         app.router.add_get("/api/players/{player}/games", self.games)
@@ -70,31 +82,36 @@ class GameRoutes:
         app.router.add_get("/api/games/{game_id}/mat", self.mat)
         app.router.add_get("/api/online", self.online)
 
-    async def _viewer(self, request: web.Request) -> str | None:
-        """The player whose bearer token the request carries (None: none, or not valid)."""
+    async def _viewer(self, request: web.Request) -> Viewer:
+        """Who the request's bearer token says it is: a runner (a runner key), a player (a
+        player's token), else anyone."""
         token = bearer_token(request.headers.get("Authorization"))
         if not token:
-            return None
+            return ANYONE
+        if self.runner_of is not None:
+            runner = await self.runner_of(token)
+            if runner is not None:
+                return Viewer(runner=runner)
         identity = await self.accounts.resolve(token)
-        return None if identity is None else identity.player
+        return ANYONE if identity is None else Viewer(player=identity.player)
 
     async def games(self, request: web.Request) -> web.Response:
         try:
             query = parse_games(request.match_info["player"], request.query)
         except ProtocolError as exc:
             return error_response(exc)
-        own = await self._viewer(request) == query.player
+        hidden_too = sees_hidden_rows(query.player, await self._viewer(request))
         total, rows = await self.records.page(query.player, offset=query.offset,
-                                              limit=query.limit, private=own)
+                                              limit=query.limit, private=hidden_too)
         return web.json_response({"player": query.player, "total": total,
                                   "offset": query.offset, "games": rows})
 
     async def _may_see(self, request: web.Request, meta: ServedMeta | None) -> ServedMeta:
-        """``meta`` when the request may see its game; else ProtocolError (404)."""
-        if meta is not None and meta.private:
-            viewer = await self._viewer(request)
-            if viewer is None or viewer not in meta.players:
-                meta = None
+        """``meta`` when the request may see its game; else ProtocolError (404, as for a game
+        nobody kept). The token is looked at only for a game not everyone sees."""
+        if meta is not None and not meta.audience.listed and \
+                not may_see(meta.audience, meta.players, await self._viewer(request)):
+            meta = None
         if meta is None:
             raise ProtocolError(ErrorCode.NO_SUCH_GAME,
                                 f"no finished game {request.match_info['game_id']!r}",

@@ -2,11 +2,13 @@
 "Games"; the review itself is :func:`server.bot.review.review_events`, pure).
 
 The record comes from the finished-game store with the same access rule as
-``GET /api/games/{game_id}`` (a private game only for its own players; anyone else, or no
-such game: 404 ``no_such_game``). A review is computed once per game, in a worker process
-(:class:`server.net.review_jobs.ReviewJobs`: concurrent requests share one computation,
-the queue is bounded, abandoned work is dropped), and its answer is kept beside the record
-(gzip JSON, as long as the record): every later request, on any node, is served those bytes.
+``GET /api/games/{game_id}`` (:func:`server.protocol.visibility.may_see`: a private room's
+game only for its own players, a private tournament's for its players and runner; anyone
+else, or no such game: 404 ``no_such_game``). A review is computed once per game, in a
+worker process (:class:`server.net.review_jobs.ReviewJobs`: concurrent requests share one
+computation, the queue is bounded, abandoned work is dropped), and its answer is kept beside
+the record (gzip JSON, as long as the record): every later request, on any node, is served
+those bytes.
 Each request draws on the caller's cost budget (:mod:`server.net.cost_gate`): a computed
 review costs far more than a kept one.
 """
@@ -19,7 +21,7 @@ from aiohttp import web
 
 from server.cost_budget import COSTS
 from server.net.cost_gate import CostGate
-from server.net.games_api import GameRoutes, served_bytes
+from server.net.games_api import GameRoutes, RunnerOf, served_bytes
 from server.net.http_api import error_response
 from server.net.review_jobs import Abandoned, ReviewJobs
 from server.protocol.errors import ErrorCode, ProtocolError, retry_later
@@ -31,8 +33,8 @@ log = logging.getLogger(__name__)
 
 class ReviewRoute(GameRoutes):
     def __init__(self, records: GameRecords, accounts: Accounts, gate: CostGate,
-                 jobs: ReviewJobs) -> None:
-        super().__init__(records, accounts, gate)
+                 jobs: ReviewJobs, runner_of: RunnerOf | None = None) -> None:
+        super().__init__(records, accounts, gate, runner_of)
         self.jobs = jobs
 
     def add_to(self, app: web.Application) -> None:

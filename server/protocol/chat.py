@@ -67,6 +67,13 @@ def players_see(channel: str, playing: bool) -> bool:
     return channel == PLAYERS or not playing
 
 
+def watcher_sees(channel: str, playing: bool, *, seated: bool) -> bool:
+    """Whether a watching socket receives a message of ``channel``: every one, unless its
+    player is seated at the table: then only what the players see (``players_see``), from
+    whichever socket."""
+    return not seated or players_see(channel, playing)
+
+
 def visible(messages: Iterable[Mapping[str, Any]], *, is_player: bool, playing: bool,
             muted: Iterable[str] = ()) -> list[dict[str, Any]]:
     """The ``messages`` a player (``is_player``) or a watcher may see, without those from

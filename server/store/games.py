@@ -5,10 +5,11 @@ The one module that reads and writes game records in Redis (records are built by
 
 - ``{g:<game_id>}:served``: the record as served, a hash written once at the game's end
   (``server/store/record_bytes.py``): ``meta`` (a msgpack array: game id, table, game
-  number, players, whether private, the length of the answer's head, the chat stamp of
-  ``body``), ``body`` (the whole answer, gzip), ``mat_game``/``mat_match`` (the ``.mat``
-  texts, gzip when that is shorter) and, once computed, ``review`` (the review's answer,
-  gzip); kept ``game_record_ttl``;
+  number, players, whether unlisted, the length of the answer's head, the chat stamp of
+  ``body``, who may see it: ``audience``, :mod:`server.protocol.visibility`), ``body`` (the
+  whole answer, gzip), ``mat_game``/``mat_match`` (the ``.mat`` texts, gzip when that is
+  shorter) and, once computed, ``review`` (the review's answer, gzip); kept
+  ``game_record_ttl``;
 - ``{g:<game_id>}:record``: the form of the games stored before (zlib-compressed msgpack,
   events lean): still read, and turned into the served form at its first read (its time to
   live kept);
@@ -41,6 +42,7 @@ import redis.asyncio as aioredis
 
 from server.config import Settings
 from server.protocol.node_messages import ChatMute, encode
+from server.protocol.visibility import Audience
 from server.store.keys import Keys
 from server.store.record_bytes import (
     ChatStamp,
@@ -58,7 +60,7 @@ from server.store.record_bytes import (
     unpack_values,
 )
 from server.store.scripts import load_script
-from server.tables.records import game_row, is_private
+from server.tables.records import game_row, record_audience
 
 T = TypeVar("T")
 
@@ -69,21 +71,23 @@ def _aw(value: Awaitable[T] | T) -> Awaitable[T]:
 
 @dataclass(frozen=True, slots=True)
 class ServedMeta:
-    """What a served record's readers need before its bytes: who may see it, and where its
-    chat is (``chat``: the stamp of the chat its body holds)."""
+    """What a served record's readers need before its bytes: who may see it (its players and
+    ``audience``), and where its chat is (``chat``: the stamp of the chat its body holds)."""
 
     game_id: str
     table: str
     game_no: int
     players: tuple[str, ...]
-    private: bool
+    audience: Audience
     head_len: int
     chat: ChatStamp
 
     def encode(self) -> bytes:
-        """A msgpack array of the fields in their order (the chat stamp as two)."""
+        """A msgpack array of the fields in their order (the chat stamp as two; whether
+        unlisted before the audience: the field a reader that knows no audience decides by)."""
         return pack_values([self.game_id, self.table, self.game_no, list(self.players),
-                            self.private, self.head_len, self.chat.count, self.chat.last])
+                            not self.audience.listed, self.head_len, self.chat.count,
+                            self.chat.last, self.audience.to_json()])
 
     @classmethod
     def decode(cls, raw: bytes) -> ServedMeta:
@@ -93,22 +97,26 @@ class ServedMeta:
             game_id, table, game_no, players = (data["game_id"], data["table"],
                                                 data["game_no"], data["players"])
             private, head_len, (count, last) = data["private"], data["head_len"], data["chat"]
+            stored = data.get("audience")
         else:
-            game_id, table, game_no, players, private, head_len, count, last = \
-                unpack_values(raw)
-        return cls(str(game_id), str(table), int(game_no), tuple(players), bool(private),
+            values = unpack_values(raw)
+            game_id, table, game_no, players, private, head_len, count, last = values[:8]
+            stored = values[8] if len(values) > 8 else None
+        audience = Audience.from_json(stored, mode="private" if private else "")
+        return cls(str(game_id), str(table), int(game_no), tuple(players), audience,
                    int(head_len), ChatStamp(count, last))
 
     @classmethod
     def of(cls, record: dict[str, Any], head_len: int, chat: Sequence[bytes]) -> ServedMeta:
         return cls(str(record["game_id"]), str(record["table"]),
                    int(record.get("game_no") or 1), tuple(record["players"]),
-                   is_private(record), head_len,
+                   record_audience(record), head_len,
                    ChatStamp.of(len(chat), chat[-1] if chat else None))
 
     def with_chat(self, chat: Sequence[bytes]) -> ServedMeta:
-        return ServedMeta(self.game_id, self.table, self.game_no, self.players, self.private,
-                          self.head_len, ChatStamp.of(len(chat), chat[-1] if chat else None))
+        return ServedMeta(self.game_id, self.table, self.game_no, self.players,
+                          self.audience, self.head_len,
+                          ChatStamp.of(len(chat), chat[-1] if chat else None))
 
 
 @dataclass(frozen=True, slots=True)
@@ -185,7 +193,7 @@ class GameRecords:
         game_id = str(record["game_id"])
         chat = await self._chat(str(record["table"]), int(record.get("game_no") or 1))
         await self._write_served(record, chat, self._ttl_ms)
-        public = "0" if is_private(record) else "1"
+        public = "1" if record_audience(record).listed else "0"
         cutoff = time.time() - self.settings.game_record_ttl
         for player in dict.fromkeys(record["players"]):
             row = pack_row(game_row(record, player))
@@ -318,7 +326,8 @@ class GameRecords:
     async def page(self, player: str, *, offset: int, limit: int, private: bool
                    ) -> tuple[int, list[dict[str, Any]]]:
         """A page of ``player``'s games, newest first, and how many there are; ``private``:
-        the private games too (only for the player themself)."""
+        the unlisted games too (private rooms, private tournaments: only for the player
+        themself, :func:`server.protocol.visibility.sees_hidden_rows`)."""
         keys = self.keys
         cutoff = time.time() - self.settings.game_record_ttl
         reply = await self._page(

@@ -37,8 +37,9 @@ import msgspec
 
 from server.tables.records import ROW_FIELDS, replay_events
 
-HIDDEN = ("mat_game", "mat_match")
-"""Record fields kept for the download, not sent with the record."""
+HIDDEN = ("mat_game", "mat_match", "audience")
+"""Record fields kept for the download or the store's access check, not sent with the
+record."""
 GZIP_LEVEL = 6
 """The body's compression (gzip, zlib's default level: done once per game, in a thread)."""
 REBUILD_LEVEL = 1

@@ -13,6 +13,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from server.protocol.lean import apply_event, full_form
+from server.protocol.visibility import Audience, audience_of
 
 #: ``result`` of a game by how it ended (``game_over.reason``); a game played out or a double
 #: dropped is named by its kind (single, gammon, backgammon).
@@ -55,14 +56,15 @@ def game_record(
     *, table: str, mode: str, match_length: int, tournament_id: str | None,
     result: Mapping[str, Any], players: Sequence[str], names: Sequence[str],
     events: Sequence[bytes], changes: Mapping[str, float], mat_game: str,
-    mat_match: str | None,
+    mat_match: str | None, audience: Audience | None = None,
 ) -> dict[str, Any]:
     """The record of a finished game. ``result`` is the table's result record
     (``FinishedGame.result``), ``players``/``names`` side 0's and side 1's, ``events`` the game's
     events as the log keeps them (each a msgpack map, lean form: from its ``game_start`` to
     its end, cut by :func:`game_events` or by version), ``changes`` each player's rating
     change from it (players without one are absent), ``mat_game``/``mat_match`` the game (and
-    its match so far) as ``.mat`` text."""
+    its match so far) as ``.mat`` text; ``audience`` who may see it (by default, as its
+    ``mode`` has it: :func:`server.protocol.visibility.audience_of`)."""
     rating = result.get("rating") or {}
     return {
         "game_id": result["game_id"],
@@ -82,6 +84,7 @@ def game_record(
         "events": list(events),
         "mat_game": mat_game,
         "mat_match": mat_match,
+        "audience": (audience or audience_of(mode)).to_json(),
     }
 
 
@@ -94,9 +97,9 @@ def game_row(record: Mapping[str, Any], player: str) -> dict[str, Any]:
     return row
 
 
-def is_private(record: Mapping[str, Any]) -> bool:
-    """Whether only the game's own players may see it (a private room's game)."""
-    return record.get("mode") == "private"
+def record_audience(record: Mapping[str, Any]) -> Audience:
+    """Who may see the game of ``record`` (a record kept without one: as its mode has it)."""
+    return Audience.from_json(record.get("audience"), mode=str(record.get("mode")))
 
 
 def replay_events(events: Iterable[Mapping[str, Any]],

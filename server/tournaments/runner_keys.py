@@ -157,3 +157,9 @@ class RunnerKeys:
         if not hmac.compare_digest(str(data["digest"]), secret_digest(secret)):
             return None
         return Runner(key_id, str(data["name"]), float(data["created_at"]))
+
+    async def name_of(self, key: str) -> str | None:
+        """The name of the runner a presented key belongs to (None: not a live key; no
+        Redis read for a token that is not shaped as a runner key)."""
+        runner = await self.resolve(key)
+        return None if runner is None else runner.name

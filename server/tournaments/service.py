@@ -13,6 +13,7 @@ from rating_plugin.store import RatingStore
 from server.lobby.routing import Lobby
 from server.protocol.errors import ErrorCode, ProtocolError
 from server.protocol.messages import TableMode
+from server.protocol.visibility import audience_of
 from server.store.persistence import Persistence
 from server.tables.ratings import RatingPlan
 from server.tournaments.bracket import Entrant, seeding
@@ -57,7 +58,9 @@ class Tournaments:
         announce: Callable[[str], Awaitable[None]] | None = None,
     ) -> str:
         """Seat ``first`` and ``second`` at a new tournament table (never rated) and start it;
-        the table joins the tournament's tables. Raises ProtocolError (``already_seated``)."""
+        the table joins the tournament's tables. A private tournament's table is seen by its
+        players and the runner only (:func:`server.protocol.visibility.audience_of`).
+        Raises ProtocolError (``already_seated``)."""
         length = int(t["format"].get("length", 0))
 
         async def announced(table: str, _plan: RatingPlan) -> None:
@@ -68,6 +71,7 @@ class Tournaments:
         return await self.lobby.start_rated_game(
             first, second, match_length=length or None, mode=TableMode.TOURNAMENT,
             tournament_id=t["id"], announce=announced,
+            audience=audience_of(str(TableMode.TOURNAMENT), t),
         )
 
     async def award(self, t: Mapping[str, Any], players: list[str]) -> dict[str, Any]:
