@@ -184,7 +184,8 @@ async def test_a_record_is_stored_compact_and_served_as_before(
     meta = ServedMeta.decode(stored[b"meta"])
     await redis_client.hset(keys.game_served(game_id), "meta", json.dumps({  # type: ignore[misc]
         "game_id": meta.game_id, "table": meta.table, "game_no": meta.game_no,
-        "players": list(meta.players), "private": meta.private, "head_len": meta.head_len,
+        "players": list(meta.players), "private": not meta.audience.listed,
+        "head_len": meta.head_len,
         "chat": [meta.chat.count, meta.chat.last]}))
     await redis_client.hset(keys.player_game_rows("alice"), game_id,  # type: ignore[misc]
                             json.dumps(page["games"][0]))
