@@ -221,7 +221,6 @@ def _run(args: argparse.Namespace, url: str, prefix: str) -> int:
     name = printable(player)
     if args.command in ("mute", "unmute"):
         until = time.time() + args.minutes * 60 if args.command == "mute" else 0.0
-
         asyncio.run(_with_store(url, prefix, lambda _, r: r.operator_mute(player, until),
                                 player=player))
         when = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(until))

@@ -18,6 +18,7 @@ import time
 from collections import deque
 from typing import TYPE_CHECKING, Any
 
+import msgspec
 from redis.exceptions import RedisError
 
 from server.matchmaking.policy import network_key
@@ -217,8 +218,7 @@ class LobbyChat:
                     raise retry_later(ProtocolError(
                         ErrorCode.RATE_LIMITED, "reporting too fast; retry later",
                         field="msg"), wait)
-        return msg if reason == msg.reason else Report(table=msg.table, msg=msg.msg,
-                                                       reason=reason, ref=msg.ref)
+        return msg if reason == msg.reason else msgspec.structs.replace(msg, reason=reason)
 
     async def mute(self, conn: Connection, msg: Mute | Unmute) -> None:
         """Mute or unmute a player for ``conn``'s player, on all their sockets everywhere."""

@@ -131,7 +131,8 @@ async def test_reports_of_earlier_versions_are_adopted_and_printed_escaped(
            {"at": 2.0, "table": "t1", "msg": "m2", "channel": "players", "from": "eve",
             "name": "eve", "text": "plain", "sent_at": 1.5, "reporter": "bob", "reason": None}]
     legacy = f"{key_prefix}{{reports}}:chat"
-    await redis_client.rpush(legacy, *(json.dumps(r, ensure_ascii=False) for r in old))
+    entries = [json.dumps(r, ensure_ascii=False) for r in old]
+    await redis_client.rpush(legacy, *entries)  # type: ignore[misc]
     code, out, err = await admin(server, "reports")
     assert code == 0, err
     lines = out.splitlines()
