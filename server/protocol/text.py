@@ -50,6 +50,8 @@ def clean_text(raw: str) -> str:
     """``raw`` cleaned (the module's rules): whitespace runs made one space and trimmed, the
     removed characters gone. ``""`` when nothing visible is left; the caller refuses that
     (``bad_field``) and checks the length of the rest."""
+    if raw.isascii() and raw.isprintable():  # the common case: only spaces to collapse
+        return " ".join(raw.split())
     words: list[str] = []
     word: list[str] = []
     for ch in raw:
