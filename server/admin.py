@@ -3,8 +3,9 @@
 - ``revoke PLAYER`` ends every token of an account (its sockets close with 4001 on every node
   within a second);
 - ``mute PLAYER [--minutes N]`` and ``unmute PLAYER`` stop and allow a player's table chat
-  (``chat_muted``, on every node at once); ``reports [--limit N]`` prints the reported chat
-  messages, one JSON object a line, oldest first;
+  (``chat_muted``, on every node at once); ``reports [--limit N]`` prints the oldest open chat
+  reports, one JSON object a line (then, on stderr, how many are open and how many were
+  refused because the list was full); ``resolve ID...`` closes reports;
 - ``unlock PLAYER`` forgets the account's failed logins, so no address waits for it any more
   (the addresses it logged in from stay known; docs/operations.md, "The login throttle");
 - ``suspicious`` lists signs of rating farming: pairs of accounts with many rated games in a
@@ -13,7 +14,10 @@
 
 Finds Redis as the server does: ``--redis-url``/``REDIS_URL``, else the embedded store of the
 data folder (``--data-dir``/``TABLE42_DATA_DIR``, the server's default folder otherwise);
-``--key-prefix``/``TABLE42_KEY_PREFIX``. Bad usage exits 2, a Redis error 1.
+``--key-prefix``/``TABLE42_KEY_PREFIX``. Bad usage exits 2, a Redis error 1; so does a
+command that found nothing to act on (an account that does not exist, a report that is not
+open): one line on stderr. Whatever is printed has every unprintable character written as an
+escape (``\u202e``): stored text is players' text.
 """
 
 from __future__ import annotations
@@ -24,13 +28,14 @@ import json
 import sys
 import time
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Any, TypeVar
+from typing import Any, TextIO, TypeVar
 
 from redis.exceptions import RedisError
 
 from rating_plugin.store import RatingStore
 from server.config import STORE_SETTINGS, Settings, SettingsError, add_arguments, settings_from_args
 from server.embedded_redis import EmbeddedRedisError, command_store
+from server.protocol.text import printable
 from server.store.accounts import BOT_PREFIX, GUEST_PREFIX, Accounts
 from server.store.games import GameRecords
 from server.store.keys import Keys
@@ -47,38 +52,37 @@ from server.suspicious import (
 PROG = "python -m server.admin"
 
 
-async def _revoke(url: str, prefix: str, player: str) -> int:
-    redis = redis_client(url)
-    try:
-        accounts = Accounts(redis, Keys(prefix), Settings(redis_url=url, key_prefix=prefix))
-        return await accounts.revoke_player(player.lower(), "revoked by an operator")
-    finally:
-        await redis.aclose()
-
-
-async def _unlock(url: str, prefix: str, player: str) -> bool:
-    redis = redis_client(url)
-    try:
-        accounts = Accounts(redis, Keys(prefix), Settings(redis_url=url, key_prefix=prefix))
-        return await accounts.unlock(player.lower())
-    finally:
-        await redis.aclose()
-
-
 T = TypeVar("T")
 
 
-async def _with_records(url: str, prefix: str, act: Callable[[GameRecords], Awaitable[T]]) -> T:
+class NothingDone(Exception):
+    """A command found nothing to act on: its one line for stderr, exit 1."""
+
+
+async def _with_store(url: str, prefix: str,
+                      act: Callable[[Accounts, GameRecords], Awaitable[T]], *,
+                      player: str | None = None) -> T:
+    """``act`` on the accounts and the records; with ``player``, only once that account is
+    known to exist (else :class:`NothingDone`)."""
     redis = redis_client(url)
     try:
-        return await act(GameRecords(redis, Keys(prefix),
-                                     Settings(redis_url=url, key_prefix=prefix)))
+        keys, settings = Keys(prefix), Settings(redis_url=url, key_prefix=prefix)
+        accounts = Accounts(redis, keys, settings)
+        if player is not None and not await accounts.exists(player):
+            raise NothingDone(f"no account {player!r}: nothing done")
+        return await act(accounts, GameRecords(redis, keys, settings))
     finally:
         await redis.aclose()
 
 
 def _text(raw: Any) -> str:
     return raw.decode() if isinstance(raw, bytes) else str(raw)
+
+
+def _say(text: str, *, file: TextIO | None = None) -> None:
+    """Print ``text`` with its unprintable characters escaped, line by line."""
+    print("\n".join(printable(line) for line in text.split("\n")),
+          file=sys.stdout if file is None else file)
 
 
 async def _suspicious(args: argparse.Namespace, url: str, prefix: str) -> str:
@@ -149,9 +153,11 @@ def _parser() -> argparse.ArgumentParser:
                       default=60.0, help="how long, minutes (default 60, at most a year)")
     unmute = commands.add_parser("unmute", help="allow a muted player's table chat again")
     unmute.add_argument("player")
-    reports = commands.add_parser("reports", help="print the reported chat messages")
+    reports = commands.add_parser("reports", help="print the oldest open chat reports")
     reports.add_argument("--limit", type=_bounded(int, 1, 10_000), default=100,
                          help="reports printed at most, 1..10000 (default 100)")
+    resolve = commands.add_parser("resolve", help="close chat reports (their id)")
+    resolve.add_argument("ids", nargs="+", type=_bounded(int, 1, 2**53), metavar="ID")
     unlock = commands.add_parser("unlock", help="forget an account's failed logins")
     unlock.add_argument("player")
     suspicious = commands.add_parser(
@@ -176,43 +182,59 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         settings = settings_from_args(args)
     except SettingsError as exc:
-        print(f"{PROG}: {exc}", file=sys.stderr)
+        _say(f"{PROG}: {exc}", file=sys.stderr)
         return 2
     try:
         with command_store(settings.redis_url, settings.data_folder()) as url:
             return _run(args, url, settings.key_prefix)
+    except NothingDone as exc:
+        _say(f"{PROG}: {exc}", file=sys.stderr)
+        return 1
     except EmbeddedRedisError as exc:
-        print(f"{PROG}: {exc}", file=sys.stderr)
+        _say(f"{PROG}: {exc}", file=sys.stderr)
         return 2
     except (RedisError, OSError) as exc:
-        print(f"{PROG}: Redis: {exc}", file=sys.stderr)
+        _say(f"{PROG}: Redis: {exc}", file=sys.stderr)
         return 1
 
 
 def _run(args: argparse.Namespace, url: str, prefix: str) -> int:
-    if args.command in ("mute", "unmute"):
-        player = args.player.lower()
-        until = time.time() + args.minutes * 60 if args.command == "mute" else 0.0
-        asyncio.run(_with_records(url, prefix, lambda r: r.operator_mute(player, until)))
-        when = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(until))
-        print(f"{player}: chat muted until {when}" if until else f"{player}: chat allowed")
-        return 0
     if args.command == "reports":
-        rows: list[dict[str, Any]] = asyncio.run(
-            _with_records(url, prefix, lambda r: r.reports(int(args.limit))))
-        for row in rows:
-            print(json.dumps(row, ensure_ascii=False))
+        page = asyncio.run(_with_store(url, prefix, lambda _, r: r.reports.page(int(args.limit))))
+        for row in page.reports:
+            _say(json.dumps(row, ensure_ascii=False))
+        _say(f"{page.open} open report(s), {len(page.reports)} printed; {page.refused} "
+             "refused because the list was full", file=sys.stderr)
         return 0
-    if args.command == "unlock":
-        had = asyncio.run(_unlock(url, prefix, args.player))
-        print(f"{args.player}: failed logins forgotten" if had
-              else f"{args.player}: no failed logins to forget")
+    if args.command == "resolve":
+        ids = [int(n) for n in args.ids]
+        missing = asyncio.run(_with_store(url, prefix, lambda _, r: r.reports.resolve(ids)))
+        if missing:
+            raise NothingDone(f"no open report {', '.join(map(str, missing))}; "
+                              f"{len(ids) - len(missing)} resolved")
+        print(f"{len(ids)} report(s) resolved")
         return 0
     if args.command == "suspicious":
-        print(asyncio.run(_suspicious(args, url, prefix)))
+        _say(asyncio.run(_suspicious(args, url, prefix)))
         return 0
-    ended = asyncio.run(_revoke(url, prefix, args.player))
-    print(f"{ended} token(s) of {args.player} ended")
+    player = args.player.lower()
+    name = printable(player)
+    if args.command in ("mute", "unmute"):
+        until = time.time() + args.minutes * 60 if args.command == "mute" else 0.0
+        asyncio.run(_with_store(url, prefix, lambda _, r: r.operator_mute(player, until),
+                                player=player))
+        when = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(until))
+        print(f"{name}: chat muted until {when}" if until else f"{name}: chat allowed")
+        return 0
+    if args.command == "unlock":
+        had = asyncio.run(_with_store(url, prefix, lambda a, _: a.unlock(player), player=player))
+        print(f"{name}: failed logins forgotten" if had
+              else f"{name}: no failed logins to forget")
+        return 0
+    ended = asyncio.run(_with_store(
+        url, prefix, lambda a, _: a.revoke_player(player, "revoked by an operator"),
+        player=player))
+    print(f"{ended} token(s) of {name} ended")
     return 0
 
 

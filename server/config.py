@@ -202,8 +202,8 @@ class Settings:
         20, "chat reports one account may file per reports_window", gt=0)
     reports_window: float = _socket_memory(24 * 3600.0, "seconds of the reports_per_player "
                                            "window", gt=0)
-    reports_kept: int = _socket_memory(10_000, "reported chat messages kept for the "
-                                       "operators (the oldest go first)", gt=0)
+    reports_kept: int = _socket_memory(10_000, "open chat reports kept for the operators "
+                                       "(past it new reports are refused and counted)", gt=0)
 
     decision_time: float = _games(60.0, "seconds for each decision (roll/double, move, take)",
                                   gt=0)
@@ -378,6 +378,10 @@ class Settings:
                                       "burst", gt=0)
     max_open_tables_per_address: int = _limits(20, "open tables created from one address at "
                                                "once", gt=0)
+    report_rate: float = _limits(1 / 60, "chat reports one account, and one address, may "
+                                 "file per second (0 = any)", ge=0)
+    report_burst: int = _limits(10, "chat reports one account or address may file in a burst",
+                                gt=0)
     http_header_timeout: float = _limits(
         10.0, "seconds a connection may wait without a complete request (slow headers, idle "
         "keep-alive) before it is closed", gt=0)

@@ -19,15 +19,16 @@ import time
 from collections import deque
 from typing import TYPE_CHECKING, Any
 
+import msgspec
 from redis.exceptions import RedisError
 
+from server.matchmaking.policy import network_key
 from server.net.connection import Connection
 from server.protocol import node_messages as ops
 from server.protocol.chat import (
     PLAYERS,
     WATCHERS,
     ChatRate,
-    clean_text,
     players_see,
     visible,
     watcher_sees,
@@ -35,6 +36,9 @@ from server.protocol.chat import (
 from server.protocol.codec import Outgoing
 from server.protocol.errors import ErrorCode, ProtocolError, retry_later
 from server.protocol.messages import Chat, Mute, Report, Unmute
+from server.protocol.text import clean_text
+from server.ratelimit import RateLimiter
+from server.store.reports import Outcome
 from server.tables.machine import TableStatus
 
 if TYPE_CHECKING:
@@ -118,7 +122,10 @@ class TableChat:
 
     async def report(self, table: Table, actor: Actor, msg: Report) -> None:
         """Keep ``msg.msg`` (a message of ``table``), its author and the reporter for the
-        operators; ``no_such_message`` when the table does not hold it."""
+        operators, once per reporter and message; ``no_such_message`` when the table does not
+        hold it, ``rate_limited`` past the reporter's ``reports_per_player``,
+        ``reports_full`` when ``reports_kept`` reports are open (the reason was cleaned and
+        the per-socket limits checked by :meth:`LobbyChat.checked_report`)."""
         found = next((m for m in self.history if m.get("msg") == msg.msg), None)
         try:
             if found is None:
@@ -128,7 +135,7 @@ class TableChat:
                 raise ProtocolError(ErrorCode.NO_SUCH_MESSAGE,
                                     f"no chat message {msg.msg!r} at table {table.id}",
                                     field="msg")
-            wait = await table.lobby.records.add_report({
+            filed = await table.lobby.records.reports.add({
                 "at": time.time(), "table": table.id, "msg": found.get("msg"),
                 "channel": found.get("channel"), "from": found.get("from"),
                 "name": found.get("name"), "text": found.get("text"),
@@ -137,12 +144,18 @@ class TableChat:
             })
         except (RedisError, OSError) as exc:
             raise ProtocolError(ErrorCode.UNAVAILABLE, "Redis is unavailable") from exc
-        if wait is not None:
-            settings = table.settings
+        settings = table.settings
+        if filed.outcome is Outcome.LIMITED:
+            table.lobby.metrics.refused("reports_window")
             raise retry_later(ProtocolError(
                 ErrorCode.RATE_LIMITED,
                 f"at most {settings.reports_per_player} reports per "
-                f"{settings.reports_window:g} seconds", field="msg"), wait)
+                f"{settings.reports_window:g} seconds", field="msg"), filed.wait)
+        if filed.outcome is Outcome.FULL:
+            table.lobby.metrics.refused("reports_full")
+            raise ProtocolError(ErrorCode.REPORTS_FULL,
+                                f"the operators have {settings.reports_kept} open reports; "
+                                "this one was not kept", field="msg")
         if msg.ref is not None:
             table.lobby.reply(actor, {"type": "ack", "ref": msg.ref, "table": table.id})
 
@@ -157,14 +170,16 @@ class TableChat:
 
 
 class LobbyChat:
-    """The chat checks of the node a socket is on: the text, the operator mute and the rate
-    (before a message is routed to its table), and the players each player mutes."""
+    """The chat checks of the node a socket is on: the text, the operator mute and the rates
+    (before a message or a report is routed to its table), and the players each player
+    mutes."""
 
     def __init__(self, lobby: Lobby) -> None:
         self.lobby = lobby
         self.settings = lobby.settings
         self.hub = lobby.hub
         self.rate = ChatRate(self.settings.chat_rate, self.settings.chat_window)
+        self.report_limit = RateLimiter(self.settings.report_rate, self.settings.report_burst)
 
     def check_rate(self, conn: Connection) -> None:
         """Raise ``chat_rate_limited`` when ``conn``'s player sent too many messages."""
@@ -184,8 +199,8 @@ class LobbyChat:
         limit = self.settings.chat_max_length
         if not 1 <= len(text) <= limit:
             raise ProtocolError(ErrorCode.BAD_FIELD,
-                                f"field 'text' must have 1..{limit} characters once cleaned",
-                                field="text")
+                                f"field 'text' must have 1..{limit} visible characters once "
+                                "cleaned", field="text")
         until = conn.chat_muted_until
         if until > time.time():
             exc = ProtocolError(ErrorCode.CHAT_MUTED, "an operator muted your chat")
@@ -193,6 +208,31 @@ class LobbyChat:
             raise exc
         self.check_rate(conn)
         return msg if text == msg.text else Chat(table=msg.table, text=text, ref=msg.ref)
+
+    def checked_report(self, conn: Connection, msg: Report) -> Report:
+        """``msg`` with its reason cleaned, once the reason, the chat rate and the reports
+        one account and one address may file (``report_rate``/``report_burst`` on this node)
+        allow it; else ProtocolError."""
+        reason = msg.reason
+        if reason is not None:
+            reason = clean_text(reason)
+            if not reason:
+                raise ProtocolError(ErrorCode.BAD_FIELD,
+                                    "field 'reason' must have a visible character once cleaned",
+                                    field="reason")
+        self.check_rate(conn)
+        if self.settings.limits:
+            assert conn.player is not None
+            now = time.monotonic()
+            for key, limit in (("p:" + conn.player, "reports_per_player"),
+                               ("a:" + network_key(conn.address), "reports_per_address")):
+                wait = self.report_limit.take(key, now)
+                if wait > 0:
+                    self.lobby.metrics.refused(limit)
+                    raise retry_later(ProtocolError(
+                        ErrorCode.RATE_LIMITED, "reporting too fast; retry later",
+                        field="msg"), wait)
+        return msg if reason == msg.reason else msgspec.structs.replace(msg, reason=reason)
 
     async def mute(self, conn: Connection, msg: Mute | Unmute) -> None:
         """Mute or unmute a player for ``conn``'s player, on all their sockets everywhere."""

@@ -420,8 +420,7 @@ class Lobby:
             case Chat():
                 await route(self.actor_of(conn), self.chat.checked(conn, msg))
             case Report():
-                self.chat.check_rate(conn)
-                await route(self.actor_of(conn), msg)
+                await route(self.actor_of(conn), self.chat.checked_report(conn, msg))
             case Mute() | Unmute():
                 await self.chat.mute(conn, msg)
             case Watch():

@@ -1,31 +1,17 @@
-"""Table chat rules (pure): cleaning a text, the per-player rate, who sees which channel.
+"""Table chat rules (pure): the per-player rate, who sees which channel.
 
-PROTOCOL.md §16. No I/O: the lobby (``server/lobby/chat.py``) stores and delivers.
+PROTOCOL.md §16. No I/O: the lobby (``server/lobby/chat.py``) stores and delivers; texts are
+cleaned by ``server/protocol/text.py``.
 """
 
 from __future__ import annotations
 
-import unicodedata
 from collections import deque
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 PLAYERS = "players"
 WATCHERS = "watchers"
-BIDI_CONTROLS = frozenset(
-    [chr(c) for c in range(0x202A, 0x202F)] + [chr(c) for c in range(0x2066, 0x206A)]
-    + ["\u200e", "\u200f", "\u061c"]
-)
-"""Bidirectional embeddings, overrides, isolates and marks: removed from every text (they can
-make a message read as something else, or spill into the page around it)."""
-
-
-def clean_text(raw: str) -> str:
-    """``raw`` without control characters (Unicode Cc) and bidirectional controls, with
-    surrounding whitespace trimmed. The caller checks the length of what is left."""
-    kept = "".join(c for c in raw
-                   if c not in BIDI_CONTROLS and unicodedata.category(c) != "Cc")
-    return kept.strip()
 
 
 class ChatRate:

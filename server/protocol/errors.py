@@ -63,6 +63,7 @@ class ErrorCode(StrEnum):
     CHAT_RATE_LIMITED = "chat_rate_limited"
     CHAT_MUTED = "chat_muted"  # muted by an operator
     NO_SUCH_MESSAGE = "no_such_message"  # report of a message the table does not hold
+    REPORTS_FULL = "reports_full"  # report refused: reports_kept reports are open
     # Server
     UNAVAILABLE = "unavailable"  # the table's node or Redis did not answer
     INTERNAL = "internal_error"

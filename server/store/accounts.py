@@ -43,6 +43,7 @@ from server.config import Settings
 from server.protocol.errors import ErrorCode, ProtocolError
 from server.protocol.messages import has_lone_surrogate
 from server.protocol.node_messages import Revoke, encode
+from server.protocol.text import clean_text
 from server.store.fairgate import FairGate, GateFull
 from server.store.keys import Keys
 from server.store.scripts import load_script
@@ -128,9 +129,12 @@ class ScryptCost:
 # --- pure helpers ------------------------------------------------------------------------
 
 def validate_name(value: Any) -> str:
-    """The display name, checked: 3..20 letters, digits or '_', starting with a letter."""
+    """The display name, cleaned as every text is (``server/protocol/text.py``), then checked:
+    3..20 letters, digits or '_', starting with a letter."""
     if value is None:
         raise AccountError(ErrorCode.MISSING_FIELD, "field 'name' is required", field="name")
+    if isinstance(value, str):
+        value = clean_text(value)
     if not isinstance(value, str) or not NAME.fullmatch(value):
         raise AccountError(
             ErrorCode.BAD_FIELD,
@@ -279,6 +283,7 @@ class Accounts:
             raise AssertionError("unreachable")
         password = validate_password(password)
         raw = None
+        name = clean_text(name)  # as register cleaned it
         player = player_id_for(name) if NAME.fullmatch(name) else ""
         if player:
             wait = await self._login_step(player, "check", address)
@@ -332,6 +337,12 @@ class Accounts:
         await self._redis.set(self._keys.account(identity.player), json.dumps(record))
         await self.revoke_player(identity.player, "password changed")
         return await self._issue(identity, self._settings.token_ttl)
+
+    async def exists(self, player: str) -> bool:
+        """Whether ``player`` is a registered account, or a guest or computer player holding
+        a live token (what an operator's command may act on)."""
+        return bool(await self._redis.exists(self._keys.account(player),
+                                             self._keys.account_tokens(player)))
 
     async def unlock(self, player: str) -> bool:
         """Forget every failed login of ``player`` (an operator's ``python -m server.admin

@@ -19,8 +19,9 @@ The one module that reads and writes game records in Redis (records are built by
   each);
 - per table and game ``{t:T}:chat:<game_no>``: the chat messages of that game (JSON), written
   as they are sent and kept as long as the record; a replay reads them beside the record;
-- chat moderation: each player's muted players (``{p:P}:muted``), an operator's mute
-  (``{p:P}:chat_mute``: until when) and the reported messages (``{reports}:chat``).
+- chat moderation: each player's muted players (``{p:P}:muted``) and an operator's mute
+  (``{p:P}:chat_mute``: until when); the reported messages are :attr:`GameRecords.reports`
+  (``server/store/reports.py``).
 
 Writing a record is idempotent by game id (the same record and rows are set again), so the
 table driver may retry it, and a node taking a table over may write one that is missing.
@@ -59,6 +60,7 @@ from server.store.record_bytes import (
     unpack_row,
     unpack_values,
 )
+from server.store.reports import ChatReports
 from server.store.scripts import load_script
 from server.tables.records import game_row, record_audience
 
@@ -168,6 +170,7 @@ class GameRecords:
         self._online = redis.register_script(load_script("online_count.lua"))
         self._chat_append = redis.register_script(load_script("chat_append.lua"))
         self._update = redis.register_script(load_script("served_update.lua"))
+        self.reports = ChatReports(redis, keys, settings)
         # Served forms being made on this node (a record converted, a body rebuilt), by game.
         self._making: dict[str, asyncio.Future[Any]] = {}
 
@@ -360,33 +363,6 @@ class GameRecords:
                 if message.get("msg") == msg:
                     return dict(message)
         return None
-
-    async def add_report(self, report: dict[str, Any]) -> float | None:
-        """Keep a reported message for the operators (the newest ``reports_kept``), unless
-        its reporter filed ``reports_per_player`` reports in this window already: then
-        nothing is kept and the seconds until the window ends are returned."""
-        settings = self.settings
-        counter = self.keys.reports_filed(str(report["reporter"]))
-        window_ms = max(1, int(settings.reports_window * 1000))
-        # One key, one transaction: the window starts with the account's first report.
-        async with self.redis.pipeline(transaction=True) as pipe:
-            pipe.set(counter, 0, px=window_ms, nx=True)
-            pipe.incr(counter)
-            pipe.pttl(counter)
-            _created, filed, left_ms = await pipe.execute()
-        if int(filed) > settings.reports_per_player:
-            return max(0.0, int(left_ms) / 1000)
-        key = self.keys.chat_reports
-        async with self.redis.pipeline(transaction=False) as pipe:
-            pipe.rpush(key, json.dumps(report, separators=(",", ":"), ensure_ascii=False))
-            pipe.ltrim(key, -settings.reports_kept, -1)
-            await pipe.execute()
-        return None
-
-    async def reports(self, limit: int = 100) -> list[dict[str, Any]]:
-        """The newest ``limit`` reports, oldest first."""
-        raw = await _aw(self.redis.lrange(self.keys.chat_reports, -limit, -1))
-        return [json.loads(r) for r in raw]
 
     async def chat_state(self, player: str) -> tuple[list[str], float]:
         """The players ``player`` muted, and until when an operator muted them (0: not)."""

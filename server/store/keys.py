@@ -62,11 +62,6 @@ class Keys:
         """Set of the player ids this player muted in chat (personal)."""
         return f"{self.prefix}{{p:{player}}}:muted"
 
-    def reports_filed(self, player: str) -> str:
-        """Counter of the chat reports the player filed in the current reports window
-        (expires with the window)."""
-        return f"{self.prefix}{{p:{player}}}:reports_filed"
-
     def chat_mute(self, player: str) -> str:
         """An operator's chat mute of the player: Unix seconds it ends (expires then)."""
         return f"{self.prefix}{{p:{player}}}:chat_mute"
@@ -94,9 +89,34 @@ class Keys:
         first game: 1), oldest first; capped, kept as long as the game's record."""
         return f"{self.prefix}{{t:{table}}}:chat:{game_no}"
 
+    # Chat reports for the operators (server/store/reports.py): every key tagged {reports},
+    # changed together by report_add.lua and report_resolve.lua.
+    @property
+    def reports_open(self) -> str:
+        """Sorted set of the open reports: member ``<table>/<msg>/<reporter>`` (one report
+        per reporter and message), score the report's number (oldest first)."""
+        return f"{self.prefix}{{reports}}:open"
+
+    @property
+    def reports_items(self) -> str:
+        """Hash ``<table>/<msg>/<reporter>`` -> the open report (JSON)."""
+        return f"{self.prefix}{{reports}}:items"
+
+    @property
+    def reports_stats(self) -> str:
+        """Hash of the reports' counters: ``last`` (the last number given), ``refused``
+        (reports refused because ``reports_kept`` were open)."""
+        return f"{self.prefix}{{reports}}:stats"
+
+    def reports_filed(self, player: str) -> str:
+        """Counter of the chat reports the player filed in the current reports window
+        (expires with the window)."""
+        return f"{self.prefix}{{reports}}:filed:{player}"
+
     @property
     def chat_reports(self) -> str:
-        """List of reported chat messages (JSON), newest last, capped: for operators."""
+        """List of reported chat messages (JSON), the reports' layout of earlier versions:
+        moved into the keys above by the first report script that finds it."""
         return f"{self.prefix}{{reports}}:chat"
 
     def table_lease(self, table: str) -> str:

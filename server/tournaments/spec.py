@@ -9,6 +9,7 @@ from typing import Any
 
 from server.protocol.errors import ErrorCode, ProtocolError
 from server.protocol.ids import PLAYER_ID
+from server.protocol.text import clean_text
 from server.tournaments.bracket import MAX_ENTRANTS
 
 MAX_NAME = 80
@@ -53,9 +54,11 @@ def parse_create(body: Mapping[str, Any], max_match_length: int) -> TournamentSp
     name = body.get("name")
     if name is None:
         raise _missing("name")
-    if not isinstance(name, str) or not 1 <= len(name.strip()) <= MAX_NAME \
-            or not name.isprintable():
-        raise _bad("name", f"must be 1..{MAX_NAME} printable characters")
+    if not isinstance(name, str) or len(name) > MAX_NAME:
+        raise _bad("name", f"must be a string of at most {MAX_NAME} characters")
+    name = clean_text(name)
+    if not name:
+        raise _bad("name", "must have a visible character once cleaned")
     visibility = body.get("visibility", "public")
     if visibility not in ("public", "private"):
         raise _bad("visibility", "must be 'public' or 'private'")
@@ -74,7 +77,7 @@ def parse_create(body: Mapping[str, Any], max_match_length: int) -> TournamentSp
                 or not 1 <= given <= max_match_length:
             raise _bad("format", f"length must be a whole number 1..{max_match_length}")
         length = given
-    return TournamentSpec(name.strip(), str(visibility), tuple(prizes), int(length))
+    return TournamentSpec(name, str(visibility), tuple(prizes), int(length))
 
 
 def parse_player(value: Any, field: str = "player") -> str:

@@ -6,27 +6,11 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
-import sys
-from pathlib import Path
 
+from admin_helpers import run_admin
 from server_helpers import Client, StartServer, connect, register
 
 from server.suspicious import Game, lopsided_pairs, shared_addresses
-
-ROOT = Path(__file__).resolve().parents[2]
-
-
-async def admin(redis_url: str, key_prefix: str, *args: str) -> tuple[int, str, str]:
-    env = {**os.environ, "REDIS_URL": redis_url, "TABLE42_KEY_PREFIX": key_prefix,
-           "PYTHONPATH": str(ROOT)}
-    proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "server.admin", *args, env=env,
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
-    )
-    out, err = await asyncio.wait_for(proc.communicate(), 60)
-    assert proc.returncode is not None
-    return proc.returncode, out.decode(), err.decode()
 
 
 async def hand_back(table: str, *clients: Client) -> None:
@@ -71,7 +55,7 @@ async def test_suspicious_lists_lopsided_pairs_and_shared_addresses(
     await connect(server, tokens["mainacct"], address="2001:db8:1:2::99")
 
     async def settled() -> bool:
-        code, out, _ = await admin(redis_url, key_prefix, "suspicious", "--json")
+        code, out, _ = await run_admin(redis_url, key_prefix, "suspicious", "--json")
         return code == 0 and json.loads(out)["pairs"] != [] \
             and json.loads(out)["pairs"][0]["games"] == 12
 
@@ -81,7 +65,7 @@ async def test_suspicious_lists_lopsided_pairs_and_shared_addresses(
         assert loop.time() < deadline
         await asyncio.sleep(0.1)
 
-    code, out, err = await admin(redis_url, key_prefix, "suspicious", "--json")
+    code, out, err = await run_admin(redis_url, key_prefix, "suspicious", "--json")
     assert code == 0, err
     report = json.loads(out)
     assert report["settings"] == {"days": 7.0, "min_games": 10, "min_share": 0.9,
@@ -92,16 +76,16 @@ async def test_suspicious_lists_lopsided_pairs_and_shared_addresses(
     assert [(g["address"], sorted(a["player"] for a in g["accounts"])) for g in groups] == [
         ("2001:db8:1:2::/64", ["altacct", "mainacct"])]
 
-    code, text, _ = await admin(redis_url, key_prefix, "suspicious")
+    code, text, _ = await run_admin(redis_url, key_prefix, "suspicious")
     assert code == 0
     assert "mainacct" in text and "altacct" in text and "100%" in text
     assert "carol" not in text and "2001:db8:1:2::/64" in text
     # A lower share finds the balanced pair too.
-    code, out, _ = await admin(redis_url, key_prefix, "suspicious", "--json",
+    code, out, _ = await run_admin(redis_url, key_prefix, "suspicious", "--json",
                                "--min-share", "0.5")
     assert [p["winner"] for p in json.loads(out)["pairs"]][1:] in (["carol"], ["dave"])
 
-    code, _, err = await admin(redis_url, key_prefix, "suspicious", "--min-share", "2")
+    code, _, err = await run_admin(redis_url, key_prefix, "suspicious", "--min-share", "2")
     assert code == 2 and "--min-share" in err
 
 

@@ -208,6 +208,8 @@ async def test_http_account_errors(start_server: StartServer) -> None:
             ({"password": "long enough"}, 400, "missing_field", "name"),
             ({"name": "bob", "password": "short"}, 400, "bad_field", "password"),
             ({"name": "bob", "password": 12345678}, 400, "bad_field", "password"),
+            ({"name": "\u200b\u2060\ufeff", "password": "long enough"}, 400, "bad_field",
+             "name"),
         ]:
             status, body = await post("/api/register", payload)
             assert (status, body["error"]["code"], body["error"].get("field")) == (
@@ -231,5 +233,11 @@ async def test_http_account_errors(start_server: StartServer) -> None:
         assert status == 204
         async with http.get(server.http + "/api/me", headers=headers) as resp:
             assert resp.status == 401
+        # A display name is cleaned as every text is: invisible characters go.
+        status, body = await post("/api/register", {"name": "\u202ebo\u200bb\u2028",
+                                                    "password": "long enough"})
+        assert status == 201 and (body["player"], body["name"]) == ("bob", "bob")
+        status, body = await post("/api/login", {"name": "b\u200dob", "password": "long enough"})
+        assert status == 200 and body["name"] == "bob"
         async with http.post(server.http + "/api/register", data=b"x" * 10_000) as resp:
             assert resp.status == 413

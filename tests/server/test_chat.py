@@ -6,11 +6,10 @@ from __future__ import annotations
 
 import asyncio
 import json
-import subprocess
-import sys
 from typing import Any
 
 import aiohttp
+from admin_helpers import run_admin
 from server_helpers import Client, RunningServer, StartServer, connect, play_out, register, seat_two
 
 
@@ -41,12 +40,9 @@ def resign(side: int, state: dict[str, Any]) -> dict[str, Any] | None:
 
 async def admin(server: RunningServer, *args: str) -> str:
     settings = server.settings
-    done = await asyncio.to_thread(
-        subprocess.run,
-        [sys.executable, "-m", "server.admin", "--redis-url", str(settings.redis_url),
-         "--key-prefix", settings.key_prefix, *args],
-        capture_output=True, text=True, timeout=60, check=True)
-    return done.stdout
+    code, out, err = await run_admin(str(settings.redis_url), settings.key_prefix, *args)
+    assert code == 0, err
+    return out
 
 
 async def table_of_three(server: RunningServer) -> tuple[str, Client, Client, Client]:
@@ -116,6 +112,25 @@ async def test_text_is_cleaned_and_its_length_checked(start_server: StartServer)
     assert (await say(a, table, "é" * 300))["type"] == "ack"
     too_long = await a.request({"type": "chat", "table": table, "text": "x" * 2001})
     assert too_long["code"] == "bad_field"
+
+
+async def test_a_chat_message_of_only_invisible_characters_is_refused_with_bad_field(
+    start_server: StartServer,
+) -> None:
+    server = await start_server()
+    table, a, b, c = await table_of_three(server)
+    for invisible in ("\u200b", "\u2060\ufeff\u200d\u200c", "\U000e0001\U000e0041\U000e007f",
+                      "\u2028\u2029", " \u200b\u00a0\u3164\u2800 ", "\ue000\u0378"):
+        refused = await say(a, table, invisible)
+        assert (refused["code"], refused["field"]) == ("bad_field", "text"), invisible
+    # Separators, zero-width and tag characters never reach the others; joined emoji fall
+    # apart into their parts.
+    await say(a, table, "one\u2028two\u2029three \u200bfour\U000e0041 "
+                        "\U0001f468\u200d\U0001f469")
+    for client in (b, c):
+        message = await heard(client, "one two three four \U0001f468\U0001f469")
+        assert message["from"] == "alice"
+    assert [t for _, _, t in chats(b)] == ["one two three four \U0001f468\U0001f469"]
 
 
 async def test_the_rate_limit_refuses_the_sixth_message_in_the_window(

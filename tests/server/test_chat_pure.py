@@ -1,27 +1,10 @@
-"""The chat rules without sockets (server/protocol/chat.py)."""
+"""The chat rules without sockets (server/protocol/chat.py; the text: test_text_pure.py)."""
 
 from __future__ import annotations
 
 import pytest
 
-from server.protocol.chat import ChatRate, clean_text, players_see, visible
-
-
-@pytest.mark.parametrize(("raw", "clean"), [
-    ("hello", "hello"),
-    ("  padded \t", "padded"),
-    ("line\nbreak\r\n", "linebreak"),
-    ("bell\x07 and nul\x00", "bell and nul"),
-    ("\u202eevil\u202c", "evil"),
-    ("\u2066iso\u2069 \u200emark\u200f \u061carabic", "iso mark arabic"),
-    ("\u0085next line\u009f", "next line"),  # C1 controls are Cc too
-    ("\x1b[31mred", "[31mred"),
-    ("émoji 🎲 и кириллица", "émoji 🎲 и кириллица"),
-    ("\u200bzero width space stays", "\u200bzero width space stays"),  # Cf, not a bidi mark
-    ("\u202a\u202b\u202d \x7f", ""),
-])
-def test_clean_text(raw: str, clean: str) -> None:
-    assert clean_text(raw) == clean
+from server.protocol.chat import ChatRate, players_see, visible
 
 
 def test_rate_is_a_sliding_window_per_player() -> None:

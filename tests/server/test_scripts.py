@@ -8,7 +8,7 @@ import pytest
 
 from server.store.scripts import load_script
 
-FRAGMENTS = {"fenced_events.lua"}
+FRAGMENTS = {"fenced_events.lua", "report_legacy.lua"}
 
 
 def scripts(package: str) -> list[str]:
@@ -30,3 +30,8 @@ def test_the_fenced_append_is_written_once_and_used_by_both_scripts() -> None:
         text = load_script(name)
         assert text.count("local function fenced_events(") == 1
         assert "RPUSH', log_key" in text
+
+
+def test_the_reports_of_earlier_versions_are_adopted_by_every_report_script() -> None:
+    for name in ("report_add.lua", "report_page.lua", "report_resolve.lua"):
+        assert load_script(name).count("local function adopt_legacy(") == 1

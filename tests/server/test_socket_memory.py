@@ -121,18 +121,18 @@ async def test_an_account_files_a_bounded_number_of_reports(start_server: StartS
     a = await connect(server, await register(server, "alice"))
     b = await connect(server, await register(server, "bob"))
     table, _ = await seat_two(server, a, b, mode="private")
-    said = await a.request({"type": "chat", "table": table, "text": "boo"})
-    assert said["type"] == "ack"
-    chat = await b.expect("chat", text="boo")
-    report = {"type": "report", "table": table, "msg": chat["msg"]}
-    assert (await b.request(report))["type"] == "ack"
-    assert (await b.request(report))["type"] == "ack"
-    refused = await b.request(report)
+    ids = []
+    for text in ("boo", "hiss", "grr"):
+        assert (await a.request({"type": "chat", "table": table, "text": text}))["type"] == "ack"
+        ids.append((await b.expect("chat", text=text))["msg"])
+    for msg in ids[:2]:
+        assert (await b.request({"type": "report", "table": table, "msg": msg}))["type"] == "ack"
+    refused = await b.request({"type": "report", "table": table, "msg": ids[2]})
     assert refused["code"] == "rate_limited" and 1 <= refused["retry_after"] <= 600, refused
-    kept = await server.lobby.records.reports()
-    assert len(kept) == 2
+    kept = await server.lobby.records.reports.page()
+    assert (kept.open, [r["msg"] for r in kept.reports]) == (2, ids[:2])
     # alice's reports are counted apart from bob's
-    mine = await a.request({"type": "report", "table": table, "msg": chat["msg"]})
+    mine = await a.request({"type": "report", "table": table, "msg": ids[2]})
     assert mine["type"] == "ack"
 
 

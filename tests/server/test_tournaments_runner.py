@@ -189,6 +189,7 @@ async def test_bad_input_names_the_field(
         ({}, "name"),
         ({"name": ""}, "name"),
         ({"name": "x" * 81}, "name"),
+        ({"name": "\u200b\u2060\ufeff\u200d \U000e0041\u2028"}, "name"),  # nothing visible
         ({"name": "ok", "visibility": "secret"}, "visibility"),
         ({"name": "ok", "prizes": [50, 25, 15, 5]}, "prizes"),
         ({"name": "ok", "prizes": [1001]}, "prizes"),
@@ -199,6 +200,9 @@ async def test_bad_input_names_the_field(
     for body, field in cases:
         status, reply = await call(server, "POST", "/api/tournaments", key=key, body=body)
         assert status == 400 and reply["error"]["field"] == field, (body, reply)
+    status, reply = await call(server, "POST", "/api/tournaments", key=key,
+                               body={"name": " \u202eFriday\u2028\u00a0 cup\u200b "})
+    assert status == 201 and reply["tournament"]["name"] == "Friday cup", reply
     tid = await new_tournament(server, key, ["alice"], format={"kind": "match", "length": 3})
     for path, body, field in (
         ("players", {}, "player"),

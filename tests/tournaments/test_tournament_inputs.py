@@ -25,6 +25,8 @@ def test_create_defaults() -> None:
     assert (created.name, created.visibility, created.prizes, created.match_length) == (
         "Friday cup", "public", (50, 25, 15), 0)
     assert created.format == {"kind": "game"}
+    cleaned = spec.parse_create({"name": "\u202eFriday\n\u00a0cup\u200b"}, 25)
+    assert cleaned.name == "Friday cup"  # PROTOCOL.md §16, "Text"
     match = spec.parse_create({"name": "x", "format": {"kind": "match", "length": 7},
                                "visibility": "private", "prizes": [0, 1000]}, 25)
     assert (match.format, match.visibility, match.prizes) == (
@@ -35,7 +37,7 @@ def test_create_defaults() -> None:
     ({}, "name", "missing_field"),
     ({"name": 5}, "name", "bad_field"),
     ({"name": "   "}, "name", "bad_field"),
-    ({"name": "a\nb"}, "name", "bad_field"),
+    ({"name": "\u200b\n\u2028\u202e"}, "name", "bad_field"),  # nothing visible once cleaned
     ({"name": "x" * 81}, "name", "bad_field"),
     ({"name": "x", "visibility": None}, "visibility", "bad_field"),
     ({"name": "x", "prizes": []}, "prizes", "bad_field"),
