@@ -4,6 +4,7 @@ in its default data folder), in a home folder of its own and on a free port."""
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import shutil
 import signal
@@ -11,6 +12,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,7 +23,13 @@ from doc_blocks import ROOT
 from doc_commands import answers, free_port
 
 from rating_plugin import RatingStore
+from server.config import Settings
 from server.embedded_redis import socket_path
+from server.store.keys import Keys
+from server.store.reports import ChatReports
+
+PASSWORD = "a long passphrase"
+"""The password of the accounts the docs name (docs/http-api.md logs in with it)."""
 
 
 @dataclass(frozen=True)
@@ -40,14 +48,30 @@ def _clean_env(home: Path) -> dict[str, str]:
     return env
 
 
-async def _settle_a_game(url: str) -> None:
-    """A store with a settled rated game, as after one played on the server: what the
-    export and calibration commands of the docs read."""
+def _register(port: int, name: str) -> None:
+    request = urllib.request.Request(
+        f"http://127.0.0.1:{port}/api/register", method="POST",
+        data=json.dumps({"name": name, "password": PASSWORD}).encode(),
+        headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(request, timeout=10) as answer:
+        assert answer.status in (200, 201), answer.read()
+
+
+async def _as_after_play(url: str) -> None:
+    """A store as after a few games on the server: a settled rated game of alice and bob
+    (what the export and calibration commands read) and two open chat reports (numbers 1
+    and 2, which the operator's commands of docs/operations.md resolve)."""
     client = aioredis.Redis.from_url(url)
     try:
         await RatingStore(client, prefix="t42:").settle(
             "docs-g1", ladder="table42", winner="alice", loser="bob", cube=1,
             finished_at=time.time(), reason="normal")
+        reports = ChatReports(client, Keys("t42:"), Settings())
+        for n in (1, 2):
+            await reports.add({"at": time.time(), "table": "docs-t1", "msg": str(n),
+                               "channel": "players", "from": "bob", "name": "bob",
+                               "text": "a rude line", "sent_at": time.time(),
+                               "reporter": "alice", "reason": "rude"})
     finally:
         await client.aclose()
 
@@ -64,7 +88,9 @@ def doc_server() -> Iterator[DocServer]:
     try:
         assert answers(proc, port), (home / "server.log").read_text()
         store = f"unix://{socket_path(home / '.local/share/table42')}?db=0"
-        asyncio.run(_settle_a_game(store))
+        for name in ("alice", "bob"):
+            _register(port, name)
+        asyncio.run(_as_after_play(store))
         yield DocServer(port, store, env)
     finally:
         proc.send_signal(signal.SIGTERM)
