@@ -28,7 +28,8 @@ from server.bot.player import BotPlayer, GameLog, think_here
 from server.bot.strategy import Level
 from server.client import Client
 from server.embedded_redis import EmbeddedRedis, _command, server_pid
-from server.store_supervisor import EXIT_STORE_FAILED, StoreSupervisor
+from server.exits import EXIT_STORE_FAILED
+from server.store_supervisor import StoreSupervisor
 
 # --- helpers ---------------------------------------------------------------------------------
 
