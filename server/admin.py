@@ -31,7 +31,7 @@ from redis.exceptions import RedisError
 from rating_plugin.store import RatingStore
 from server.config import STORE_SETTINGS, Settings, SettingsError, add_arguments, settings_from_args
 from server.embedded_redis import EmbeddedRedisError, command_store
-from server.exits import EXIT_USAGE, CommandFailed, run_command, store_unreachable
+from server.exits import EXIT_USAGE, CommandFailed, Parser, run_command, store_unreachable
 from server.store.accounts import BOT_PREFIX, GUEST_PREFIX, Accounts
 from server.store.games import GameRecords
 from server.store.keys import Keys
@@ -139,7 +139,7 @@ _share = _bounded(float, 0.5, 1)
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog=PROG, description="Operator commands.")
+    parser = Parser(prog=PROG, description="Operator commands.")
     add_arguments(parser, STORE_SETTINGS)
     commands = parser.add_subparsers(dest="command", required=True)
     revoke = commands.add_parser("revoke", help="end every token of an account")

@@ -29,6 +29,7 @@ from dataclasses import MISSING, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
+from server.exits import Parser
 from server.matchmaking.policy import MatchmakingSettings
 
 IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
@@ -695,7 +696,7 @@ def settings_from(argv: Sequence[str] | None,
     """The server's settings: the environment (``os.environ`` when None), overridden by flags
     in ``argv`` (``sys.argv`` when None). ``--help`` prints :func:`short_help`,
     ``--help-all`` every setting."""
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog=PROG, usage="%(prog)s [--SETTING VALUE ...] | %(prog)s COMMAND ...",
         description=DESCRIPTION, add_help=False,
         epilog="commands:\n" + "\n".join(f"  {PROG} {c}: {t}" for c, t in COMMANDS),

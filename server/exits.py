@@ -9,9 +9,11 @@ nothing to do, Ctrl-C) is raised as :class:`CommandFailed` or is one of the exce
 
 from __future__ import annotations
 
+import argparse
 import signal
 import sys
 from collections.abc import Callable
+from typing import NoReturn
 from urllib.parse import urlsplit
 
 EXIT_OK = 0
@@ -33,6 +35,14 @@ class CommandFailed(Exception):
     def __init__(self, message: str, status: int = EXIT_FAILED) -> None:
         super().__init__(message)
         self.status = status
+
+
+class Parser(argparse.ArgumentParser):
+    """An argument parser whose usage errors are one line (``prog: error: ... (see
+    --help)``) and exit status 2."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {message} (see --help)\n")
 
 
 def store_unreachable(url: str, exc: BaseException) -> CommandFailed:

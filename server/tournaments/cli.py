@@ -22,7 +22,7 @@ from redis.exceptions import RedisError
 
 from server.config import STORE_SETTINGS, SettingsError, add_arguments, settings_from_args
 from server.embedded_redis import EmbeddedRedisError, command_store
-from server.exits import EXIT_USAGE, CommandFailed, run_command, store_unreachable
+from server.exits import EXIT_USAGE, CommandFailed, Parser, run_command, store_unreachable
 from server.store.redis_client import redis_client
 from server.tournaments.keys import TournamentKeys
 from server.tournaments.runner_keys import RunnerKeyError, RunnerKeys
@@ -31,7 +31,7 @@ PROG = "python -m server runner-key"
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog=PROG, description="Manage tournament runner keys.")
+    parser = Parser(prog=PROG, description="Manage tournament runner keys.")
     add_arguments(parser, STORE_SETTINGS)
     sub = parser.add_subparsers(dest="command", required=True)
     create = sub.add_parser("create", help="make a key and print it once")
