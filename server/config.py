@@ -681,7 +681,7 @@ def short_help(width: int = 100) -> str:
     for title, options in groups.items():
         line = f"  {title} ({len(options)}): {options[0].flag}"
         for option in options[1:]:
-            if len(line) + len(option.flag) + 6 > width:
+            if len(line) + len(option.flag) + 7 > width:
                 line += ", ..."
                 break
             line += ", " + option.flag
