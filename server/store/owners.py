@@ -179,7 +179,7 @@ class OwnerRecords:
         now_ms = int((time.time() + self.clock_offset) * 1000)
         pipe = self.redis.pipeline(transaction=False)  # one hash tag: one node's replies
         pipe.zadd(self.keys.nodes, {node: now_ms})
-        pipe.hset(self.keys.nodes_stopped, node, now_ms)
+        pipe.hset(self.keys.nodes_stopped, node, str(now_ms))
         await pipe.execute()
 
     async def node_started(self, node: str) -> None:

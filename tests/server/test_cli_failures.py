@@ -19,6 +19,7 @@ import redis.asyncio as aioredis
 from server_helpers import StartServer
 
 from server.exits import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_USAGE
+from server.store.persistence import _aw
 from tests.hermetic import ROOT, bare_env
 
 DEAD_REDIS = "redis://127.0.0.1:1/0"
@@ -202,4 +203,5 @@ async def test_ctrl_c_after_a_computer_game_is_quiet_and_leaves_nothing(
     assert await redis_client.zrange(f"{nodes}:alive", 0, -1) == []
     assert not await redis_client.exists(f"{key_prefix}{{leases}}:node:quiet-one")
     leases = [key async for key in redis_client.scan_iter(match=f"{key_prefix}*:lease")]
-    assert leases and [await redis_client.hget(k, "done") for k in leases] == [b"1"] * len(leases)
+    done = [await _aw(redis_client.hget(k, "done")) for k in leases]
+    assert leases and done == [b"1"] * len(leases)  # type: ignore[comparison-overlap]

@@ -27,6 +27,7 @@ from server_helpers import (
 
 from rating_plugin.store import RatingStore
 from server.embedded_redis import EmbeddedRedis
+from server.store.persistence import _aw
 
 
 async def test_two_nodes_one_game(
@@ -190,9 +191,9 @@ async def test_a_clean_stop_is_no_news_and_leaves_only_its_games(
     playing, _ = await seat_two(one, c, d)
     await one.stop()
     nodes = f"{key_prefix}{{nodes}}"
-    assert await redis_client.hkeys(f"{nodes}:stopped") == [b"calm-one"]
-    assert await redis_client.hget(f"{key_prefix}{{t:{finished}}}:lease", "done") == b"1"
-    assert await redis_client.hget(f"{key_prefix}{{t:{playing}}}:lease", "done") is None
+    assert await _aw(redis_client.hkeys(f"{nodes}:stopped")) == [b"calm-one"]
+    assert await _aw(redis_client.hget(f"{key_prefix}{{t:{finished}}}:lease", "done")) == b"1"  # type: ignore[comparison-overlap]
+    assert await _aw(redis_client.hget(f"{key_prefix}{{t:{playing}}}:lease", "done")) is None
     with caplog.at_level(logging.INFO):
         two = await start_server(dice_factory=scripted(7), node_id="calm-two")
         await eventually(lambda: playing in two.lobby.tables)
