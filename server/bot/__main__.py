@@ -107,7 +107,7 @@ async def run(args: argparse.Namespace) -> int:
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser = Parser(prog=PROG, description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+                    formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--level", choices=[str(x) for x in Level], default="basic")
     parser.add_argument("--url", action="append", dest="urls", metavar="URL",
                         help="the server's /ws URL (default ws://127.0.0.1:8080/ws); given "

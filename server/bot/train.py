@@ -172,7 +172,7 @@ def main(argv: list[str] | None = None) -> int:
     one line on stderr and exit status 2, Ctrl-C one line and 130 (``server/exits.py``; the
     checkpoints written until then stay)."""
     parser = Parser(prog=PROG, description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+                    formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--games", type=int, required=True, help="self-play games")
     parser.add_argument("--seed", type=int, default=42)
     parser.add_argument("--hidden", type=int, default=80, help="hidden units")

@@ -463,19 +463,22 @@ class Matchmaker:
         pool among them is read once, when it holds at most ``NOTE_POOL_MAX`` tickets (a
         pool that full is not one network waiting alone)."""
         pools = {t.pool for t in tickets if pool_by_id(t.pool).is_rated}
-        if not pools:
-            return {}
-        sizes = await self.queue.sizes()
         notes: dict[str, str] = {}
-        for pool_id in pools:
-            if sizes.get(pool_id, 0) > NOTE_POOL_MAX:
-                continue
-            waiting = await self.queue.tickets(pool_id)
-            pool = pool_by_id(pool_id)
-            for ticket in tickets:
-                if ticket.pool == pool_id and (
-                        note := pairing_note(pool, ticket, waiting, self.policy)):
-                    notes[ticket.player] = note
+        if not pools:
+            return notes
+        try:  # a hint: without it the status is still true
+            sizes = await self.queue.sizes()
+            for pool_id in pools:
+                if sizes.get(pool_id, 0) > NOTE_POOL_MAX:
+                    continue
+                waiting = await self.queue.tickets(pool_id)
+                pool = pool_by_id(pool_id)
+                for ticket in tickets:
+                    if ticket.pool == pool_id and (
+                            note := pairing_note(pool, ticket, waiting, self.policy)):
+                        notes[ticket.player] = note
+        except (RedisError, OSError) as exc:
+            log.warning("matchmaking: reading a pool for the status notes: %s", exc)
         return notes
 
     # --- HTTP ----------------------------------------------------------------------------
