@@ -30,6 +30,8 @@ from rating_plugin.stakes import PlayerStake, StakePreview
 __all__ = ["CalculatorInputError", "calculate", "main"]
 
 EXIT_USAGE = 2
+EXIT_INTERRUPTED = 130
+"""Ctrl-C ended a command before it was done (128 + SIGINT, as shells report it)."""
 
 DESCRIPTION = """\
 Rating calculator for backgammon and chess-style games.

@@ -35,6 +35,7 @@ from redis.exceptions import RedisError
 from rating_plugin.store import RatingStore
 from server.config import STORE_SETTINGS, Settings, SettingsError, add_arguments, settings_from_args
 from server.embedded_redis import EmbeddedRedisError, command_store
+from server.exits import EXIT_USAGE, CommandFailed, Parser, run_command, store_unreachable
 from server.protocol.text import printable
 from server.store.accounts import BOT_PREFIX, GUEST_PREFIX, Accounts
 from server.store.games import GameRecords
@@ -55,7 +56,7 @@ PROG = "python -m server.admin"
 T = TypeVar("T")
 
 
-class NothingDone(Exception):
+class NothingDone(CommandFailed):
     """A command found nothing to act on: its one line for stderr, exit 1."""
 
 
@@ -142,7 +143,7 @@ _share = _bounded(float, 0.5, 1)
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog=PROG, description="Operator commands.")
+    parser = Parser(prog=PROG, description="Operator commands.")
     add_arguments(parser, STORE_SETTINGS)
     commands = parser.add_subparsers(dest="command", required=True)
     revoke = commands.add_parser("revoke", help="end every token of an account")
@@ -179,23 +180,24 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    return run_command(PROG, lambda: _main(args))
+
+
+def _main(args: argparse.Namespace) -> int:
     try:
         settings = settings_from_args(args)
     except SettingsError as exc:
-        _say(f"{PROG}: {exc}", file=sys.stderr)
-        return 2
+        raise CommandFailed(str(exc), EXIT_USAGE) from None
     try:
         with command_store(settings.redis_url, settings.data_folder()) as url:
-            return _run(args, url, settings.key_prefix)
-    except NothingDone as exc:
-        _say(f"{PROG}: {exc}", file=sys.stderr)
-        return 1
+            try:
+                return _run(args, url, settings.key_prefix)
+            except (RedisError, OSError) as exc:
+                raise store_unreachable(url, exc) from None
     except EmbeddedRedisError as exc:
-        _say(f"{PROG}: {exc}", file=sys.stderr)
-        return 2
-    except (RedisError, OSError) as exc:
-        _say(f"{PROG}: Redis: {exc}", file=sys.stderr)
-        return 1
+        raise CommandFailed(str(exc), EXIT_USAGE) from None
+    except (RedisError, OSError) as exc:  # the embedded store of the data folder
+        raise CommandFailed(f"Redis: {exc}") from None
 
 
 def _run(args: argparse.Namespace, url: str, prefix: str) -> int:

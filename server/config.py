@@ -23,11 +23,13 @@ import ipaddress
 import math
 import os
 import secrets
+import textwrap
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import MISSING, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
+from server.exits import Parser
 from server.matchmaking.policy import MatchmakingSettings
 
 IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
@@ -644,14 +646,77 @@ def settings_from_args(args: argparse.Namespace,
     return Settings.from_env(environ, **overrides)
 
 
+#: The settings ``python -m server --help`` shows; ``--help-all`` shows every one.
+COMMON_SETTINGS = ("host", "port", "redis_url", "data_dir", "key_prefix", "trusted_proxies",
+                   "workers", "log_level", "json_logs")
+#: The server's sub-commands, each with its line in ``--help``.
+COMMANDS = (("runner-key create|rotate|list|revoke NAME",
+             "tournament runner keys (python -m server runner-key --help)"),)
+PROG = "python -m server"
+DESCRIPTION = ("Table42 backgammon lobby and match server. Every setting is a flag and an "
+               "environment variable (TABLE42_<NAME>, REDIS_URL); flags win.")
+
+
+class _ShortHelp(argparse.Action):
+    """``-h``/``--help``: the common settings, one line per group of the others, the
+    sub-commands; ``--help-all`` is argparse's own help of every setting."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str, **kwargs: Any) -> None:
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, **kwargs)
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
+                 values: Any, option_string: str | None = None) -> None:
+        print(short_help(), end="")
+        parser.exit()
+
+
+def short_help(width: int = 100) -> str:
+    """The text of ``python -m server --help``: one screen."""
+    def entry(left: str, text: str) -> list[str]:
+        return textwrap.wrap(text, width, initial_indent=f"  {left:<24} ",
+                             subsequent_indent=" " * 27)
+
+    lines = [f"usage: {PROG} [--SETTING VALUE ...] | {PROG} COMMAND ...", "",
+             *textwrap.wrap(DESCRIPTION, width), "", "commands:"]
+    for command, text in COMMANDS:
+        lines += [f"  {command}", *entry("", text)]
+    lines += ["", "common settings:"]
+    for name in COMMON_SETTINGS:
+        option = _BY_NAME[name]
+        d = option.declaration
+        lines += entry(f"{option.flag} {option.metavar}",
+                       f"{d.help} (default {d.shown_default or _shown(option.default)})")
+    lines += ["", f"every other setting, one line per group ({PROG} --help-all lists all "
+              f"{len(OPTIONS)}):"]
+    groups: dict[str, list[Option]] = {}
+    for option in OPTIONS:
+        if option.name not in COMMON_SETTINGS:
+            groups.setdefault(option.declaration.group, []).append(option)
+    for title, options in groups.items():
+        line = f"  {title} ({len(options)}): {options[0].flag}"
+        for option in options[1:]:
+            if len(line) + len(option.flag) + 7 > width:
+                line += ", ..."
+                break
+            line += ", " + option.flag
+        lines.append(line)
+    lines += ["", "options:", *entry("-h, --help", "this help"),
+              *entry("--help-all", "every setting with its bounds, default and variable")]
+    return "\n".join(lines) + "\n"
+
+
 def settings_from(argv: Sequence[str] | None,
                   environ: Mapping[str, str] | None = None) -> Settings:
     """The server's settings: the environment (``os.environ`` when None), overridden by flags
-    in ``argv`` (``sys.argv`` when None)."""
-    parser = argparse.ArgumentParser(
-        prog="python -m server", usage="%(prog)s [--SETTING VALUE ...] | runner-key ...",
-        description="Table42 backgammon lobby and match server. "
-        "Every setting is a flag and an environment variable; flags win.",
+    in ``argv`` (``sys.argv`` when None). ``--help`` prints :func:`short_help`,
+    ``--help-all`` every setting."""
+    parser = Parser(
+        prog=PROG, usage="%(prog)s [--SETTING VALUE ...] | %(prog)s COMMAND ...",
+        description=DESCRIPTION, add_help=False,
+        epilog="commands:\n" + "\n".join(f"  {PROG} {c}: {t}" for c, t in COMMANDS),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
+    parser.add_argument("-h", "--help", action=_ShortHelp, help="the common settings only")
+    parser.add_argument("--help-all", action="help", help="this help")
     add_arguments(parser)
     return settings_from_args(parser.parse_args(argv), environ)

@@ -283,6 +283,12 @@ class EmbeddedRedis:
             self.url = _unix_url(self.socket)
 
     @property
+    def adopted(self) -> bool:
+        """Whether :meth:`start` found the folder's redis-server left running by an owner
+        that died, and took it over instead of starting one."""
+        return self._adopted
+
+    @property
     def pid(self) -> int | None:
         """The redis-server's process id while it runs (benchmarks read its CPU time; an
         adopted one's too)."""

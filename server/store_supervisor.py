@@ -12,7 +12,7 @@ Repeated failures are not hidden: a death (or a start that fails) beyond
 ``embedded_restarts`` within ``embedded_restart_window`` seconds makes the supervisor give
 up: it says why (:attr:`StoreSupervisor.failure`) and calls ``on_give_up``, which in
 ``python -m server`` stops the process the way SIGTERM does; it then exits with
-:data:`EXIT_STORE_FAILED`.
+:data:`server.exits.EXIT_STORE_FAILED`.
 
 With ``--workers N`` the parent process, which started the store, runs the supervisor; the
 workers only see an outage of their Redis.
@@ -32,8 +32,6 @@ from server.embedded_redis import EmbeddedRedis, EmbeddedRedisError
 
 log = logging.getLogger("server.store_supervisor")
 
-EXIT_STORE_FAILED = 3
-"""``python -m server``'s exit status when its embedded store kept dying."""
 
 RETRY_DELAYS = (0.1, 0.2, 0.5, 1.0, 2.0)
 """Seconds before each further try when the redis-server fails to start again (the last one

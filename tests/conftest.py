@@ -6,12 +6,16 @@ Cluster (``tools/redis_cluster.sh start``): the servers under test and ``redis_c
 a cluster client (docs/deployment.md, "Redis Cluster"). Each test gets its own key prefix and
 every key under it is deleted after the test, so tests never see each other's data, even on a
 shared server.
+
+The suite is hermetic (``tests/hermetic.py``): ``HOME`` and ``XDG_DATA_HOME`` point at a
+folder of its own for the whole run, and ``REDIS_URL`` and every ``TABLE42_*`` setting are taken
+out of the environment once read. The ``REDIS_URL`` given to choose the test Redis reaches the
+fixtures only, through ``redis_url``; a test hands it to a process under test on purpose.
 """
 
 from __future__ import annotations
 
 import contextlib
-import os
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from typing import cast
@@ -21,15 +25,19 @@ import redis.asyncio as aioredis
 
 from server.embedded_redis import EmbeddedRedis
 from server.store.redis_client import redis_client as server_redis_client
+from tests.hermetic import isolate
 
 CLUSTER_SCHEME = "redis+cluster://"  # as server/store/redis_client.py
 
 
+#: The Redis chosen for the tests with ``REDIS_URL`` (None: an embedded one per session).
+TEST_REDIS_URL = isolate()
+
+
 @pytest.fixture(scope="session")
 def redis_url() -> Iterator[str]:
-    url = os.environ.get("REDIS_URL")
-    if url:
-        yield url
+    if TEST_REDIS_URL:
+        yield TEST_REDIS_URL
         return
     with EmbeddedRedis() as embedded:
         yield embedded.url

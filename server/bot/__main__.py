@@ -10,7 +10,9 @@ matchmaking, no tournaments), or with ``--token``. Each game it either opens a p
 table and waits for someone to join (the default; the table id is printed), joins
 ``--join TABLE``, or asks the server for its own computer opponent (``--against LEVEL``;
 then it plays as a guest, since a bot account may not ask for one).
-Prints one line per game and exits 0 when all games were played.
+Prints one line per game and exits 0 when all games were played. An expected failure is one
+line on stderr and a status from ``server/exits.py``: 1 when the server cannot be reached or
+refuses (an unknown ``--join`` table, a refused token), 2 for bad usage, 130 on Ctrl-C.
 """
 
 from __future__ import annotations
@@ -20,16 +22,22 @@ import asyncio
 import sys
 from collections.abc import Sequence
 
+import aiohttp
+
 from server.bot.player import BotPlayer, GameLog
 from server.bot.strategy import Level
-from server.client import Client, Format, RequestFailed, guest_token, http_base
+from server.client import Client, ClientError, Format, RequestFailed, guest_token, http_base
 from server.client.connection import post_json
+from server.exits import CommandFailed, Parser, run_command
+
+PROG = "python -m server.bot"
 
 
 async def bot_token(url: str, level: Level) -> str:
     status, body = await post_json(http_base(url) + "/api/bot", {"level": str(level)})
     if status != 200:
-        raise SystemExit(f"/api/bot: {status} {body}")
+        raise CommandFailed(f"the server refused a bot account (POST /api/bot: {status} "
+                            f"{body}); give a token with --token")
     return str(body["token"])
 
 
@@ -62,7 +70,8 @@ async def sit_down(client: Client, args: argparse.Namespace, tries: int = 100) -
                 raise
             seated += 1
             await asyncio.sleep(0.05)
-    raise SystemExit("still seated at the previous table")
+    raise CommandFailed("still seated at the previous table after its end; try again in a "
+                        "moment")
 
 
 async def run(args: argparse.Namespace) -> int:
@@ -97,8 +106,8 @@ async def run(args: argparse.Namespace) -> int:
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="python -m server.bot", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = Parser(prog=PROG, description=__doc__,
+                    formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--level", choices=[str(x) for x in Level], default="basic")
     parser.add_argument("--url", action="append", dest="urls", metavar="URL",
                         help="the server's /ws URL (default ws://127.0.0.1:8080/ws); given "
@@ -119,8 +128,31 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     return args
 
 
+#: What to do after the server refused a request with this code.
+ADVICE = {
+    "no_such_table": "check the table id (it may have ended)",
+    "table_full": "both seats are taken; join another table",
+    "already_seated": "that player is seated at another table",
+    "not_authenticated": "the token is not valid (expired?); leave --token out for a new "
+                         "account",
+}
+
+
+async def _guarded(args: argparse.Namespace) -> int:
+    """:func:`run`, with the failures a user can cause said in one line."""
+    try:
+        return await run(args)
+    except RequestFailed as exc:
+        advice = ADVICE.get(exc.code, "see PROTOCOL.md for the error codes")
+        raise CommandFailed(f"the server refused: {exc} ({advice})") from None
+    except (TimeoutError, ClientError, aiohttp.ClientError, OSError) as exc:
+        raise CommandFailed(f"cannot reach the server at {args.url}: {exc or type(exc).__name__}"
+                            " (is it running? is --url right?)") from None
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    return asyncio.run(run(parse_args(argv)))
+    args = parse_args(argv)
+    return run_command(PROG, lambda: asyncio.run(_guarded(args)))
 
 
 if __name__ == "__main__":

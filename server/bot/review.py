@@ -316,24 +316,39 @@ def format_review(games: Sequence[Mapping[str, Any]]) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m server.bot.review game.mat [--json]``: the review of each game."""
-    import argparse
+    """``python -m server.bot.review game.mat [--json]``: the review of each game. A file
+    that cannot be read or holds no game is one line on stderr and exit status 2
+    (``server/exits.py``)."""
     import json
     import sys
     from pathlib import Path
 
-    parser = argparse.ArgumentParser(description="Review the games of a .mat file: each "
-                                     "decision's equity lost and each roll's luck.")
+    from server.exits import EXIT_USAGE, CommandFailed, Parser, run_command
+
+    prog = "python -m server.bot.review"
+    parser = Parser(prog=prog, description="Review the games of a .mat "
+                                     "file: each decision's equity lost and each roll's luck.")
     parser.add_argument("mat", type=Path, help="a Jellyfish .mat file")
     parser.add_argument("--json", action="store_true", help="print the review as JSON")
     args = parser.parse_args(argv)
-    try:
-        games = review_mat(args.mat.read_text(encoding="utf-8", errors="replace"))
-    except (OSError, ValueError) as exc:
-        print(f"review: {exc}", file=sys.stderr)
-        return 1
-    sys.stdout.write(json.dumps(games, indent=1) + "\n" if args.json else format_review(games))
-    return 0
+
+    def body() -> int:
+        try:
+            games = review_mat(args.mat.read_text(encoding="utf-8", errors="replace"))
+        except OSError as exc:
+            raise CommandFailed(f"cannot read {args.mat}: {exc.strerror or exc}",
+                                EXIT_USAGE) from None
+        except ValueError as exc:
+            raise CommandFailed(f"{args.mat}: {exc} (not a Jellyfish .mat file?)",
+                                EXIT_USAGE) from None
+        if not games:
+            raise CommandFailed(f"{args.mat}: no game found (not a Jellyfish .mat file? "
+                                "Export a match as .mat and give that file)", EXIT_USAGE)
+        sys.stdout.write(json.dumps(games, indent=1) + "\n" if args.json
+                         else format_review(games))
+        return 0
+
+    return run_command(prog, body)
 
 
 if __name__ == "__main__":

@@ -46,6 +46,7 @@ from server.bot.neural import (
     flip,
     terminal,
 )
+from server.exits import EXIT_USAGE, CommandFailed, Parser, run_command
 
 START = (0, 0, 0, 0, 0, 0, 5, 0, 3, 0, 0, 0, 0, 5, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2, 0)
 """The starting checkers of either side in its own numbering."""
@@ -166,9 +167,15 @@ def _save(net: Net, path: Path, games: int, seed: int, hidden: int) -> None:
     tmp.replace(path)
 
 
+PROG = "python -m server.bot.train"
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    """Train, then write the weights. A bad argument or an ``--out`` that cannot be written is
+    one line on stderr and exit status 2, Ctrl-C one line and 130 (``server/exits.py``; the
+    checkpoints written until then stay)."""
+    parser = Parser(prog=PROG, description=__doc__,
+                    formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--games", type=int, required=True, help="self-play games")
     parser.add_argument("--seed", type=int, default=42)
     parser.add_argument("--hidden", type=int, default=80, help="hidden units")
@@ -176,9 +183,22 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--checkpoint-every", type=int, default=0,
                         help="also write <out>-<games>.npz every so many games")
     args = parser.parse_args(argv)
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    train(args.games, args.seed, args.hidden, args.out, args.checkpoint_every)
-    return 0
+    if args.games < 1 or args.hidden < 1 or args.checkpoint_every < 0:
+        parser.error("--games and --hidden must be at least 1, --checkpoint-every at least 0")
+
+    def body() -> int:
+        try:
+            args.out.parent.mkdir(parents=True, exist_ok=True)
+            probe = args.out.with_name(args.out.stem + ".tmp.npz")
+            probe.touch()
+            probe.unlink()
+        except OSError as exc:
+            raise CommandFailed(f"cannot write {args.out}: {exc.strerror or exc} (choose "
+                                "another --out)", EXIT_USAGE) from None
+        train(args.games, args.seed, args.hidden, args.out, args.checkpoint_every)
+        return 0
+
+    return run_command(PROG, body)
 
 
 if __name__ == "__main__":

@@ -39,6 +39,7 @@ from server.bot.player import BotPlayer, BotStalled, Choice, Think, think_here, 
 from server.bot.strategy import Level
 from server.client import Client, ClientError, Format
 from server.config import Settings
+from server.exits import leave_interrupts_to_parent
 from server.lobby.refusals import error_reply, store_away
 from server.lobby.routing import Actor, Lobby
 from server.lobby.table import Table
@@ -304,6 +305,7 @@ class ComputerOpponents:
             self._executor = ProcessPoolExecutor(
                 max_workers=self.settings.bot_workers,
                 mp_context=multiprocessing.get_context("spawn"),
+                initializer=leave_interrupts_to_parent,
             )
         in_pool = think_in(self._executor)
         if level is Level.BASIC:

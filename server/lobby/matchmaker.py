@@ -58,6 +58,7 @@ from server.matchmaking import (
     expired_message,
     match_found_messages,
     overview,
+    pairing_note,
     pool_by_id,
     status_message,
     ticket_status,
@@ -74,6 +75,10 @@ from server.tables.ratings import RatingPlan
 from server.tick import Tick
 
 log = logging.getLogger(__name__)
+
+NOTE_POOL_MAX = 64
+"""Tickets a rated pool may hold for a waiting player's status to say why nobody there can
+be paired with them (``note``); a fuller pool is not read for it."""
 
 PAIRING = "matchmaking-pairing"
 STATUS = "matchmaking-status"
@@ -239,8 +244,10 @@ class Matchmaker:
             **standing,
         )
         self._waiting.add(identity.player)
+        notes = await self._notes([queued.status.ticket])
         return status_message(
-            queued.status, kind=QUEUED, settings=self.policy, replaced_pool=queued.replaced_pool
+            queued.status, kind=QUEUED, settings=self.policy, replaced_pool=queued.replaced_pool,
+            note=notes.get(identity.player),
         )
 
     async def _seat(self, player: str) -> tuple[str | None, bool]:
@@ -298,7 +305,8 @@ class Matchmaker:
         status = await self.queue.status(player)
         if status is None:
             raise ProtocolError(ErrorCode.NOT_QUEUED, "you are not queued")
-        return status_message(status, settings=self.policy)
+        notes = await self._notes([status.ticket])
+        return status_message(status, settings=self.policy, note=notes.get(player))
 
     # --- tickets that go away ------------------------------------------------------------
 
@@ -437,15 +445,41 @@ class Matchmaker:
         if not players:
             return
         tickets = await self.queue.tickets_of(players)
+        mine = {p: t for p, t in tickets.items() if t.node == self.node_id}
+        notes = await self._notes(list(mine.values()))
         now = self.clock()
         for player in players:
-            ticket = tickets.get(player)
-            if ticket is None or ticket.node != self.node_id:
+            ticket = mine.get(player)
+            if ticket is None:
                 self._waiting.discard(player)  # paired, expired, or queued through another node
                 continue
             status = ticket_status(ticket, now, self.policy)
-            self.hub.push_player(player, Outgoing(status_message(status, settings=self.policy)))
+            self.hub.push_player(player, Outgoing(status_message(
+                status, settings=self.policy, note=notes.get(player))))
         await self.hub.flush()
+
+    async def _notes(self, tickets: list[Ticket]) -> dict[str, str]:
+        """The ``note`` of each of ``tickets`` that has one (``pairing_note``): each rated
+        pool among them is read once, when it holds at most ``NOTE_POOL_MAX`` tickets (a
+        pool that full is not one network waiting alone)."""
+        pools = {t.pool for t in tickets if pool_by_id(t.pool).is_rated}
+        notes: dict[str, str] = {}
+        if not pools:
+            return notes
+        try:  # a hint: without it the status is still true
+            sizes = await self.queue.sizes()
+            for pool_id in pools:
+                if sizes.get(pool_id, 0) > NOTE_POOL_MAX:
+                    continue
+                waiting = await self.queue.tickets(pool_id)
+                pool = pool_by_id(pool_id)
+                for ticket in tickets:
+                    if ticket.pool == pool_id and (
+                            note := pairing_note(pool, ticket, waiting, self.policy)):
+                        notes[ticket.player] = note
+        except (RedisError, OSError) as exc:
+            log.warning("matchmaking: reading a pool for the status notes: %s", exc)
+        return notes
 
     # --- HTTP ----------------------------------------------------------------------------
 

@@ -105,6 +105,7 @@ class Ownership:
     async def start(self) -> None:
         """Say this node is alive (once, at once), then beat every ``lease_renew`` and scan
         every ``takeover_scan`` (on the tick)."""
+        await self.persistence.node_started(self.node_id)
         await self.beat_once()
         self._claim_after = 0.0  # a restart under the same id is not a pause
         self._started = True
@@ -124,13 +125,17 @@ class Ownership:
                       first=0 if self._handed else None)  # a peer handed tables over already
 
     async def stop(self) -> None:
-        """Stop beating and scanning, and say this node is gone (peers clean up after it at
-        once)."""
+        """Stop beating and scanning; the tables with no game left to carry on are done
+        (``Takeover.wind_up_at_stop``), and the node leaves the node set, or, with tables
+        left for a peer, counts as dead and stopped from now on (a peer takes them over
+        without counting the node as lost)."""
         if self.pulse is not None:
             await self.pulse.stop()
         await self.tick.remove(HEARTBEAT, SCAN)
         if self._late_task is not None:
             self._late_task.cancel()
+        with contextlib.suppress(RedisError, OSError):
+            await self.lobby.takeover.wind_up_at_stop()
         with contextlib.suppress(RedisError, OSError):
             await self.persistence.node_gone(self.node_id)
 
@@ -227,8 +232,13 @@ class Ownership:
         nodes = await self.persistence.nodes()
         now = time.time()
         liveness = self.lobby.liveness
+        # A peer that left the node set stopped cleanly with nothing left for anyone.
+        left = [n for n in liveness.peers if n not in nodes]
         liveness.peers = {n: until for n, until in nodes.items() if n != self.node_id}
+        for node in left:
+            await self.lobby.node_died(node, stopped=True)
         dead: list[str] = []
+        stopped: set[str] | None = None
         for node, until in liveness.peers.items():
             if until > now:
                 liveness.back(node)
@@ -236,7 +246,9 @@ class Ownership:
             else:
                 dead.append(node)
                 if node not in liveness.dead_nodes:
-                    await self.lobby.node_died(node)
+                    if stopped is None:
+                        stopped = await self.persistence.stopped_nodes()
+                    await self.lobby.node_died(node, stopped=node in stopped)
         # Long dead, and nothing of theirs left to claim (a node that stopped last keeps
         # its games for whichever node starts next, however much later).
         stale = [n for n, until in nodes.items()

@@ -295,8 +295,8 @@ class Lobby:
                             events: list[dict[str, Any]]) -> Table | None:
         return await self.takeover.restore_table(table_id, snapshot, events)
 
-    async def node_died(self, node: str) -> None:
-        await self.takeover.node_died(node)
+    async def node_died(self, node: str, *, stopped: bool = False) -> None:
+        await self.takeover.node_died(node, stopped=stopped)
 
     def node_back(self, node: str) -> None:
         self.liveness.back(node)

@@ -152,13 +152,30 @@ class Takeover:
         if status == "playing":
             log.warning("table %s: game in progress lost with its node (no log to rebuild "
                         "it from, or a log that does not replay)", table_id)
-        for player in players:
-            await self.persistence.release_seat(player, table_id)
-        await self.persistence.unlist_table(table_id, str(summary.get("mode") or "") or None)
-        await self.persistence.release(table_id, done=True)
+        await self._close(table_id, players, str(summary.get("mode") or "") or None)
         self.bus.broadcast(ops.TakenOver(table=table_id, node=self.node_id, players=[]))
         await self.taken_over(table_id, self.node_id, [])
         return None
+
+    async def _close(self, table_id: str, players: list[str], mode: str | None) -> None:
+        """A table with no game to carry on: its seats released, unlisted, its lease done."""
+        for player in players:
+            await self.persistence.release_seat(player, table_id)
+        await self.persistence.unlist_table(table_id, mode)
+        await self.persistence.release(table_id, done=True)
+
+    async def wind_up_at_stop(self) -> None:
+        """The node stops (its timers stopped, what was buffered stored): each table still
+        here with no game to carry on is done now (finished and settled, closed, or open
+        with nobody to play), so no node claims it later; a game in progress stays for the
+        node that takes it over (its log is stored)."""
+        for table in list(self.lobby.tables.values()):
+            status = table.status
+            if status is TableStatus.OPEN:
+                await self._close(table.id, table.seated_players(),
+                                  str(table.summary().get("mode") or "") or None)
+            elif status is TableStatus.CLOSED or table.wound_up:
+                await self.persistence.release(table.id, done=True)
 
     async def taken_over(self, table_id: str, node: str, players: list[str]) -> None:
         """``node`` took ``table_id`` over: route there from now on, answer the requests that
@@ -192,16 +209,20 @@ class Takeover:
         if message.node != self.node_id:
             await self.taken_over(message.table, message.node, message.players)
 
-    async def node_died(self, node: str) -> None:
+    async def node_died(self, node: str, *, stopped: bool = False) -> None:
         """``node`` stopped saying it is alive: its sockets are gone. Its players leave the
         seats of this node's tables (their node-loss grace starts, from the end of the node's
         last heartbeat: the node's fault is not theirs), its watchers go, requests
         waiting for its answer are answered, and the ``node_dead`` listeners are told
-        (matchmaking drops the tickets queued through it)."""
+        (matchmaking drops the tickets queued through it). ``stopped``: it stopped cleanly
+        (shutdown), so little is left of it and its end is no news."""
         lobby = self.lobby
         if not lobby.liveness.mark_dead(node):
             return
-        log.warning("node %s is gone: cleaning up after it", node)
+        if stopped:
+            log.debug("node %s stopped: cleaning up after it", node)
+        else:
+            log.warning("node %s is gone: cleaning up after it", node)
         lost_at = min(lobby.liveness.peers.get(node, math.inf), time.time())
         for table in list(lobby.tables.values()):
             for key in [k for k in table.watchers if k[0] == node]:

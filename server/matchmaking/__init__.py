@@ -31,6 +31,7 @@ from server.matchmaking.messages import (
 from server.matchmaking.policy import (
     DEFAULT_SETTINGS,
     POOLS,
+    SAME_NETWORK,
     GameMode,
     MatchmakingSettings,
     Pairing,
@@ -41,6 +42,7 @@ from server.matchmaking.policy import (
     acceptable,
     admit,
     network_key,
+    pairing_note,
     plan_pass,
     pool_by_id,
     ticket_status,
@@ -51,6 +53,7 @@ from server.matchmaking.policy import (
 __all__ = [
     "DEFAULT_SETTINGS",
     "POOLS",
+    "SAME_NETWORK",
     "GameMode",
     "GuestNotAllowedError",
     "InRankedGameError",
@@ -71,6 +74,7 @@ __all__ = [
     "match_found_messages",
     "network_key",
     "overview",
+    "pairing_note",
     "plan_pass",
     "pool_by_id",
     "stake_preview",

@@ -23,7 +23,10 @@ for a guest.
 periodic "still searching" update::
 
     {"type": "queue_status", "pool": "competitive", "waited": 12.0, "window": 170.0,
-     "window_cap": 400.0, "seconds_to_cap": 23.0, "rating": 1500}
+     "window_cap": 400.0, "seconds_to_cap": 23.0, "rating": 1500, "note": null}
+
+``note`` is ``"same_network"`` when everyone else waiting in the rated pool plays from the
+player's network (never paired for rated play), else null.
 
 ``queue_expired`` (:func:`expired_message`): the ticket waited longer than ``ticket_ttl``.
 
@@ -164,9 +167,11 @@ def status_message(
     kind: str = QUEUE_STATUS,
     settings: MatchmakingSettings = DEFAULT_SETTINGS,
     replaced_pool: str | None = None,
+    note: str | None = None,
 ) -> dict[str, Any]:
     """The ``queue_status`` message (``kind=QUEUED`` for the answer to queueing, which also
-    says which pool's ticket it replaced, if any)."""
+    says which pool's ticket it replaced, if any); ``note``: why no pairing can happen now
+    whatever the window (:func:`server.matchmaking.policy.pairing_note`), or None."""
     message: dict[str, Any] = {
         "type": kind,
         "pool": status.ticket.pool,
@@ -175,6 +180,7 @@ def status_message(
         "window_cap": settings.window_cap,
         "seconds_to_cap": status.seconds_to_cap,
         "rating": status.ticket.rating,
+        "note": note,
     }
     if kind == QUEUED:
         message["replaced_pool"] = replaced_pool

@@ -63,6 +63,7 @@ __all__ = [
     "MAX_RATING",
     "NEW_PLAYER_EXPERIENCE",
     "POOLS",
+    "SAME_NETWORK",
     "GameMode",
     "MatchmakingSettings",
     "Pairing",
@@ -75,6 +76,7 @@ __all__ = [
     "is_eligible",
     "is_window_waived",
     "network_key",
+    "pairing_note",
     "plan_pass",
     "pool_by_id",
     "ticket_status",
@@ -404,6 +406,26 @@ def ticket_status(
         window=window(waited, settings),
         seconds_to_cap=max(0.0, settings.seconds_to_cap - waited),
     )
+
+
+SAME_NETWORK = "same_network"
+"""The ``note`` of a waiting player's status when everyone else waiting in the rated pool
+plays from the player's own network (never paired for rated play, whatever the window)."""
+
+
+def pairing_note(
+    pool: Pool, ticket: Ticket, waiting: Iterable[Ticket],
+    settings: MatchmakingSettings = DEFAULT_SETTINGS,
+) -> str | None:
+    """Why ``ticket`` cannot be paired with anyone in ``waiting`` (the pool's tickets) when
+    the reason is not the rating window: :data:`SAME_NETWORK` in a rated pool where every
+    other eligible ticket comes from the ticket's network; else None."""
+    if not pool.is_rated:
+        return None
+    mine = network_key(ticket.address, ipv6_prefix=settings.ipv6_prefix)
+    others = [network_key(t.address, ipv6_prefix=settings.ipv6_prefix) for t in waiting
+              if t.player != ticket.player and is_eligible(pool, t)]
+    return SAME_NETWORK if others and all(net == mine for net in others) else None
 
 
 def is_eligible(pool: Pool, ticket: Ticket) -> bool:

@@ -30,6 +30,8 @@ from collections.abc import Awaitable, Callable
 from concurrent.futures import BrokenExecutor, Executor, ProcessPoolExecutor, ThreadPoolExecutor
 from dataclasses import dataclass
 
+from server.exits import leave_interrupts_to_parent
+
 log = logging.getLogger(__name__)
 
 POLL = 0.2
@@ -50,7 +52,9 @@ whose cores are all busy, the games' event loop runs before a review (a review o
 
 
 def lower_priority() -> None:
-    """A review worker's first step (in the worker process): lower its priority."""
+    """A review worker's first step (in the worker process): lower its priority, and leave
+    Ctrl-C to the server."""
+    leave_interrupts_to_parent()
     # Not on this platform, or not allowed: run as is.
     with contextlib.suppress(AttributeError, OSError):
         os.nice(REVIEW_NICENESS)

@@ -193,6 +193,12 @@ class Keys:
         return f"{self.prefix}{{nodes}}:online"
 
     @property
+    def nodes_stopped(self) -> str:
+        """Hash node id -> when it stopped (ms, Redis clock): the nodes of :attr:`nodes` that
+        stopped cleanly with tables left for a peer (same hash tag, written together)."""
+        return f"{self.prefix}{{nodes}}:stopped"
+
+    @property
     def node_lag(self) -> str:
         """Hash node id -> its event loop's lag, ms (written with its heartbeat when it
         changed, by the node's pulse thread: ``server/cluster/pulse.py``)."""

@@ -170,16 +170,45 @@ class OwnerRecords:
         return None if score is None else float(score) / 1000 - self.clock_offset
 
     async def node_gone(self, node: str) -> None:
-        """``node`` stops (shutdown): it counts as dead from now on."""
+        """``node`` stops (shutdown): gone from the node set when nothing of it is left for
+        a peer (no table it still owns or handed over unclaimed), else dead from now on and
+        marked stopped (a peer takes its tables over without counting it as lost)."""
+        if not await self.tables_left(node):
+            await self.forget_nodes([node])
+            return
         now_ms = int((time.time() + self.clock_offset) * 1000)
-        await _aw(self.redis.zadd(self.keys.nodes, {node: now_ms}))
+        pipe = self.redis.pipeline(transaction=False)  # one hash tag: one node's replies
+        pipe.zadd(self.keys.nodes, {node: now_ms})
+        pipe.hset(self.keys.nodes_stopped, node, str(now_ms))
+        await pipe.execute()
+
+    async def node_started(self, node: str) -> None:
+        """``node`` starts (perhaps under the id of one that stopped): not stopped."""
+        await _aw(self.redis.hdel(self.keys.nodes_stopped, node))
+
+    async def stopped_nodes(self) -> set[str]:
+        """The nodes that stopped cleanly with tables left for a peer."""
+        return {_text(n) for n in await _aw(self.redis.hkeys(self.keys.nodes_stopped))}
+
+    async def tables_left(self, node: str) -> bool:
+        """Whether a table of ``node``'s set is still recorded as ``node``'s and not done
+        (a game in progress, or handed over and not claimed yet)."""
+        tables = await self.node_tables(node)
+        for at in range(0, len(tables), 256):
+            leases = await self.leases(tables[at:at + 256])
+            if any(lease is not None and not lease.done and lease.node == node
+                   for lease in leases.values()):
+                return True
+        return False
 
     async def forget_nodes(self, nodes: list[str]) -> None:
-        """Drop nodes long dead from the node set, with what is left of their table sets."""
+        """Drop nodes from the node set (long dead, or stopped with nothing left), with what
+        is left of their table sets."""
         if nodes:
             await _aw(self.redis.zrem(self.keys.nodes, *nodes))
             await _aw(self.redis.hdel(self.keys.online, *nodes))
             await _aw(self.redis.hdel(self.keys.node_lag, *nodes))
+            await _aw(self.redis.hdel(self.keys.nodes_stopped, *nodes))
             await _aw(self.redis.delete(*[self.keys.node_tables(n) for n in nodes]))
 
     async def owner_of(self, table: str) -> str | None:

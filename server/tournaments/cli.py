@@ -22,6 +22,7 @@ from redis.exceptions import RedisError
 
 from server.config import STORE_SETTINGS, SettingsError, add_arguments, settings_from_args
 from server.embedded_redis import EmbeddedRedisError, command_store
+from server.exits import EXIT_USAGE, CommandFailed, Parser, run_command, store_unreachable
 from server.store.redis_client import redis_client
 from server.tournaments.keys import TournamentKeys
 from server.tournaments.runner_keys import RunnerKeyError, RunnerKeys
@@ -30,7 +31,7 @@ PROG = "python -m server runner-key"
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog=PROG, description="Manage tournament runner keys.")
+    parser = Parser(prog=PROG, description="Manage tournament runner keys.")
     add_arguments(parser, STORE_SETTINGS)
     sub = parser.add_subparsers(dest="command", required=True)
     create = sub.add_parser("create", help="make a key and print it once")
@@ -68,30 +69,34 @@ async def _run(args: argparse.Namespace, redis_url: str, prefix: str) -> int:
         if await keys.revoke(args.name):
             print(f"runner key {args.name!r} revoked", file=sys.stderr)
             return 0
-        print(f"{PROG}: no runner key named {args.name!r}", file=sys.stderr)
-        return 1
+        raise CommandFailed(f"no runner key named {args.name!r} (python -m server runner-key "
+                            "list shows them)")
     finally:
         await client.aclose()
 
 
 def main(argv: Sequence[str], environ: Mapping[str, str] | None = None) -> int:
     """Run one command; ``environ`` (the process environment when None) gives the settings
-    no flag gives."""
+    no flag gives. Exit statuses as ``server/exits.py``: 1 for a key that does not exist or
+    a store that cannot be reached, 2 for bad usage."""
     args = _parser().parse_args(argv)
+    return run_command(PROG, lambda: _main(args, environ))
+
+
+def _main(args: argparse.Namespace, environ: Mapping[str, str] | None) -> int:
     try:
         settings = settings_from_args(args, environ)
     except SettingsError as exc:
-        print(f"{PROG}: {exc}", file=sys.stderr)
-        return 2
+        raise CommandFailed(str(exc), EXIT_USAGE) from None
     try:
         with command_store(settings.redis_url, settings.data_folder(environ)) as url:
-            return asyncio.run(_run(args, url, settings.key_prefix))
+            try:
+                return asyncio.run(_run(args, url, settings.key_prefix))
+            except (RedisError, OSError) as exc:
+                raise store_unreachable(url, exc) from None
     except EmbeddedRedisError as exc:
-        print(f"{PROG}: {exc}", file=sys.stderr)
-        return 2
+        raise CommandFailed(str(exc), EXIT_USAGE) from None
     except RunnerKeyError as exc:
-        print(f"{PROG}: {exc}", file=sys.stderr)
-        return 1
-    except (RedisError, OSError) as exc:
-        print(f"{PROG}: Redis: {exc}", file=sys.stderr)
-        return 1
+        raise CommandFailed(str(exc)) from None
+    except (RedisError, OSError) as exc:  # the embedded store of the data folder
+        raise CommandFailed(f"Redis: {exc}") from None

@@ -207,7 +207,9 @@ def test_the_command_line_reviews_a_mat_file(tmp_path: Path) -> None:
     missing = subprocess.run([sys.executable, "-m", "server.bot.review",
                               str(tmp_path / "none.mat")],
                              capture_output=True, text=True, cwd=ROOT, timeout=120, check=False)
-    assert missing.returncode == 1 and "review:" in missing.stderr
+    assert missing.returncode == 2
+    assert missing.stderr.startswith("python -m server.bot.review: cannot read ")
+    assert missing.stderr.count("\n") == 1
 
 
 def test_a_gnubg_style_mat_line_is_read() -> None:

@@ -472,6 +472,23 @@ async def test_the_queue_shows_the_waiting_time_and_the_widening_window(
     no_errors([player])
 
 
+async def test_the_queue_says_why_two_players_of_one_network_wait(
+    start_browser_server: StartServer, new_player: NewPlayer
+) -> None:
+    server = await start_browser_server()
+    home = "10.78.1.9"
+    players = [await new_player(server.url + "/", address=home) for _ in range(2)]
+    for player, name in zip(players, ("ola", "pia"), strict=True):
+        await sign_up(player, name)
+        await player.page.click(".pool[data-pool=competitive] button.queue-btn")
+        await player.page.locator(".queue-card").wait_for()
+    assert players[1].of_type("queued")[-1]["note"] == "same_network"
+    note = players[1].page.locator(".queue-card .same-network")
+    await note.wait_for()
+    assert "your network" in (await note.text_content() or "")
+    no_errors(players)
+
+
 async def test_sign_up_log_out_and_log_in_again(
     start_browser_server: StartServer, new_player: NewPlayer
 ) -> None:

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from rating_plugin.cli import main
+from tests.hermetic import bare_env
 
 ROOT = Path(__file__).resolve().parents[2]
 PROG = "python -m rating_plugin"
@@ -20,7 +21,7 @@ PROG = "python -m rating_plugin"
 def run(*argv: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "rating_plugin", *argv], capture_output=True, text=True,
-        env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"}, timeout=60, check=False,
+        env=bare_env(), timeout=60, check=False,
     )
 
 
@@ -177,7 +178,7 @@ def heavy_modules_after(imports: str) -> list[str]:
         " ('numpy', 'redis', 'tqdm', 'matplotlib') or m.startswith('rating_plugin.analysis')))\n"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          env={"PYTHONPATH": str(ROOT)}, timeout=60, check=True)
+                          env=bare_env(), timeout=60, check=True)
     heavy: list[str] = json.loads(done.stdout.replace("'", '"'))
     return heavy
 
@@ -216,7 +217,7 @@ def test_a_missing_analysis_module_says_how_to_install_it(
         "print(sys.stderr.getvalue(), end='')\n"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          env={"PYTHONPATH": str(ROOT)}, timeout=60, check=True)
+                          env=bare_env(), timeout=60, check=True)
     assert done.stdout == (
         f"2\n{PROG} {argv[0]}: error: {argv[0]} needs {missing}, which is not installed: "
         "pip install -e '.[analysis]'\n"

@@ -13,6 +13,7 @@ import pytest
 import redis.asyncio as aioredis
 
 from rating_plugin.store import RatingStore
+from tests.hermetic import bare_env
 
 ROOT = Path(__file__).resolve().parents[2]
 PROG = "python -m rating_plugin"
@@ -27,7 +28,7 @@ HEADER = "kind,seq,game_id,finished_at,cube,winner,loser,winner_before,loser_bef
 def run(*argv: str, stdin: bytes | None = None) -> subprocess.CompletedProcess[str]:
     done = subprocess.run(
         [sys.executable, "-m", "rating_plugin", *argv], capture_output=True, input=stdin,
-        env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"}, timeout=60, check=False,
+        env=bare_env(), timeout=60, check=False,
     )
     return subprocess.CompletedProcess(done.args, done.returncode, done.stdout.decode(),
                                        done.stderr.decode())

@@ -21,6 +21,7 @@ from rating_plugin.analysis.replay import Replayer, Rules, mismatch, standings
 from rating_plugin.analysis.synth import SynthConfig, generate
 from rating_plugin.errors import LogIncompleteError, LogRecordMissingError
 from rating_plugin.store import RatingStore
+from tests.hermetic import bare_env
 
 #: Small on purpose: two-day-late settlements then meet trimmed windows, so the replay must
 #: follow the store's trimming rule, not an exact 7-day count.
@@ -167,7 +168,7 @@ def test_cli_export_then_replay_check(redis_url: str, key_prefix: str, tmp_path:
     try:
         log = tmp_path / "games.jsonl"
         cli = [sys.executable, "-m", "rating_plugin"]
-        env = {"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"}
+        env = bare_env()
         done = subprocess.run(
             [*cli, "export", "--redis-url", redis_url, "--prefix", key_prefix, "--out", str(log)],
             capture_output=True, text=True, env=env, timeout=60, check=False,

@@ -3,10 +3,18 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import pytest
 
-from server.matchmaking import Pairing, Ticket, ticket_status
+from server.matchmaking import (
+    SAME_NETWORK,
+    Pairing,
+    Ticket,
+    pairing_note,
+    pool_by_id,
+    ticket_status,
+)
 from server.matchmaking.messages import (
     expired_message,
     match_found_messages,
@@ -121,6 +129,7 @@ def test_status_messages() -> None:
         "window_cap": 400,
         "seconds_to_cap": 23,
         "rating": 1500,
+        "note": None,
     }
     queued = status_message(status, kind="queued", replaced_pool="boosted")
     assert (queued["type"], queued["replaced_pool"]) == ("queued", "boosted")
@@ -129,6 +138,22 @@ def test_status_messages() -> None:
         "pool": "competitive",
         "waited": 112,
     }
+
+
+def test_the_note_says_when_only_ones_own_network_waits() -> None:
+    ann = Ticket("ann", "competitive", 1500, T, "2001:db8:1:2::10")
+    bob = Ticket("bob", "competitive", 1900, T, "2001:db8:1:2::20")  # the same /64
+    cat = Ticket("cat", "competitive", 1500, T, "203.0.113.5")
+    guest = Ticket("gus", "competitive", 1500, T, "203.0.113.6", is_guest=True)
+    rated, boosted = pool_by_id("competitive"), pool_by_id("boosted")
+    assert pairing_note(rated, ann, [ann]) is None  # alone: nothing to explain
+    assert pairing_note(rated, ann, [ann, bob]) == SAME_NETWORK == "same_network"
+    assert pairing_note(rated, ann, [ann, bob, guest]) == SAME_NETWORK  # never pairs anyway
+    assert pairing_note(rated, ann, [ann, bob, cat]) is None
+    assert pairing_note(boosted, replace(ann, pool="boosted"),
+                        [replace(bob, pool="boosted")]) is None
+    status = ticket_status(bob, T)
+    assert status_message(status, note=SAME_NETWORK)["note"] == "same_network"
 
 
 def test_overview() -> None:

@@ -20,6 +20,7 @@ from server.config import (
     add_arguments,
     settings_from,
     settings_from_args,
+    short_help,
 )
 
 
@@ -86,13 +87,27 @@ def test_commands_beside_the_server_take_the_store_settings() -> None:
         parser.parse_args(["--port", "1"])
 
 
-def test_help_is_grouped_and_shows_defaults_and_variables() -> None:
-    out = subprocess.run([sys.executable, "-m", "server", "--help"], capture_output=True,
+def test_help_all_is_grouped_and_shows_defaults_and_variables() -> None:
+    out = subprocess.run([sys.executable, "-m", "server", "--help-all"], capture_output=True,
                          text=True, check=True).stdout
     assert "\ntables and games:\n" in out and "\nlogs and metrics:\n" in out
     flat = " ".join(out.split())
     assert "[> 0; default 60; env TABLE42_DECISION_TIME]" in flat
     assert "--flush-interval" not in out
+    assert all(option.flag in out for option in OPTIONS)
+
+
+def test_help_fits_a_screen_with_the_common_settings_and_a_line_per_group() -> None:
+    out = subprocess.run([sys.executable, "-m", "server", "--help"], capture_output=True,
+                         text=True, check=True).stdout
+    lines = out.splitlines()
+    assert len(lines) <= 50 and max(map(len, lines)) <= 100
+    assert "--port N" in out and "--redis-url TEXT" in out and "--help-all" in out
+    assert "--decision-time" in out and "default 60" not in out  # a group's line, no detail
+    assert "runner-key create|rotate|list|revoke" in out
+    groups = {option.declaration.group for option in OPTIONS}
+    assert all(sum(line.startswith(f"  {group} (") for line in lines) == 1 for group in groups)
+    assert short_help() == out
 
 
 def test_nothing_else_in_the_server_reads_the_environment() -> None:

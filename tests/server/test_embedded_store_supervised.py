@@ -28,7 +28,8 @@ from server.bot.player import BotPlayer, GameLog, think_here
 from server.bot.strategy import Level
 from server.client import Client
 from server.embedded_redis import EmbeddedRedis, _command, server_pid
-from server.store_supervisor import EXIT_STORE_FAILED, StoreSupervisor
+from server.exits import EXIT_STORE_FAILED
+from server.store_supervisor import StoreSupervisor
 
 # --- helpers ---------------------------------------------------------------------------------
 
@@ -413,6 +414,8 @@ async def test_a_store_orphaned_by_a_killed_server_is_adopted_and_supervised(
     heir = await start_node(nodes, data_dir, tmp_path)
     assert store_pid(data_dir) == orphan  # adopted, not started anew
     assert orphan is not None
+    said = [line for line in heir.log().splitlines() if "left running" in line]
+    assert len(said) == 1 and f"(process {orphan})" in said[0], heir.log()  # said once
     await asyncio.to_thread(kill_store, data_dir)
     await asyncio.to_thread(wait_for_new_store, data_dir, orphan, node=heir)
     await heir.healthz_is(200)

@@ -242,14 +242,19 @@ async def test_same_network_accounts_are_never_paired_in_rated_pools(
     server = await start_server(node_id="net", **MANUAL)
     ann = await player(server, "ann", "2001:db8:1:2::10")
     bob = await player(server, "bob", "2001:db8:1:2:ffff::20")  # the same /64
-    for client in (ann, bob):
-        await client.request({"type": "queue", "pool": "competitive"})
+    alone = await ann.request({"type": "queue", "pool": "competitive"})
+    assert alone["note"] is None  # nobody else waits: nothing to explain
+    queued = await bob.request({"type": "queue", "pool": "competitive"})
+    assert queued["note"] == "same_network"  # says why, and the page shows it
     assert await run_pass(server, "competitive") == 0
+    status = await ann.request({"type": "queue_status"})
+    assert (status["type"], status["note"]) == ("queue_status", "same_network")
 
     cat = await player(server, "cat", "::ffff:203.0.113.5")  # IPv4-mapped: 203.0.113.5
     dan = await player(server, "dan", "203.0.113.5")
     for client in (cat, dan):
-        await client.request({"type": "queue", "pool": "competitive"})
+        queued = await client.request({"type": "queue", "pool": "competitive"})
+        assert queued["note"] is None  # another network waits too
     assert await run_pass(server, "competitive") == 2
     for client in (ann, bob, cat, dan):
         found = await client.expect("match_found")
@@ -262,7 +267,8 @@ async def test_same_network_accounts_are_never_paired_in_rated_pools(
     eve = await player(server, "eve", "198.51.100.9")
     fay = await player(server, "fay", "198.51.100.9")
     for client in (eve, fay):
-        await client.request({"type": "queue", "pool": "boosted"})
+        queued = await client.request({"type": "queue", "pool": "boosted"})
+        assert queued["note"] is None
     assert await run_pass(server, "boosted") == 1
     found = await eve.expect("match_found")
     start = await fay.expect("game_start", table=found["table"])

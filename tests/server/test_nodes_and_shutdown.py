@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 import signal
 import socket
@@ -11,11 +12,22 @@ from collections.abc import Awaitable
 from typing import Any, cast
 
 import aiohttp
+import pytest
 import redis.asyncio as aioredis
-from server_helpers import StartServer, connect, guest, play_out, register, scripted, seat_two
+from server_helpers import (
+    StartServer,
+    connect,
+    eventually,
+    guest,
+    play_out,
+    register,
+    scripted,
+    seat_two,
+)
 
 from rating_plugin.store import RatingStore
 from server.embedded_redis import EmbeddedRedis
+from server.store.persistence import _aw
 
 
 async def test_two_nodes_one_game(
@@ -160,3 +172,32 @@ async def test_python_m_server_stops_cleanly_on_sigterm(
         if proc.returncode is None:
             proc.kill()
             await proc.wait()
+
+
+async def test_a_clean_stop_is_no_news_and_leaves_only_its_games(
+    start_server: StartServer, redis_client: aioredis.Redis, key_prefix: str,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A node stopped alone with a game in progress and a finished one: the finished table is
+    done at once (nobody claims it), the node is marked stopped, and the node that starts
+    next takes the game over without announcing a lost node."""
+    one = await start_server(dice_factory=scripted(7), node_id="calm-one")
+    a = await connect(one, await register(one, "alice"))
+    b = await connect(one, await register(one, "bob"))
+    c = await connect(one, await register(one, "cat"))
+    d = await connect(one, await register(one, "dan"))
+    finished, _ = await seat_two(one, a, b)
+    await play_out({0: a, 1: b}, finished)
+    playing, _ = await seat_two(one, c, d)
+    await one.stop()
+    nodes = f"{key_prefix}{{nodes}}"
+    assert await _aw(redis_client.hkeys(f"{nodes}:stopped")) == [b"calm-one"]
+    assert await _aw(redis_client.hget(f"{key_prefix}{{t:{finished}}}:lease", "done")) == b"1"  # type: ignore[comparison-overlap]
+    assert await _aw(redis_client.hget(f"{key_prefix}{{t:{playing}}}:lease", "done")) is None
+    with caplog.at_level(logging.INFO):
+        two = await start_server(dice_factory=scripted(7), node_id="calm-two")
+        await eventually(lambda: playing in two.lobby.tables)
+        await eventually(lambda: "calm-one" in two.lobby.liveness.dead_nodes)
+    said = [r.getMessage() for r in caplog.records]
+    assert not [m for m in said if "is gone" in m or f"table {finished}" in m], said
+    assert any(f"table {playing} claimed from node calm-one" in m for m in said)

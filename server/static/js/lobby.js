@@ -233,6 +233,7 @@ export class LobbyView {
       h("span", { class: "window" }, t("queue.window", { window: Math.round(window) })
         + (toCap > 0 ? " " + t("queue.to_cap", { cap: q.window_cap, n: Math.ceil(toCap) }) : "")),
       h("span", {}, t("queue.rating", { rating: q.rating })),
+      q.note === "same_network" ? h("p", { class: "note same-network" }, t("queue.same_network")) : null,
       h("button", { type: "button", class: "cancel-queue", onclick: async () => {
         await app.socket.request({ type: "cancel_queue" });
         app.queue = null;
