@@ -82,7 +82,10 @@ def doc_server() -> Iterator[DocServer]:
     port = free_port()
     env = _clean_env(home)
     log = (home / "server.log").open("wb")
-    proc = subprocess.Popen([sys.executable, "-m", "server"], cwd=ROOT, stdin=subprocess.DEVNULL,
+    # Trusting loopback as a proxy, as docs/operations.md starts it to try rated play on one
+    # machine (its example gives each player an address); no other block sends the header.
+    proc = subprocess.Popen([sys.executable, "-m", "server", "--trusted-proxies", "127.0.0.1"],
+                            cwd=ROOT, stdin=subprocess.DEVNULL,
                             stdout=log, stderr=subprocess.STDOUT,
                             env={**env, "TABLE42_PORT": str(port)})
     try:
