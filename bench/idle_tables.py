@@ -10,7 +10,7 @@ A server node (``server.app.create_app``, default settings, a fresh embedded Red
 so that ``INFO commandstats`` counts this node only) runs in this process with no socket open.
 First a window of ``--duration`` seconds with no table (the node's fixed cost: heartbeat,
 scans, health check, matchmaking and tournament ticks), then ``--tables`` tables are opened
-through the node's own creation path (``Lobby._new_table`` and ``Lobby._claim_new``: the table
+through the node's own creation path (``TableCreation.new_table`` and ``TableCreation.claim_new``: the table
 and its owner record, as a ``create_table`` makes them, with no player seated), and after a
 ``--warmup`` a second window of ``--duration`` seconds. Measured in each window: the calls of
 every Redis command (``INFO commandstats`` before and after) and this process's CPU time
@@ -107,7 +107,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             opened = time.perf_counter()
             for i in range(args.tables):
                 table_id = f"idle{i}"
-                await lobby.takeover.claim_new(table_id)
+                await lobby.creation.claim_new(table_id)
                 lobby.creation.new_table(table_id, TableMode.PRIVATE, 0, None)
             opened = time.perf_counter() - opened
             await asyncio.sleep(args.warmup)

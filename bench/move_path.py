@@ -94,7 +94,8 @@ async def run(args: argparse.Namespace) -> dict[str, float]:
     from server.cluster.bus import NodeBus
     from server.config import Settings
     from server.embedded_redis import EmbeddedRedis
-    from server.lobby.routing import Lobby
+    from server.lobby.clock import LoopClock
+    from server.lobby.lobby import Lobby
     from server.net.connection import Connection, Hub
     from server.net.ws import session_limits
     from server.protocol.codec import WireFormat
@@ -115,11 +116,7 @@ async def run(args: argparse.Namespace) -> dict[str, float]:
                         redis_check_interval=args.redis_check)
     redis = aioredis.Redis.from_url(url)
     keys = Keys(prefix)
-    persistence = Persistence(  # told what each flush did: the lobby below, as in the app
-        redis, keys, settings,
-        on_stored=lambda table, version: lobby.takeover.table_stored(table, version),
-        on_fenced=lambda table: lobby.takeover.table_fenced(table),
-        on_store_lost=lambda: lobby.takeover.store_lost())
+    persistence = Persistence(redis, keys, settings)
     hub = Hub(settings.max_send_buffer)
     dice_rng = random.Random(args.seed + 1)
 
@@ -131,7 +128,11 @@ async def run(args: argparse.Namespace) -> dict[str, float]:
 
     dice: type[DiceSource] = SeededDice if args.seeded else SecretDice
     lobby = Lobby(settings, persistence, NodeBus(redis, keys, settings.node_id), hub,
-                  RatingStore(redis, prefix), dice)
+                  RatingStore(redis, prefix), dice, LoopClock())
+    # Told what each flush did, as in the app.
+    persistence.on_stored = lobby.takeover.table_stored
+    persistence.on_fenced = lobby.takeover.table_fenced
+    persistence.on_store_lost = lobby.takeover.store_lost
     persistence.start()
     loop = asyncio.get_running_loop()
     limits = session_limits(settings)
@@ -148,7 +149,8 @@ async def run(args: argparse.Namespace) -> dict[str, float]:
         started = time.process_time()
         outcome = player.conn.session.receive(data, binary=True, now=loop.time())
         assert isinstance(outcome, Accepted), outcome
-        await lobby.on_message(player.conn, outcome.message)
+        assert player.conn.actor is not None
+        await lobby.on_message(player.conn.actor, outcome.message)
         if timed:
             spent += time.process_time() - started
 
@@ -161,7 +163,7 @@ async def run(args: argparse.Namespace) -> dict[str, float]:
                               protocol=args.protocol)
             conn = Connection(_OpenSocket(), session,  # type: ignore[arg-type]
                               f"10.{g // 250}.{g % 250}.{player.side + 1}", _Sink(player.inbox))
-            conn.identity = Identity(name, name, False)
+            conn.authenticated(Identity(name, name, False), settings.node_id)
             hub.hold_address(conn.address)
             hub.add(conn)
             hub.bind(conn)

@@ -113,7 +113,6 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
             rounds = args.games // len(pairs)
             for _ in range(rounds):
                 await play_games(node, pairs, decide)
-            await node.lobby.flush()
             after = await usage(redis, prefix)
             games = rounds * len(pairs)
             per_game = {g: round((after.get(g, 0) - before.get(g, 0)) / games)

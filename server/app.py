@@ -33,10 +33,12 @@ from server.bot.review_answer import review_answer
 from server.cluster.bus import NodeBus
 from server.cluster.pulse import NodePulse
 from server.config import Settings, SettingsError
+from server.lobby.clock import LoopClock
 from server.lobby.computer import ComputerOpponents
+from server.lobby.listeners import LobbyListeners
+from server.lobby.lobby import Lobby
 from server.lobby.matchmaker import Matchmaker
 from server.lobby.ownership import Ownership
-from server.lobby.routing import Lobby, LobbyListeners
 from server.metrics import Metrics
 from server.net.admission import Admission
 from server.net.connection import CLOSE_GOING_AWAY, Connection, Hub
@@ -47,6 +49,7 @@ from server.net.http_middleware import http_middleware
 from server.net.liveness import SocketLiveness
 from server.net.load import LoadLimits, LoadMeter
 from server.net.load_watch import LoadWatch
+from server.net.matchmaking_api import MatchmakingRoute
 from server.net.public_api import PublicRoutes
 from server.net.review_api import ReviewRoute
 from server.net.review_jobs import ReviewJobs
@@ -130,19 +133,6 @@ def create_app(settings: Settings, *, dice_factory: DiceFactory | None = None) -
     return app
 
 
-def _lobby_listeners(app: web.Application) -> LobbyListeners:
-    """The parts the lobby tells of its events. They are built after the lobby (each needs
-    it), so each listener finds its part in ``app`` when called: after startup, once every
-    part is there."""
-    return LobbyListeners(
-        seated=(lambda players: app[MATCHMAKER].players_seated(players),),
-        node_dead=(lambda node: app[MATCHMAKER].node_died(node),),
-        restored=(lambda table: app[COMPUTER].resume(table),),
-        table_lost=(lambda table_id: app[COMPUTER].drop(table_id),),
-        released=(lambda node: app[OWNERSHIP].tables_released(node),),
-    )
-
-
 async def _services(app: web.Application) -> AsyncIterator[None]:
     settings = app[SETTINGS]
     assert settings.redis_url is not None
@@ -150,24 +140,27 @@ async def _services(app: web.Application) -> AsyncIterator[None]:
     keys = Keys(settings.key_prefix)
     metrics = app[METRICS]
     tick = app[TICK]
-    # The lobby, built below, hears what each flush did (through ``app``, as its listeners).
-    persistence = Persistence(
-        redis, keys, settings, metrics,
-        on_stored=lambda table, version: app[LOBBY].takeover.table_stored(table, version),
-        on_fenced=lambda table: app[LOBBY].takeover.table_fenced(table),
-        on_store_lost=lambda: app[LOBBY].takeover.store_lost(),
-        on_health=lambda up: app[LOBBY].store_health(up),
-        gather_writes=lambda on: app[HUB].gather_writes(on), tick=tick)
+    clock = LoopClock()
+    hub = Hub(settings.max_send_buffer,
+              on_token_end=lambda reason: metrics.tokens_ended.labels(reason).inc(), clock=clock)
+    persistence = Persistence(redis, keys, settings, metrics,
+                              gather_writes=hub.gather_writes, tick=tick)
     accounts = Accounts(redis, keys, settings)
     ratings = RatingStore(redis, settings.key_prefix)
     bus = NodeBus(redis, keys, settings.node_id, alive_ttl=settings.lease_ttl,
                   alive_refresh=settings.lease_renew, tick=tick,
                   link_peers=settings.link_peers, link_dir=settings.link_dir,
                   unheard_for=settings.bus_unheard_for)
-    hub = Hub(settings.max_send_buffer,
-              on_token_end=lambda reason: metrics.tokens_ended.labels(reason).inc())
-    lobby = Lobby(settings, persistence, bus, hub, ratings, app[DICE_FACTORY], metrics,
-                  listeners=_lobby_listeners(app))
+    # The parts built after the lobby (each needs it) are added to its listeners below.
+    listeners = LobbyListeners()
+    lobby = Lobby(settings, persistence, bus, hub, ratings, app[DICE_FACTORY], clock, metrics,
+                  listeners=listeners)
+    # What each flush of the store did goes to the lobby's takeover, and its health to the
+    # lobby.
+    persistence.on_stored = lobby.takeover.table_stored
+    persistence.on_fenced = lobby.takeover.table_fenced
+    persistence.on_store_lost = lobby.takeover.store_lost
+    persistence.on_health = lobby.store_health
     app[REDIS] = redis
     app[PERSISTENCE] = persistence
     app[ACCOUNTS] = accounts
@@ -186,14 +179,15 @@ async def _services(app: web.Application) -> AsyncIterator[None]:
     app[PULSE] = pulse
     ownership = Ownership(settings, persistence, lobby, tick=tick, pulse=pulse)
     app[OWNERSHIP] = ownership
-    matchmaker = Matchmaker(settings, redis, lobby, hub, ratings, persistence, tick=tick)
+    matchmaker = Matchmaker(settings, redis, lobby, hub, ratings, persistence, clock=clock,
+                            tick=tick)
     app[MATCHMAKER] = matchmaker
     account_routes = AccountRoutes(accounts, persistence, settings.node_id,
                                    settings.list_limit, settings=settings, metrics=metrics,
                                    busy=app[LOAD].busy)
     account_routes.add_to(app)
     app[ACCOUNT_ROUTES] = account_routes
-    app.router.add_get("/api/matchmaking", matchmaker.overview)
+    MatchmakingRoute(matchmaker).add_to(app)
     PublicRoutes(ratings, accounts, pair_limit=settings.pair_limit,
                  pair_window=settings.pair_window).add_to(app)
     cost_gate = CostGate(settings, metrics=metrics)
@@ -213,8 +207,13 @@ async def _services(app: web.Application) -> AsyncIterator[None]:
                              period=settings.tournament_tick, lease=settings.tournament_lease,
                              tick=tick, call=settings.tournament_call)
     app[BRACKETS] = brackets
-    computer = ComputerOpponents(settings, accounts, lobby, hub)
+    computer = ComputerOpponents(settings, accounts, lobby, hub, clock, hub.own_url)
     app[COMPUTER] = computer
+    listeners.seated.append(matchmaker.players_seated)
+    listeners.node_dead.append(matchmaker.node_died)
+    listeners.restored.append(computer.resume)
+    listeners.table_lost.append(computer.drop)
+    listeners.released.append(ownership.tables_released)
     app.router.add_post("/api/bot", account_routes.limited_by("guest", account_routes.bot_token))
     app.router.add_get("/ws", SocketHandler(settings, accounts, lobby, hub, matchmaker,
                                             computer, admission=app[ADMISSION]).handle)
@@ -295,7 +294,6 @@ async def _close_sockets(app: web.Application) -> None:
         for table in lobby.tables.values():
             table.shutdown()
         code, reason = CLOSE_GOING_AWAY, "server shutting down"
-    await hub.flush()
     await close_all(hub.all(), code, reason, app[SETTINGS].shutdown_timeout)
 
 

@@ -10,28 +10,27 @@ too (:meth:`Announcer.hold_from`). So what any client has seen is a prefix of th
 from __future__ import annotations
 
 from collections import deque
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from server.lobby.delivery import Delivery
 from server.protocol.codec import Outgoing
 from server.protocol.errors import ErrorCode, ProtocolError, error_message, retry_later
+from server.protocol.node_messages import Actor
 from server.tables.machine import TableMachine
-
-if TYPE_CHECKING:
-    from server.lobby.routing import Actor, Lobby
 
 __all__ = ["Announcer"]
 
 # A held announcement: (version it waits for, event or None, reply's actor, reply).
-_Held = tuple[int, Outgoing | None, "Actor | None", "dict[str, Any] | None"]
+_Held = tuple[int, Outgoing | None, Actor | None, dict[str, Any] | None]
 
 
 class Announcer:
     """The announcements of one table waiting for the store (see the module docstring).
     ``watchers`` is the table's own map of watching sockets, read at each broadcast."""
 
-    def __init__(self, lobby: Lobby, machine: TableMachine,
+    def __init__(self, delivery: Delivery, machine: TableMachine,
                  watchers: dict[tuple[str, str], str]) -> None:
-        self.lobby = lobby
+        self.delivery = delivery
         self.machine = machine
         self.watchers = watchers
         self.stored_v = 0  # every version up to it is in Redis
@@ -48,7 +47,7 @@ class Announcer:
         everything up to it is stored and announced, else right after the events it follows."""
         version = int(message.get("v") or 0)
         if not self._held and version <= self.stored_v:
-            self.lobby.reply(actor, message)
+            self.delivery.reply(actor, message)
         else:
             self._held.append((version, None, actor, message))
 
@@ -72,39 +71,35 @@ class Announcer:
             return
         stored = self.stored_v
         stop = self._hold_from
-        lobby = self.lobby
-        sent = False
-        hub = lobby.hub
+        delivery = self.delivery
+        outbox = delivery.outbox
         # An event and the replies after it leave in one write per socket (one item alone
         # writes at most one frame to each socket: nothing to gather).
         gather = len(held) > 1
         if gather:
-            hub.hold_writes()
+            outbox.hold_writes()
         try:
             while held:
                 version, out, actor, message = held[0]
                 if version > stored or (stop is not None and version >= stop):
                     break
                 held.popleft()
-                sent = True
                 if out is not None:
                     self.broadcast(out)
                 elif actor is not None and message is not None:
-                    lobby.reply(actor, message)
+                    delivery.reply(actor, message)
         finally:
             if gather:
-                hub.release_writes()
-        if sent:
-            lobby.kick_flush()
+                outbox.release_writes()
 
     def broadcast(self, out: Outgoing) -> None:
         """Send ``out`` to the table's players wherever they are connected, and watchers."""
-        lobby = self.lobby
+        delivery = self.delivery
         for seat in self.machine.seats:
             if seat is not None and seat.nodes:
-                lobby.deliver_player(seat.player, seat.nodes, out)
+                delivery.deliver_player(seat.player, seat.nodes, out)
         if self.watchers:
-            lobby.deliver_conns(self.watchers.keys(), out)
+            delivery.deliver_conns(self.watchers.keys(), out)
 
     def stop(self) -> None:
         """Announce nothing more (what was not stored is not the table's), and give each
@@ -115,6 +110,6 @@ class Announcer:
         table = self.machine.id
         for _version, _out, actor, message in held:
             if actor is not None and message is not None and message.get("ref") is not None:
-                self.lobby.reply(actor, error_message(retry_later(ProtocolError(
+                self.delivery.reply(actor, error_message(retry_later(ProtocolError(
                     ErrorCode.UNAVAILABLE, f"table {table} moved to another node; send it again"),
                     1.0), message["ref"], table))

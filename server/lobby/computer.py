@@ -26,7 +26,6 @@ import asyncio
 import contextlib
 import logging
 import multiprocessing
-import time
 from collections import Counter, deque
 from collections.abc import Callable, Mapping
 from concurrent.futures import Executor, ProcessPoolExecutor
@@ -40,14 +39,15 @@ from server.bot.strategy import Level
 from server.client import Client, ClientError, Format
 from server.config import Settings
 from server.exits import leave_interrupts_to_parent
+from server.lobby.lobby import Lobby
+from server.lobby.ports import Clock, Outbox
 from server.lobby.refusals import error_reply, store_away
-from server.lobby.routing import Actor, Lobby
 from server.lobby.table import Table
 from server.matchmaking.policy import network_key
-from server.net.connection import Connection, Hub
 from server.protocol.codec import Outgoing
 from server.protocol.errors import ErrorCode, ProtocolError
 from server.protocol.messages import MAX_VERSION, PlayComputer
+from server.protocol.node_messages import Actor
 from server.store.accounts import BOT_ID, Accounts, Identity
 from server.tables.ratings import RatingPlan
 
@@ -71,27 +71,19 @@ class BotGame:
     address: str = ""  # the human's network (network_key), for bot_games_per_address
 
 
-def node_url(conn: Connection) -> str:
-    """The WebSocket URL of this node, as the socket ``conn`` reached it."""
-    sockname = conn.transport.get_extra_info("sockname") if conn.transport else None
-    if not sockname:
-        return "ws://127.0.0.1:8080/ws"
-    host, port = sockname[0], sockname[1]
-    if ":" in host:
-        host = f"[{host}]"
-    if host in ("0.0.0.0", "[::]"):
-        host = "127.0.0.1"
-    return f"ws://{host}:{port}/ws"
-
-
 class ComputerOpponents:
-    """Handles ``play_computer`` for this node and runs its bots."""
+    """Handles ``play_computer`` for this node and runs its bots. ``own_url()``: the
+    WebSocket URL the bots connect to (this node's; None while it is not known: then the
+    one its settings name)."""
 
-    def __init__(self, settings: Settings, accounts: Accounts, lobby: Lobby, hub: Hub) -> None:
+    def __init__(self, settings: Settings, accounts: Accounts, lobby: Lobby, outbox: Outbox,
+                 clock: Clock, own_url: Callable[[], str | None]) -> None:
         self.settings = settings
         self.accounts = accounts
         self.lobby = lobby
-        self.hub = hub
+        self.outbox = outbox
+        self.clock = clock
+        self.own_url = own_url
         self.games: dict[str, BotGame] = {}  # table id -> game
         self._started: dict[str, deque[float]] = {}  # player -> start times in the window
         self._started_prune_at = STARTED_KEPT  # see _forget_old_starts
@@ -110,15 +102,15 @@ class ComputerOpponents:
 
     # --- the request -------------------------------------------------------------------------
 
-    async def on_message(self, conn: Connection, msg: PlayComputer) -> None:
+    async def on_message(self, identity: Identity, actor: Actor, msg: PlayComputer) -> None:
+        """``play_computer`` from ``identity`` on the socket of ``actor``."""
         try:
-            reply = await self._start(conn, msg)
+            reply = await self._start(identity, actor, msg)
         except Exception as exc:
             reply = error_reply(exc, msg.ref, None, doing=f"starting a game against the "
-                                f"computer for {conn.player}", metrics=self.lobby.metrics)
+                                f"computer for {actor.player}", metrics=self.lobby.metrics)
         if reply is not None:
-            self.hub.push(conn, Outgoing(reply))
-        await self.hub.flush()
+            self.outbox.push_conn_id(actor.conn, Outgoing(reply))
 
     def _check_limits(self, identity: Identity, now: float, address: str) -> None:
         settings = self.settings
@@ -154,15 +146,14 @@ class ComputerOpponents:
         self._started = {p: d for p, d in self._started.items() if d and d[-1] > cutoff}
         self._started_prune_at = max(STARTED_KEPT, 2 * len(self._started))
 
-    async def _start(self, conn: Connection, msg: PlayComputer) -> dict[str, object] | None:
-        identity = conn.identity
-        assert identity is not None
+    async def _start(self, identity: Identity, actor: Actor, msg: PlayComputer
+                     ) -> dict[str, object] | None:
         if self._closing or self.lobby.closing:
             raise ProtocolError(ErrorCode.UNAVAILABLE, "the server is shutting down")
         if not self.lobby.persistence.redis_up:  # as the lobby does while Redis is away
             raise store_away()
-        now = time.monotonic()
-        address = network_key(conn.address)
+        now = self.clock.monotonic()
+        address = network_key(actor.address)
         self._check_limits(identity, now, address)
         if not 0 <= msg.match_length <= self.settings.max_match_length:
             raise ProtocolError(
@@ -187,7 +178,7 @@ class ComputerOpponents:
                 self._starting -= 1
 
         try:
-            return await self._seat(conn, msg, identity, address, release)
+            return await self._seat(actor, msg, identity, address, release)
         except BaseException:
             started.remove(now)
             self._give_back(address)
@@ -200,8 +191,11 @@ class ComputerOpponents:
         if self._by_address[address] <= 0:
             del self._by_address[address]
 
-    async def _seat(self, conn: Connection, msg: PlayComputer, identity: Identity,
+    async def _seat(self, actor: Actor, msg: PlayComputer, identity: Identity,
                     address: str, release: Callable[[], None]) -> dict[str, object] | None:
+        url = self._own_url()
+        if url is None:  # not met: the request came on a socket of this node
+            raise ProtocolError(ErrorCode.UNAVAILABLE, "this server's address is unknown")
         level = Level(str(msg.level))
         issued = await self.accounts.bot(str(level))
         self._tokens.add(issued.token)
@@ -214,15 +208,14 @@ class ComputerOpponents:
             release()
             self.games[table] = BotGame(table, identity.player, bot.player, level,
                                         address=address)
-            self.hub.push(conn, Outgoing({**reply, "table": table}))
-            await self.hub.flush()
+            self.outbox.push_conn_id(actor.conn, Outgoing({**reply, "table": table}))
 
         try:
             table = await self.lobby.start_rated_game(
                 identity.player, bot.player,
                 match_length=msg.match_length or None,
                 names=(identity.name, bot.name),
-                addresses=(conn.address, f"bot:{bot.player}"),
+                addresses=(actor.address, f"bot:{bot.player}"),
                 announce=announce,
             )
         except BaseException:
@@ -234,7 +227,7 @@ class ComputerOpponents:
             raise
         game = self.games[table]
         game.task = asyncio.ensure_future(
-            self._run_bot(game, node_url(conn), issued.token, identity.player)
+            self._run_bot(game, url, issued.token, identity.player)
         )
         return None  # the answer went out in announce()
 
@@ -285,13 +278,15 @@ class ComputerOpponents:
             game.task.cancel()
 
     def _own_url(self) -> str | None:
-        """This node's WebSocket URL: as one of its sockets reached it, else its port."""
-        for conn in self.hub.all():
-            if conn.transport is not None:
-                return node_url(conn)
-        if self.settings.port:
-            return f"ws://127.0.0.1:{self.settings.port}/ws"
-        return None
+        """This node's WebSocket URL: as composed (``own_url``), else as its settings
+        name it (the port it listens on)."""
+        url = self.own_url()
+        if url is None and self.settings.port:
+            host = self.settings.host
+            if host in ("0.0.0.0", "::", ""):
+                host = "127.0.0.1"
+            return f"ws://{f'[{host}]' if ':' in host else host}:{self.settings.port}/ws"
+        return url
 
     # --- the bot -------------------------------------------------------------------------
 
@@ -375,7 +370,6 @@ class ComputerOpponents:
         actor = Actor(game.bot, game.bot, False, f"bot:{game.bot}", self.lobby.node_id, "")
         try:
             await table.leave(actor)
-            await self.lobby.flush()
         except Exception:
             log.exception("could not forfeit bot %s at %s", game.bot, game.table)
 

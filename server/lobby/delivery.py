@@ -1,32 +1,34 @@
 """Delivery: replies, table events, chat and inbox events to sockets on whichever node holds them.
 
-A socket on this node is written through the hub; one on another node gets a ``deliver``
-(``chat``, ``push``) message on that node's bus channel, which that node's :class:`Delivery`
-writes to the socket. Events kept in a player's inbox until delivered once (``INBOX_EVENTS``:
-rating and tournament events, each with an ``event_id``) are written once per socket, and the
-node that writes one removes it from the inbox; a player connected nowhere gets them at the
-next connection (:meth:`Delivery.deliver_inbox`).
+A socket on this node is written through the outbox (:class:`~server.lobby.ports.Outbox`);
+one on another node gets a ``deliver`` (``chat``, ``push``) message on that node's bus
+channel, which that node's :class:`Delivery` writes to the socket. Events kept in a player's
+inbox until delivered once (``INBOX_EVENTS``: rating and tournament events, each with an
+``event_id``) are written once per socket, and the node that writes one removes it from the
+inbox; a player connected nowhere gets them at the next connection
+(:meth:`Delivery.deliver_inbox`).
 """
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import logging
 from collections.abc import Iterable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import msgspec
 from redis.exceptions import RedisError
 
-from server.net.connection import Connection
+from server.config import Settings
+from server.lobby.mutes import ChatMutes
+from server.lobby.ports import NodeSender, Outbox, Spawner
+from server.lobby.requests import ForwardedRequests
+from server.metrics import Metrics
 from server.protocol import node_messages as ops
 from server.protocol.codec import Outgoing, Packed, WireFormat, encode
 from server.protocol.node_messages import Actor
+from server.store.persistence import Persistence
 from server.store.retry import REDIS_AWAY, Backoff, retry_redis
-
-if TYPE_CHECKING:
-    from server.lobby.routing import Lobby
 
 log = logging.getLogger(__name__)
 
@@ -58,19 +60,28 @@ def deliver(out: Outgoing, *, player: str | None = None,
 
 
 class Delivery:
-    """Sends to sockets here (the hub) and on other nodes (the bus), for ``lobby``."""
+    """Sends to sockets here (the outbox) and on other nodes (the bus), for node ``node_id``;
+    the chat leaves out what each socket's player muted (``mutes``), and a late answer to a
+    request answered here already is dropped (``requests``)."""
 
-    def __init__(self, lobby: Lobby) -> None:
-        self.lobby = lobby
-        self.node_id = lobby.node_id
-        self.hub = lobby.hub
-        self.bus = lobby.bus
+    def __init__(self, settings: Settings, outbox: Outbox, bus: NodeSender, *,
+                 persistence: Persistence, tasks: Spawner, metrics: Metrics,
+                 mutes: ChatMutes, requests: ForwardedRequests) -> None:
+        self.settings = settings
+        self.node_id = settings.node_id
+        self.outbox = outbox
+        self.bus = bus
+        self.persistence = persistence
+        self.tasks = tasks
+        self.metrics = metrics
+        self.mutes = mutes
+        self.requests = requests
 
     def deliver_player(self, player: str, nodes: Iterable[str], out: Outgoing) -> None:
         """Send ``out`` to every socket of ``player`` on ``nodes``."""
         for node in nodes:
             if node == self.node_id:
-                self.hub.push_player(player, out)
+                self.outbox.push_player(player, out)
             else:
                 self.bus.send(node, deliver(out, player=player))
 
@@ -79,7 +90,7 @@ class Delivery:
         remote: dict[str, list[str]] = {}
         for node, conn in conns:
             if node == self.node_id:
-                self.hub.push_conn_id(conn, out)
+                self.outbox.push_conn_id(conn, out)
             else:
                 remote.setdefault(node, []).append(conn)
         for node, ids in remote.items():
@@ -89,22 +100,31 @@ class Delivery:
                      message: dict[str, Any]) -> None:
         """Send a chat message to ``players`` and the sockets ``conns`` (each by node); each
         node leaves out the sockets whose player muted its author."""
-        out = Outgoing(message)
         for node in {*players, *conns}:
             if node == self.node_id:
-                self.hub.push_chat(players.get(node, ()), conns.get(node, ()), out)
+                self.chat_here(players.get(node, ()), conns.get(node, ()), Outgoing(message))
             else:
                 self.bus.send(node, ops.Chat(players=players.get(node, []),
                                              conns=conns.get(node, []), frame=message))
 
+    def chat_here(self, players: Iterable[str], conn_ids: Iterable[str], out: Outgoing) -> None:
+        """Write a chat message to the sockets here of ``players`` and to ``conn_ids``, once
+        each, leaving out the sockets whose player muted its author."""
+        author = out.obj.get("from")
+        muted_by = self.mutes.muted_by
+        player_of = self.outbox.player_of
+        self.outbox.push_unique([p for p in players if author not in muted_by(p)],
+                                [c for c in conn_ids if author not in muted_by(player_of(c))],
+                                out)
+
     def without_muted(self, conn_id: str, message: dict[str, Any]) -> dict[str, Any]:
         """``message`` (a ``resume`` or ``watching`` with ``chat``) for the socket
         ``conn_id``: without the chat of players its player muted."""
-        conn = self.hub.by_id.get(conn_id)
+        muted = self.mutes.muted_by(self.outbox.player_of(conn_id))
         chat = message.get("chat")
-        if conn is None or not conn.muted or not isinstance(chat, list):
+        if not muted or not isinstance(chat, list):
             return message
-        return {**message, "chat": [m for m in chat if m.get("from") not in conn.muted]}
+        return {**message, "chat": [m for m in chat if m.get("from") not in muted]}
 
     def reply(self, actor: Actor, message: dict[str, Any]) -> None:
         """Answer the socket a command came from."""
@@ -113,7 +133,7 @@ class Delivery:
                 self.charge_sync(actor.conn, message)
             if "chat" in message:
                 message = self.without_muted(actor.conn, message)
-            self.hub.push_conn_id(actor.conn, Outgoing(message))
+            self.outbox.push_conn_id(actor.conn, Outgoing(message))
         else:
             self.bus.send(actor.node, ops.Deliver(conns=[actor.conn], frame=packed(message)))
 
@@ -121,12 +141,10 @@ class Delivery:
         """A ``sync`` answer costs the socket it goes to one message of its rate limit per
         ``sync_events_per_message`` events it carries (beyond the request itself), so
         replaying a long log is paid for like sending that many messages."""
-        conn = self.hub.by_id.get(conn_id)
         events = answer.get("events")
-        if conn is None or not isinstance(events, list) or not events:
+        if not isinstance(events, list) or not events:
             return
-        conn.session.charge(len(events) / self.lobby.settings.sync_events_per_message,
-                            asyncio.get_running_loop().time())
+        self.outbox.charge(conn_id, len(events) / self.settings.sync_events_per_message)
 
     def deliver_rating(self, player: str, nodes: set[str], event: dict[str, Any]) -> None:
         """Push a rating event (already in the player's inbox) where the player is; the node
@@ -139,35 +157,35 @@ class Delivery:
                     self.bus.send(node, ops.Deliver(player=player, frame=packed(event)))
         else:
             # Not seated-and-connected as far as the table knows: try presence.
-            self.lobby.spawn(self.push_to_player(player, event))
+            self.tasks.spawn(self.push_to_player(player, event))
 
     def push_rating_here(self, player: str, event: dict[str, Any]) -> bool:
         """Write a rating event to the player's sockets on this node that do not have it
         yet; when one took it, remove it from the inbox (in the background)."""
         event_id = event.get("event_id")
-        conns = self.hub.by_player.get(player)
+        outbox = self.outbox
+        conns = outbox.sockets_of(player)
         if not conns:
             return False
         out = Outgoing(event)
         written = False
-        for conn in list(conns):
+        for conn_id in conns:
             if not isinstance(event_id, str):
-                self.hub.push(conn, out)
+                outbox.push_conn_id(conn_id, out)
                 continue
-            if event_id in conn.delivered or not conn.is_writable():
+            if not outbox.is_writable(conn_id) or not outbox.mark_delivered(conn_id, event_id):
                 continue
-            conn.delivered.add(event_id)
-            self.hub.push(conn, out)
+            outbox.push_conn_id(conn_id, out)
             written = True
         if written and isinstance(event_id, str):
-            self.lobby.metrics.rating_events.labels("live").inc()
-            self.lobby.spawn(self._remove_from_inbox(player, [event_id]))
+            self.metrics.rating_events.labels("live").inc()
+            self.tasks.spawn(self._remove_from_inbox(player, [event_id]))
         return written
 
     async def _remove_from_inbox(self, player: str, ids: list[str]) -> None:
         # Redis away: tried again for about a minute, then left there.
         with contextlib.suppress(*REDIS_AWAY):
-            await retry_redis(lambda: self.lobby.persistence.inbox_remove(player, ids),
+            await retry_redis(lambda: self.persistence.inbox_remove(player, ids),
                               Backoff(attempts=60))
 
     async def push_to_player(self, player: str, message: Mapping[str, Any]) -> bool:
@@ -177,22 +195,21 @@ class Delivery:
         if frame.get("type") in INBOX_EVENTS:
             delivered = self.push_rating_here(player, frame)
         else:
-            delivered = self.hub.push_player(player, Outgoing(frame))
+            delivered = self.outbox.push_player(player, Outgoing(frame))
         try:
-            nodes, _ = await self.lobby.persistence.presence(player)
+            nodes, _ = await self.persistence.presence(player)
         except (RedisError, OSError):
             nodes = []
         for node in nodes:
             if node != self.node_id:
                 self.bus.send(node, ops.Push(player=player, frame=frame))
                 delivered = True
-        await self.lobby.flush()
         return delivered
 
-    async def deliver_inbox(self, conn: Connection, player: str) -> None:
-        """Write the player's inbox to ``conn`` (the events it does not have yet), then
-        remove what was written from the inbox."""
-        persistence = self.lobby.persistence
+    async def deliver_inbox(self, conn_id: str, player: str) -> None:
+        """Write the player's inbox to the socket ``conn_id`` (the events it does not have
+        yet), then remove what was written from the inbox."""
+        persistence = self.persistence
         inbox = await persistence.inbox(player)
         # Every id read goes in ``ids``, also one a live push already wrote to this
         # socket: otherwise the count would fall short and the positional ``ack_inbox``
@@ -203,19 +220,16 @@ class Delivery:
             event_id = event.get("event_id")
             if isinstance(event_id, str):
                 ids.append(event_id)
-                if event_id in conn.delivered:
+                if not self.outbox.mark_delivered(conn_id, event_id):
                     continue
-                conn.delivered.add(event_id)
                 pushed += 1
-            self.hub.push(conn, Outgoing(event))
-        if inbox:
-            await self.lobby.flush()
-            if not conn.closed:
-                self.lobby.metrics.rating_events.labels("inbox").inc(pushed)
-                if len(ids) == len(inbox):
-                    await persistence.inbox_remove(player, ids)
-                else:  # entries written before events had ids
-                    await persistence.ack_inbox(player, len(inbox))
+            self.outbox.push_conn_id(conn_id, Outgoing(event))
+        if inbox and self.outbox.is_writable(conn_id):  # still open
+            self.metrics.rating_events.labels("inbox").inc(pushed)
+            if len(ids) == len(inbox):
+                await persistence.inbox_remove(player, ids)
+            else:  # entries written before events had ids
+                await persistence.ack_inbox(player, len(inbox))
 
     # --- from other nodes --------------------------------------------------------------------
 
@@ -228,7 +242,7 @@ class Delivery:
         if player is not None and ops.frame_type(message.frame) in INBOX_EVENTS:
             self.push_rating_here(player, out.obj)
         elif player is not None:
-            self.hub.push_player(player, out)
+            self.outbox.push_player(player, out)
         if not message.conns:
             return
         frame = out.obj
@@ -236,27 +250,26 @@ class Delivery:
         for conn_id in message.conns:
             if refused_watch:
                 self.forget_watch(conn_id, frame.get("table"))
-            if self.lobby.forwarding.answered_by_owner(conn_id, frame):
+            if self.requests.answered_by_owner(conn_id, frame):
                 if frame.get("type") == "sync":
                     self.charge_sync(conn_id, frame)
                 if "chat" in frame:
                     out = Outgoing(self.without_muted(conn_id, frame))
-                self.hub.push_conn_id(conn_id, out)
+                self.outbox.push_conn_id(conn_id, out)
 
     def forget_watch(self, conn_id: str, table: object) -> None:
         """The owner node of ``table`` refused (or no longer has) the watch of the socket
         ``conn_id`` here: it takes no place among the socket's watches."""
-        conn = self.hub.by_id.get(conn_id)
-        if conn is not None and isinstance(table, str):
-            conn.watching.discard(table)
+        if isinstance(table, str):
+            self.outbox.watching(conn_id).discard(table)
 
     def pushed(self, message: ops.Push) -> None:
         """A ``push`` from another node: any message for the player's sockets here."""
         if message.frame.get("type") in INBOX_EVENTS:
             self.push_rating_here(message.player, message.frame)
         else:
-            self.hub.push_player(message.player, Outgoing(message.frame))
+            self.outbox.push_player(message.player, Outgoing(message.frame))
 
     def chatted(self, message: ops.Chat) -> None:
         """A table's ``chat`` from its owner node, for sockets here."""
-        self.hub.push_chat(message.players, message.conns, Outgoing(message.frame))
+        self.chat_here(message.players, message.conns, Outgoing(message.frame))

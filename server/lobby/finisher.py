@@ -31,11 +31,14 @@ import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import msgpack
 from redis.exceptions import RedisError
 
+from server.lobby.announce import Announcer
+from server.lobby.recent import RecentEvents
+from server.lobby.table_deps import TableDeps
 from server.logs import game_id as log_game_id
 from server.protocol.visibility import Audience
 from server.rules.mat import export_mat
@@ -45,11 +48,6 @@ from server.store.retry import Backoff, retry_redis
 from server.tables.machine import BOOSTED, FIBS, TABLE42, FinishedGame, TableMachine
 from server.tables.ratings import boosted_events, rating_events
 from server.tables.records import game_events, game_record
-
-if TYPE_CHECKING:
-    from server.lobby.recent import RecentEvents
-    from server.lobby.routing import Lobby
-    from server.lobby.table import Table
 
 log = logging.getLogger(__name__)
 
@@ -61,7 +59,19 @@ LATE_SETTLE_MAX_DELAY = 30.0
 
 Pushes = list[tuple[str, dict[str, Any]]]
 
-__all__ = ["Finisher", "with_event_ids"]
+__all__ = ["Finisher", "FinishingTable", "with_event_ids"]
+
+
+class FinishingTable(Protocol):
+    """What the finisher asks of the table whose game ended (the table's driver)."""
+
+    def settled(self) -> None:
+        """The finished game is settled, stored and announced."""
+        ...
+
+    async def wind_up(self) -> None:
+        """The last game's end is fully stored: free the seats, linger, then go."""
+        ...
 
 
 def with_event_ids(pushes: Pushes) -> Pushes:
@@ -76,11 +86,12 @@ class Finisher:
     table's driver (which holds it): the calls that need the driver are given it, so that a
     forgotten table is freed at once, not by the garbage collector."""
 
-    def __init__(self, lobby: Lobby, machine: TableMachine, events: RecentEvents,
-                 audience: Audience) -> None:
+    def __init__(self, deps: TableDeps, machine: TableMachine, events: RecentEvents,
+                 announcer: Announcer, audience: Audience) -> None:
         """``audience``: who may see the table's games (kept with each record)."""
-        self.lobby = lobby
+        self.deps = deps
         self.machine = machine
+        self.announcer = announcer
         self.audience = audience
         self.table_id = machine.id
         self.events = events
@@ -95,7 +106,7 @@ class Finisher:
         self._game_logs: dict[str, list[bytes] | None] = {}
         self._ended_at = 0.0  # perf_counter of the last game's end (metrics)
 
-    def game_over(self, table: Table, settlement: FinishedGame, *,
+    def game_over(self, table: FinishingTable, settlement: FinishedGame, *,
                   write_result: bool = True) -> None:
         """A game of ``table`` ended (the machine's step said so): finish it in the
         background; ``game_over`` and what follows are held until it is settled and stored."""
@@ -103,18 +114,17 @@ class Finisher:
         self._ended_at = time.perf_counter()
         self._game_logs[settlement.game_id] = self.events.game_log(machine.game_starts,
                                                                    machine.version)
-        table.announcer.hold_from(machine.version - (1 if settlement.match_over
-                                           and machine.match is not None else 0))
-        metrics = self.lobby.metrics
+        self.announcer.hold_from(machine.version - (1 if settlement.match_over
+                                                    and machine.match is not None else 0))
+        metrics = self.deps.metrics
         metrics.games.dec()
         metrics.games_finished.inc()
         metrics.settlements_pending.inc()
         log_game_id.set(settlement.game_id)  # the task below, and its log lines, carry it
-        task = self.lobby.spawn(self._finish(table, settlement, write_result))
+        self.deps.tasks.spawn(self._finish(table, settlement, write_result))
         log_game_id.set("")
-        del task
 
-    async def _finish(self, table: Table, settlement: FinishedGame,
+    async def _finish(self, table: FinishingTable, settlement: FinishedGame,
                       write_result: bool = True) -> None:
         try:
             await self._settle_and_announce(table, settlement, write_result=write_result)
@@ -124,10 +134,9 @@ class Finisher:
         except Exception:
             log.exception("table %s: finishing %s failed", self.table_id, settlement.game_id)
         finally:
-            self.lobby.metrics.settlements_pending.dec()
-            await self.lobby.flush()
+            self.deps.metrics.settlements_pending.dec()
 
-    async def _settle_and_announce(self, table: Table, settlement: FinishedGame, *,
+    async def _settle_and_announce(self, table: FinishingTable, settlement: FinishedGame, *,
                                    write_result: bool = True) -> None:
         game_id = settlement.game_id
         # The result first (a fenced write, with the game's last events), then the rating:
@@ -136,12 +145,12 @@ class Finisher:
         # once both are stored. The settlement's inputs are fixed now, so a late retry does
         # not depend on the table any more.
         settle_once = self._settlement_call(settlement)
-        persistence = self.lobby.persistence
+        persistence = self.deps.persistence
         if write_result:
-            await self.retry(game_id, "the result", persistence.write_result, table.id,
+            await self.retry(game_id, "the result", persistence.write_result, self.table_id,
                              settlement.result, ())
         settling = asyncio.ensure_future(self._settle(settle_once))
-        self.lobby.metrics.settlements.inc()
+        self.deps.metrics.settlements.inc()
         if settlement.match_over:
             # Every event is in the table's Redis log now; a finished table lingers for a
             # while, and sync reads the log instead of holding the events in memory.
@@ -154,27 +163,25 @@ class Finisher:
             # Redis is away: keep settling in the background until it is back (idempotent by
             # game id), so the rating change is delayed, never lost.
             log.warning("table %s: settlement of %s failed (%s); retrying in the background",
-                        table.id, game_id, exc)
-            self.lobby.spawn(self._settle_late(game_id, settle_once))
+                        self.table_id, game_id, exc)
+            self.deps.tasks.spawn(self._settle_late(game_id, settle_once))
         except Exception as exc:
-            log.exception("table %s: settlement of %s failed", table.id, game_id)
+            log.exception("table %s: settlement of %s failed", self.table_id, game_id)
             note = {"game_id": game_id, "rating_error": str(exc)[:200]}
         pushes = with_event_ids(pushes)
         # The record too, before game_over goes out: whoever saw the end can replay it.
         await self.retry(game_id, "the game record", self.save_record, settlement, pushes)
-        table.announcer.hold_from(None)
-        await self.lobby.flush()
+        self.announcer.hold_from(None)
         # The rating events are settled in the rating store; each goes to its player's inbox
         # first, then live: the node that writes it to a socket takes it out of the inbox,
         # and a player connected nowhere gets it at the next connection (once).
         if pushes or note is not None:
             await self.retry(game_id, "the rating inbox", persistence.write_inbox, pushes,
-                             table=table.id, note=note, game=game_id)
+                             table=self.table_id, note=note, game=game_id)
         self._push_ratings(pushes)
-        await self.lobby.flush()
         table.settled()
         if settlement.match_over:
-            await self.wind_up(table)
+            await table.wind_up()
 
     # --- the game's record ---------------------------------------------------------------
 
@@ -203,9 +210,9 @@ class Finisher:
         table_id = self.table_id
         game_id = settlement.game_id
         seats = [s for s in machine.seats if s is not None]
-        if not await self.lobby.record_budget.admit(
+        if not await self.deps.record_budget.admit(
                 game_id, [Party(s.player, s.address) for s in seats]):
-            self.lobby.metrics.refused("records_per_hour")
+            self.deps.metrics.refused("records_per_hour")
             log.info("table %s: the record of %s is not kept: a player's account or address "
                      "used its records' budget this hour", table_id, game_id)
             self._game_logs.pop(game_id, None)
@@ -213,7 +220,7 @@ class Finisher:
         packed = self._game_logs.get(game_id)
         if packed is None:
             start = max((v for v in machine.game_starts if v <= machine.version), default=1)
-            log_events = await self.lobby.persistence.events_since(table_id, start - 1)
+            log_events = await self.deps.persistence.events_since(table_id, start - 1)
             packed = [msgpack.packb(e) for e in game_events(log_events, game_id)]
         changes = {player: event["change"] for player, event in pushes
                    if event.get("type") == "rating" and event.get("change") is not None}
@@ -230,7 +237,7 @@ class Finisher:
             log.exception("table %s: the record of %s could not be built", table_id, game_id)
             return
         try:
-            await self.lobby.records.save(record)
+            await self.deps.records.save(record)
         except (RedisError, OSError):
             raise  # retried by the caller until stored
         except Exception:
@@ -254,7 +261,7 @@ class Finisher:
                 raise Fenced(table_id)
 
         def failed(tries: int, exc: Exception) -> None:
-            self.lobby.metrics.settlement_retries.inc()
+            self.deps.metrics.settlement_retries.inc()
             if tries == SETTLE_ATTEMPTS:
                 log.warning("table %s: %s of %s not stored yet (%s); retrying until it is",
                             table_id, what, game_id, exc)
@@ -273,7 +280,7 @@ class Finisher:
         """One attempt at settling this game (or match), with every input fixed now: the
         rating store call for what the machine says it settles, returning the
         ``(player, event)`` pushes."""
-        store = self.lobby.ratings
+        store = self.deps.ratings
         reason = str(s.outcome.reason)
         table = self.table_id
         settles = s.settles
@@ -320,7 +327,8 @@ class Finisher:
         ``LATE_SETTLE_MAX_DELAY``; then push the rating events and store them in the inboxes.
         A node stopped before Redis came back logs the game id, so it can be settled by hand
         (the store applies a game id once, whenever it comes)."""
-        persistence = self.lobby.persistence
+        persistence = self.deps.persistence
+        sleep = self.deps.clock.sleep
         table_id = self.table_id
 
         async def pause(delay: float) -> None:
@@ -328,7 +336,7 @@ class Finisher:
             was_down = not persistence.redis_up
             waited = 0.0
             while waited < delay and not (was_down and persistence.redis_up):
-                await asyncio.sleep(0.1)
+                await sleep(0.1)
                 waited += 0.1
 
         def still_mine() -> None:
@@ -355,13 +363,12 @@ class Finisher:
             await self.retry(game_id, "the rating inbox", persistence.write_inbox,
                              pushes, table=table_id, note=None, game=game_id)
         self._push_ratings(pushes)
-        await self.lobby.flush()
 
     def _push_ratings(self, pushes: Pushes) -> None:
         if pushes:
-            self.lobby.metrics.rating_delay.observe(time.perf_counter() - self._ended_at)
+            self.deps.metrics.rating_delay.observe(time.perf_counter() - self._ended_at)
         for player, event in pushes:
-            self.lobby.deliver_rating(player, self._nodes_of(player), event)
+            self.deps.delivery.deliver_rating(player, self._nodes_of(player), event)
 
     def _nodes_of(self, player: str) -> set[str]:
         machine = self.machine
@@ -373,26 +380,24 @@ class Finisher:
 
     # --- the table's end ----------------------------------------------------------------------
 
-    async def wind_up(self, table: Table) -> None:
-        """The table is finished: free the seats, leave the lobby, linger, then go."""
-        self.wound_up = True  # result, settlement and inbox stored: nothing left to hand on
-        table.shutdown()
-        self.lobby.table_changed(table)
+    async def release_seats(self) -> None:
+        """The table is finished (result, settlement and inbox stored: nothing left to hand
+        on): give back its players' seat locks, retried until stored."""
+        self.wound_up = True
         machine = self.machine
         for player in machine.seated_players():
             await self.retry(machine.game_id(), f"the seat release of {player}",
-                             self.lobby.persistence.release_seat, player, self.table_id)
-        self.lobby.forget_later(table)
+                             self.deps.persistence.release_seat, player, self.table_id)
 
     async def release(self, players: list[str]) -> None:
         """Give back the seat locks of ``players`` (a closed table), retried until stored."""
         for player in players:
             await self.retry(self.table_id, f"the seat release of {player}",
-                             self.lobby.persistence.release_seat, player, self.table_id)
+                             self.deps.persistence.release_seat, player, self.table_id)
 
     # --- after a takeover ----------------------------------------------------------------------
 
-    async def resume(self, table: Table, settlement: FinishedGame) -> None:
+    async def resume(self, table: FinishingTable, settlement: FinishedGame) -> None:
         """A table rebuilt here (a takeover) whose log ends with ``settlement``'s game, not
         settled when the old owner stopped: finish what is missing, once. Done only when the
         rating events reached the inboxes too: a node may die after settling and before that
@@ -407,7 +412,7 @@ class Finisher:
                                  settlement, [])
             table.settled()
             if settlement.match_over:
-                self.lobby.spawn(self.wind_up(table))
+                self.deps.tasks.spawn(table.wind_up())
         else:
             # The result and the rating are written at the same time at a game's end: a
             # node may die between the two. The store applies a game id once.
@@ -419,7 +424,7 @@ class Finisher:
         if rated_id is None:
             return False
         try:
-            return await self.lobby.ratings.settlement(rated_id) is None
+            return await self.deps.ratings.settlement(rated_id) is None
         except (RedisError, OSError):
             return True  # settle again: the store gives back the same settlement
 
@@ -429,16 +434,16 @@ class Finisher:
         if s.settles is None:
             return False
         try:
-            return not await self.lobby.persistence.inboxed(self.table_id, s.game_id)
+            return not await self.deps.persistence.inboxed(self.table_id, s.game_id)
         except (RedisError, OSError):
             return True
 
     async def _record_stored(self, game_id: str) -> bool:
         try:
-            return await self.lobby.records.exists(game_id)
+            return await self.deps.records.exists(game_id)
         except (RedisError, OSError):
             return False
 
     async def _result_stored(self, game_id: str) -> bool:
         """Whether the table's results hold ``game_id`` (its settlement was made)."""
-        return await self.lobby.persistence.has_result(self.table_id, game_id)
+        return await self.deps.persistence.has_result(self.table_id, game_id)

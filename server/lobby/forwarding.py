@@ -15,31 +15,26 @@ are needed; on a single node all of this stays in-process.
 
 from __future__ import annotations
 
-import asyncio
 import logging
-from collections import OrderedDict
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from server.config import Settings
+from server.lobby.delivery import Delivery
+from server.lobby.ports import NodeSender, Peers
 from server.lobby.refusals import error_reply
+from server.lobby.registry import TableRegistry
+from server.lobby.requests import ForwardedRequests
+from server.metrics import Metrics
 from server.protocol import node_messages as ops
-from server.protocol.codec import Outgoing
-from server.protocol.errors import ErrorCode, ProtocolError, error_message, retry_later
+from server.protocol.errors import ErrorCode, ProtocolError, retry_later
 from server.protocol.messages import Message, TableMessage, parse_message
 from server.protocol.node_messages import Actor
-
-if TYPE_CHECKING:
-    from server.lobby.routing import Lobby
+from server.store.persistence import Persistence
 
 log = logging.getLogger(__name__)
 
-OWNER_CACHE_MAX = 10_000
-FORWARDED_MAX = 100_000
-"""Requests forwarded to other nodes and not answered yet that one node tracks at most."""
 MAX_HOPS = 2
 """Times a command is passed on between nodes after the first (to a table's new owner)."""
-ANSWERED_MAX = 10_000
-"""(socket, request id) pairs answered ``unavailable`` on the owner's behalf, remembered so a
-late answer from that owner is dropped (one answer per request)."""
 
 
 def message_to_dict(msg: Message) -> dict[str, Any]:
@@ -54,22 +49,25 @@ def message_to_dict(msg: Message) -> dict[str, Any]:
 
 
 class Forwarding:
-    """The owner of each table as this node knows it, and the commands sent to it."""
+    """The commands of this node's sockets, sent to the owner of their table as the node's
+    registry knows it (or its owner record says)."""
 
-    def __init__(self, lobby: Lobby) -> None:
-        self.lobby = lobby
-        self.node_id = lobby.node_id
-        self.bus = lobby.bus
-        self.settings = lobby.settings
-        self.owners: dict[str, str] = {}
-        # Requests forwarded to another node that wait for its answer:
-        # (conn id, request id) -> (owner node, table id, loop time sent).
-        self._forwarded: dict[tuple[str, Any], tuple[str, str, float]] = {}
-        self._answered: OrderedDict[tuple[str, Any], None] = OrderedDict()
+    def __init__(self, settings: Settings, *, registry: TableRegistry, bus: NodeSender,
+                 persistence: Persistence, peers: Peers, requests: ForwardedRequests,
+                 delivery: Delivery, metrics: Metrics) -> None:
+        self.settings = settings
+        self.node_id = settings.node_id
+        self.registry = registry
+        self.bus = bus
+        self.persistence = persistence
+        self.peers = peers
+        self.requests = requests
+        self.delivery = delivery
+        self.metrics = metrics
 
     async def route(self, actor: Actor, msg: TableMessage) -> None:
         """Hand ``msg`` to its table here, or forward it to the table's owner."""
-        table = await self.lobby.creation.started(msg.table)
+        table = await self.registry.started(msg.table)
         if table is not None:
             await table.handle(actor, msg)
             return
@@ -79,49 +77,26 @@ class Forwarding:
     def forward(self, owner: str, actor: Actor, msg: dict[str, Any], ref: Any,
                 table_id: str) -> None:
         """Send a command to ``owner``; a request with an id is remembered until its answer
-        comes back (if the owner dies first, :meth:`sweep` answers it)."""
+        comes back (if the owner dies first, it is answered here: ``requests.py``)."""
         token: tuple[str, Any] | None = None
         if ref is not None and actor.node == self.node_id:
-            if len(self._forwarded) >= FORWARDED_MAX:
-                self._forwarded.pop(next(iter(self._forwarded)))
-            token = (actor.conn, ref)
-            self._forwarded[token] = (owner, table_id, asyncio.get_running_loop().time())
+            token = self.requests.sent(actor.conn, ref, owner, table_id)
         self.bus.send(owner, ops.Cmd(actor=actor, msg=msg), token)
-
-    def unheard(self, token: Any) -> None:
-        """The bus gave up a forwarded request (``token``: its socket and id) that nobody
-        heard, or that was never sent: answer it ``unavailable`` now (retry after a
-        second) instead of after ``forward_timeout``. A late answer is dropped."""
-        entry = self._forwarded.pop(token, None)
-        if entry is None:
-            return
-        self._answer_unavailable(token, entry[1], "its server did not hear it, retry", 1.0)
-        self.lobby.hub.flush_soon()
-
-    def _answer_unavailable(self, key: tuple[str, Any], table_id: str, why: str,
-                            wait: float) -> None:
-        self._answered[key] = None
-        if len(self._answered) > ANSWERED_MAX:
-            self._answered.popitem(last=False)
-        conn_id, ref = key
-        err = retry_later(ProtocolError(ErrorCode.UNAVAILABLE, f"table {table_id}: {why}"),
-                          wait)
-        self.lobby.hub.push_conn_id(conn_id, Outgoing(error_message(err, ref, table_id)))
 
     async def owner_to_ask(self, table_id: str) -> str:
         """The live node that owns ``table_id`` (not this one). Raises ``no_such_table``
         when there is no such table (or it finished and its node is gone), ``unavailable``
         (with ``retry_after``) while its owner is dead and no node has taken it over yet."""
-        is_live = self.lobby.liveness.is_live
-        owner = self.owners.get(table_id)
+        is_live = self.peers.is_live
+        owner = self.registry.owner(table_id)
         if owner is not None and owner != self.node_id and is_live(owner):
             return owner
-        lease = await self.lobby.persistence.lease(table_id)
+        lease = await self.persistence.lease(table_id)
         if lease is None:
             raise ProtocolError(ErrorCode.NO_SUCH_TABLE, f"no table {table_id}", field="table")
         if lease.node != self.node_id and is_live(lease.node) \
                 and (lease.done or not lease.free):
-            self.remember_owner(table_id, lease.node)
+            self.registry.remember_owner(table_id, lease.node)
             return lease.node
         if lease.done:
             raise ProtocolError(ErrorCode.NO_SUCH_TABLE, f"no table {table_id}", field="table")
@@ -135,69 +110,23 @@ class Forwarding:
             f"table {table_id}: its server is gone; another takes it over, retry"),
             self.settings.lease_ttl + self.settings.takeover_scan)
 
-    def answered_by_owner(self, conn_id: str, frame: dict[str, Any]) -> bool:
-        """An answer from another node for one of this node's sockets: False when that
-        request was answered already (``unavailable``, the owner was thought dead), so this
-        late second answer is dropped."""
-        ref = frame.get("ref")
-        if ref is None:
-            return True
-        key = (conn_id, ref)
-        try:
-            hash(key)
-        except TypeError:
-            return True
-        if self._forwarded.pop(key, None) is not None:
-            return True
-        return key not in self._answered
-
-    def sweep(self, *, node: str | None = None, table: str | None = None,
-              retry_after: float | None = None) -> int:
-        """Answer ``unavailable`` every forwarded request that will get no answer: its owner
-        is dead (or is ``node``), the table was taken over (``table``), or it waited past
-        ``forward_timeout``. Returns how many were answered."""
-        now = asyncio.get_running_loop().time()
-        timeout = self.settings.forward_timeout
-        wait = self.settings.lease_ttl + self.settings.takeover_scan \
-            if retry_after is None else retry_after
-        is_live = self.lobby.liveness.is_live
-        answered = 0
-        for key, (owner, table_id, sent) in list(self._forwarded.items()):
-            if not (owner == node or table_id == table or not is_live(owner)
-                    or now - sent > timeout):
-                continue
-            del self._forwarded[key]
-            self._answer_unavailable(key, table_id, "no answer from its server, retry", wait)
-            answered += 1
-        if answered:
-            self.lobby.hub.flush_soon()
-        return answered
-
     async def owner(self, table_id: str) -> str | None:
         """The owner of ``table_id`` as this node knows it, else as its record says."""
-        owner = self.owners.get(table_id)
+        owner = self.registry.owner(table_id)
         if owner is not None:
             return owner
-        owner = await self.lobby.persistence.owner_of(table_id)
+        owner = await self.persistence.owner_of(table_id)
         if owner is not None:
-            self.remember_owner(table_id, owner)
+            self.registry.remember_owner(table_id, owner)
         return owner
-
-    def remember_owner(self, table_id: str, owner: str) -> None:
-        """Bounded: past OWNER_CACHE_MAX entries the oldest goes (it is read again)."""
-        owners = self.owners
-        owners.pop(table_id, None)
-        owners[table_id] = owner
-        while len(owners) > OWNER_CACHE_MAX:
-            del owners[next(iter(owners))]
 
     # --- where a player's sockets are -----------------------------------------------------
 
     async def attach(self, actor: Actor, table_id: str) -> None:
         """Tell ``table_id`` (here or at its owner) that ``actor``'s player has a socket on
         this node; free the seat when the table is gone."""
-        persistence = self.lobby.persistence
-        table = await self.lobby.creation.started(table_id)
+        persistence = self.persistence
+        table = await self.registry.started(table_id)
         if table is not None:
             if not table.attach(actor):
                 await persistence.release_seat(actor.player, table_id)
@@ -217,7 +146,7 @@ class Forwarding:
     async def detach(self, player: str, table_id: str) -> None:
         """``player`` has no socket left on this node: tell ``table_id``, here or at its
         owner (the grace period starts there)."""
-        table = self.lobby.tables.get(table_id)
+        table = self.registry.get(table_id)
         if table is not None:
             table.detach(player, self.node_id)
             return
@@ -227,11 +156,11 @@ class Forwarding:
 
     def unwatch(self, table_id: str, conn_id: str) -> None:
         """The socket ``conn_id`` here stops watching ``table_id`` (here or at its owner)."""
-        table = self.lobby.tables.get(table_id)
+        table = self.registry.get(table_id)
         if table is not None:
             table.unwatch(self.node_id, conn_id)
             return
-        owner = self.owners.get(table_id)
+        owner = self.registry.owner(table_id)
         if owner is not None and owner != self.node_id:
             self.bus.send(owner, ops.Unwatch(table=table_id, node=self.node_id, conn=conn_id))
 
@@ -240,15 +169,14 @@ class Forwarding:
         its live owner by a ``cancel_table`` op. True when the table is over for good (closed
         here, finished, or gone); False while it may still be playing elsewhere (the op was
         sent, or its dead owner's table is not taken over yet): ask again later."""
-        table = await self.lobby.creation.started(table_id)
+        table = await self.registry.started(table_id)
         if table is not None:
             table.cancel_tournament()
-            self.lobby.kick_flush()
             return True
-        lease = await self.lobby.persistence.lease(table_id)
+        lease = await self.persistence.lease(table_id)
         if lease is None or lease.done:
             return True
-        if lease.node != self.node_id and self.lobby.liveness.is_live(lease.node):
+        if lease.node != self.node_id and self.peers.is_live(lease.node):
             self.bus.send(lease.node, ops.CancelTable(table=table_id))
         return False
 
@@ -263,7 +191,7 @@ class Forwarding:
             msg = parse_message(message.msg)
             if not isinstance(msg, TableMessage):
                 raise ProtocolError(ErrorCode.UNKNOWN_TYPE, "not a table command")
-            table = await self.lobby.creation.started(msg.table)
+            table = await self.registry.started(msg.table)
             if table is None:
                 # Not here (any more): handed over or taken over, the new owner answers.
                 owner = await self.owner_to_ask(msg.table)
@@ -274,29 +202,29 @@ class Forwarding:
                 return
             await table.handle(actor, msg)
         except Exception as exc:
-            self.lobby.reply(actor, error_reply(
+            self.delivery.reply(actor, error_reply(
                 exc, None if msg is None else msg.ref,
                 msg.table if isinstance(msg, TableMessage) else None,
                 doing=f"handling a command from node {actor.node}",
-                metrics=self.lobby.metrics))
+                metrics=self.metrics))
 
     async def attached(self, message: ops.Attach) -> None:
-        table = await self.lobby.creation.started(message.table)
+        table = await self.registry.started(message.table)
         if table is not None:
             table.attach(message.actor)
 
     def detached(self, message: ops.Detach) -> None:
-        table = self.lobby.tables.get(message.table)
+        table = self.registry.get(message.table)
         if table is not None:
             table.detach(message.player, message.node)
 
     def unwatched(self, message: ops.Unwatch) -> None:
-        table = self.lobby.tables.get(message.table)
+        table = self.registry.get(message.table)
         if table is not None:
             table.unwatch(message.node, message.conn)
 
     async def cancelled(self, message: ops.CancelTable) -> None:
-        table = await self.lobby.creation.started(message.table)
+        table = await self.registry.started(message.table)
         if table is not None:  # not here (any more): the caller asks again later
             table.cancel_tournament()
 

@@ -1,5 +1,6 @@
 """Lobby matchmaking on a live node: the ``queue`` / ``cancel_queue`` / ``queue_status``
-messages, the pairing passes that start the games, and ``GET /api/matchmaking``.
+messages, the pairing passes that start the games, and what ``GET /api/matchmaking`` shows
+(:meth:`Matchmaker.overview`; the route is ``server/net/matchmaking_api.py``'s).
 
 The thin I/O shell around :mod:`server.matchmaking` (the pure policy and the Redis queue that
 every node shares). What it adds is what only a server knows: who the player is (the socket's
@@ -35,19 +36,18 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
-from collections.abc import Callable
 from typing import Any
 
 import redis.asyncio as aioredis
-from aiohttp import web
 from redis.exceptions import RedisError
 
 from rating_plugin import table42
 from rating_plugin.store import RatingStore
 from server.config import Settings
+from server.lobby.clock import LoopClock
+from server.lobby.lobby import Lobby
+from server.lobby.ports import Clock, Outbox
 from server.lobby.refusals import error_reply
-from server.lobby.routing import Lobby
 from server.lobby.table import TableStatus
 from server.matchmaking import (
     GameMode,
@@ -64,10 +64,10 @@ from server.matchmaking import (
     ticket_status,
 )
 from server.matchmaking.messages import QUEUED
-from server.net.connection import Connection, Hub
 from server.protocol.codec import Outgoing
-from server.protocol.errors import UNAVAILABLE_MESSAGE, ErrorCode, ProtocolError, http_error_body
+from server.protocol.errors import ErrorCode, ProtocolError
 from server.protocol.messages import CancelQueue, JoinQueue, Message, QueueStatus
+from server.protocol.node_messages import Actor
 from server.store.accounts import Identity
 from server.store.persistence import Persistence
 from server.store.queue import MatchmakingQueue, PassResult, QueueSettings, pairing_pass
@@ -98,19 +98,19 @@ def queue_settings(settings: Settings) -> QueueSettings:
 
 
 class Matchmaker:
-    """Matchmaking for one node. Needs the node's Redis client, lobby, hub, rating store and
-    persistence; ``clock`` is epoch seconds."""
+    """Matchmaking for one node. Needs the node's Redis client, lobby, the sockets here
+    (``outbox``), rating store and persistence; ``clock`` reads Unix time (``now()``)."""
 
     def __init__(
         self,
         settings: Settings,
         redis: aioredis.Redis,
         lobby: Lobby,
-        hub: Hub,
+        outbox: Outbox,
         ratings: RatingStore,
         persistence: Persistence,
         *,
-        clock: Callable[[], float] = time.time,
+        clock: Clock | None = None,
         tick: Tick | None = None,
     ) -> None:
         """``tick``: the node's tick, which runs the passes and statuses (one of its own if
@@ -119,19 +119,19 @@ class Matchmaker:
         self.tick = tick if tick is not None else Tick()
         self.policy = settings.matchmaking
         self.node_id = settings.node_id
+        self.clock = clock = clock if clock is not None else LoopClock()
         self.queue = MatchmakingQueue(
             redis,
             prefix=settings.key_prefix,
             node=settings.node_id,
             settings=self.policy,
             queue_settings=queue_settings(settings),
-            clock=clock,
+            clock=clock.now,
         )
         self.lobby = lobby
-        self.hub = hub
+        self.outbox = outbox
         self.ratings = ratings
         self.persistence = persistence
-        self.clock = clock
         self._waiting: set[str] = set()  # players who queued through this node
         self._handling: set[asyncio.Task[None]] = set()
         self._stopping = False
@@ -178,42 +178,40 @@ class Matchmaker:
     async def _is_connected(self, ticket: Ticket) -> bool:
         """Whether the ticket's player may be handed a game: the node that queued them is
         alive and the player has a socket on a live node (a ticket dies with its session)."""
-        lobby = self.lobby
-        if ticket.node and not lobby.is_node_live(ticket.node):
+        is_live = self.lobby.liveness.is_live
+        if ticket.node and not is_live(ticket.node):
             return False
         if ticket.node == self.node_id:
-            return bool(self.hub.by_player.get(ticket.player))
+            return bool(self.outbox.sockets_of(ticket.player))
         try:
             nodes, _ = await self.persistence.presence(ticket.player)
         except (RedisError, OSError):
             return True  # not known: the game start finds out
-        return any(lobby.is_node_live(n) for n in nodes)
+        return any(is_live(n) for n in nodes)
 
     # --- messages from this node's sockets ---------------------------------------------------
 
-    async def on_message(self, conn: Connection, msg: Message) -> None:
-        """Answer one ``queue`` / ``cancel_queue`` / ``queue_status`` (errors: ``error``)."""
+    async def on_message(self, identity: Identity, actor: Actor, msg: Message) -> None:
+        """Answer one ``queue`` / ``cancel_queue`` / ``queue_status`` of ``identity`` on the
+        socket of ``actor`` (errors: ``error``)."""
         reply: dict[str, Any]
         try:
             if isinstance(msg, JoinQueue):
-                reply = await self._join(conn, msg)
+                reply = await self._join(identity, actor, msg)
             elif isinstance(msg, CancelQueue):
-                reply = await self._cancel(conn)
+                reply = await self._cancel(actor.player)
             elif isinstance(msg, QueueStatus):
-                reply = await self._status(conn)
+                reply = await self._status(actor.player)
             else:
                 raise ProtocolError(ErrorCode.UNKNOWN_TYPE, f"not a matchmaking message: "
                                     f"{msg.TYPE}", field="type")
             reply["ref"] = msg.ref
         except Exception as exc:
             reply = error_reply(exc, msg.ref, None, doing=f"handling {msg.TYPE} from "
-                                f"{conn.player}", metrics=self.lobby.metrics)
-        self.hub.push(conn, Outgoing(reply))
-        await self.hub.flush()
+                                f"{actor.player}", metrics=self.lobby.metrics)
+        self.outbox.push_conn_id(actor.conn, Outgoing(reply))
 
-    async def _join(self, conn: Connection, msg: JoinQueue) -> dict[str, Any]:
-        identity = conn.identity
-        assert identity is not None
+    async def _join(self, identity: Identity, actor: Actor, msg: JoinQueue) -> dict[str, Any]:
         if identity.is_bot:
             raise ProtocolError(ErrorCode.BOT_NOT_ALLOWED,
                                 "computer players do not enter matchmaking pools", field="pool")
@@ -238,7 +236,7 @@ class Matchmaker:
         queued = await self.queue.enqueue(
             identity.player,
             pool.id,
-            address=conn.address,
+            address=actor.address,
             is_guest=identity.is_guest,
             name=identity.name,
             **standing,
@@ -284,24 +282,20 @@ class Matchmaker:
             return {"rating": fibs.rating, "experience": fibs.experience or 0}
         rating = await self.ratings.rating(identity.player, "table42")
         if pool.mode is GameMode.COMPETITIVE:
-            recent = await self.ratings.recent_games(identity.player, self.clock())
+            recent = await self.ratings.recent_games(identity.player, self.clock.now())
             return {"rating": rating.rating, "recent_games": recent}
         return {"rating": rating.rating}
 
-    async def _cancel(self, conn: Connection) -> dict[str, Any]:
-        player = conn.player
-        assert player is not None
+    async def _cancel(self, player: str) -> dict[str, Any]:
         ticket = await self.queue.cancel(player)
         self._waiting.discard(player)
         return self._cancelled(ticket, "cancelled")
 
     def _cancelled(self, ticket: Ticket, reason: str) -> dict[str, Any]:
         return {"type": QUEUE_CANCELLED, "pool": ticket.pool,
-                "waited": ticket.waited(self.clock()), "reason": reason}
+                "waited": ticket.waited(self.clock.now()), "reason": reason}
 
-    async def _status(self, conn: Connection) -> dict[str, Any]:
-        player = conn.player
-        assert player is not None
+    async def _status(self, player: str) -> dict[str, Any]:
         status = await self.queue.status(player)
         if status is None:
             raise ProtocolError(ErrorCode.NOT_QUEUED, "you are not queued")
@@ -310,11 +304,10 @@ class Matchmaker:
 
     # --- tickets that go away ------------------------------------------------------------
 
-    async def on_disconnect(self, conn: Connection) -> None:
-        """A socket closed (after the lobby forgot it): the player's last one on this node
-        takes with it the ticket queued through this node."""
-        player = conn.player
-        if player is None or self.hub.count(player) > 0:
+    async def on_disconnect(self, player: str | None) -> None:
+        """A socket of ``player`` closed (after the lobby forgot it): the player's last one
+        on this node takes with it the ticket queued through this node."""
+        if player is None or self.outbox.sockets_of(player):
             return
         self._waiting.discard(player)
         try:
@@ -371,7 +364,7 @@ class Matchmaker:
                 await self.queue.requeue(ticket)
             return
 
-        if not all(self.lobby.is_node_fresh(t.node) for t in (first, second) if t.node):
+        if not all(self.lobby.liveness.is_fresh(t.node) for t in (first, second) if t.node):
             # A node that queued one of them missed a heartbeat: wait until it is known
             # alive again (or dead, and its tickets gone) before handing anyone a game.
             for ticket in (first, second):
@@ -385,7 +378,7 @@ class Matchmaker:
                 self._waiting.discard(ticket.player)
                 log.info("matchmaking: %s not connected any more; ticket dropped",
                          ticket.player)
-                if ticket.node and not self.lobby.is_node_live(ticket.node):
+                if ticket.node and not self.lobby.liveness.is_live(ticket.node):
                     await self.node_died(ticket.node)
             for ticket in (first, second):
                 if ticket not in gone:
@@ -440,23 +433,22 @@ class Matchmaker:
 
     async def push_statuses(self) -> None:
         """Send ``queue_status`` to every player waiting through this node (one read)."""
-        players = [player for player in self._waiting if self.hub.count(player)]
+        players = [player for player in self._waiting if self.outbox.sockets_of(player)]
         self._waiting.intersection_update(players)
         if not players:
             return
         tickets = await self.queue.tickets_of(players)
         mine = {p: t for p, t in tickets.items() if t.node == self.node_id}
         notes = await self._notes(list(mine.values()))
-        now = self.clock()
+        now = self.clock.now()
         for player in players:
             ticket = mine.get(player)
             if ticket is None:
                 self._waiting.discard(player)  # paired, expired, or queued through another node
                 continue
             status = ticket_status(ticket, now, self.policy)
-            self.hub.push_player(player, Outgoing(status_message(
+            self.outbox.push_player(player, Outgoing(status_message(
                 status, settings=self.policy, note=notes.get(player))))
-        await self.hub.flush()
 
     async def _notes(self, tickets: list[Ticket]) -> dict[str, str]:
         """The ``note`` of each of ``tickets`` that has one (``pairing_note``): each rated
@@ -481,15 +473,12 @@ class Matchmaker:
             log.warning("matchmaking: reading a pool for the status notes: %s", exc)
         return notes
 
-    # --- HTTP ----------------------------------------------------------------------------
+    # --- what GET /api/matchmaking shows ----------------------------------------------
 
-    async def overview(self, request: web.Request) -> web.Response:
-        """``GET /api/matchmaking``: players waiting per pool, and the window curve."""
-        try:
-            sizes = await self.queue.sizes()
-        except (RedisError, OSError):
-            return web.json_response(http_error_body(ProtocolError(
-                ErrorCode.UNAVAILABLE, UNAVAILABLE_MESSAGE)), status=503)
+    async def overview(self) -> dict[str, Any]:
+        """Players waiting per pool, and the window curve (``GET /api/matchmaking``).
+        Raises RedisError or OSError while Redis is away."""
+        sizes = await self.queue.sizes()
         body = overview(sizes, self.policy)
         limit = self.settings.max_match_length
         for entry in body["pools"]:
@@ -498,4 +487,4 @@ class Matchmaker:
             )
         body["window"]["ticket_ttl"] = self.policy.ticket_ttl
         body["pass_interval"] = self.settings.matchmaking_pass_interval
-        return web.json_response(body)
+        return body

@@ -62,7 +62,7 @@ from redis.exceptions import RedisError
 
 from server.cluster.pulse import NodePulse, PulseNews
 from server.config import Settings
-from server.lobby.routing import Lobby
+from server.lobby.lobby import Lobby
 from server.protocol.node_messages import Released
 from server.store.persistence import Lease, Persistence
 from server.tick import Tick
@@ -141,7 +141,7 @@ class Ownership:
 
     async def peers_alive(self) -> list[str]:
         """Other nodes that count as alive now (fresh from Redis)."""
-        now = time.time()
+        now = self.lobby.clock.now()
         return [n for n, until in (await self.persistence.nodes()).items()
                 if n != self.node_id and until > now]
 
@@ -204,7 +204,7 @@ class Ownership:
         if self.lobby.closing:
             return []  # a draining node hands its tables over: it never claims them back
         dead = await self._check_nodes()
-        self.lobby.forwarding.sweep()
+        self.lobby.requests.sweep()
         claimed: list[str] = []
         if not self._own_checked:
             # Started again under the same id: what the previous run left unclaimed (or a
@@ -230,7 +230,7 @@ class Ownership:
         """Read the node set: peers seen alive again or dead for the first time are told to
         the lobby. Returns the dead peers."""
         nodes = await self.persistence.nodes()
-        now = time.time()
+        now = self.lobby.clock.now()
         liveness = self.lobby.liveness
         # A peer that left the node set stopped cleanly with nothing left for anyone.
         left = [n for n in liveness.peers if n not in nodes]
@@ -296,7 +296,7 @@ class Ownership:
         """Whether ``node``, seen dead, counts as alive again now (read just before each
         claim from it: a node only late loses no table it beats again in time for)."""
         until = await self.persistence.node_until(node)
-        return until is not None and until > time.time()
+        return until is not None and until > self.lobby.clock.now()
 
     def _claimable(self, table_id: str, *, own: bool) -> bool:
         if table_id in self.lobby.tables or table_id in self._claiming:

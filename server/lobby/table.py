@@ -41,12 +41,11 @@ announce (:mod:`server.lobby.announce`) and the chat (:mod:`server.lobby.chat`).
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import time
 from collections import deque
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from redis.exceptions import RedisError
 
@@ -55,6 +54,7 @@ from server.lobby.chat import TableChat
 from server.lobby.finisher import Finisher
 from server.lobby.node_loss import split_by_liveness
 from server.lobby.recent import RecentEvents
+from server.lobby.table_deps import TableDeps
 from server.lobby.timers import TableTimers
 from server.protocol.codec import Outgoing, WireFormat
 from server.protocol.errors import ErrorCode, ProtocolError
@@ -70,6 +70,7 @@ from server.protocol.messages import (
     Unwatch,
     Watch,
 )
+from server.protocol.node_messages import Actor
 from server.protocol.visibility import Audience, Viewer, audience_of, may_see
 from server.rules import DiceSource, Game, Match, Side
 from server.tables.machine import (
@@ -89,15 +90,29 @@ from server.tables.machine import (
 )
 from server.tables.ratings import RatedPlayer, RatingPlan
 
-if TYPE_CHECKING:
-    from server.lobby.routing import Actor, Lobby
-
 log = logging.getLogger(__name__)
 
 _GAME_ACTIONS = frozenset(GAME_ACTIONS)
 _PACK = WireFormat.MSGPACK
 
-__all__ = ["Seat", "Table", "TableStatus"]
+__all__ = ["Seat", "Table", "TableHost", "TableStatus"]
+
+
+class TableHost(Protocol):
+    """What a table tells the node it lives on (:class:`~server.lobby.lifecycle.TableLife`
+    on a node; a test may record the calls)."""
+
+    def changed(self, table: Table) -> None:
+        """``table``'s status changed (open, playing, finished, closed)."""
+        ...
+
+    def closed(self, table: Table, delay: float | None = None) -> None:
+        """``table`` is over: forget it after ``delay`` (None: ``finished_linger``)."""
+        ...
+
+    def lost(self, table: Table) -> None:
+        """``table`` is not this node's any more (its write was fenced)."""
+        ...
 
 
 class Table:
@@ -105,41 +120,44 @@ class Table:
 
     def __init__(
         self,
-        lobby: Lobby,
+        deps: TableDeps,
+        host: TableHost,
         *,
         table_id: str,
         mode: TableMode,
         match_length: int,
         tournament_id: str | None,
-        dice_factory: Callable[[], DiceSource],
         created_at: float | None = None,
         machine: TableMachine | None = None,
         audience: Audience | None = None,
     ) -> None:
         """``audience``: who may see the table and its games (by default, as its ``mode``
         has it; a private tournament's table is given its own)."""
-        self.lobby = lobby
-        self.settings = lobby.settings
+        self.deps = deps
+        self.host = host
+        self.settings = deps.settings
+        self.clock = deps.clock
         self.id = table_id
         self.mode = mode
         self.match_length = match_length
         self.tournament_id = tournament_id
         self.audience = audience if audience is not None else audience_of(str(mode))
-        self.created_at = time.time() if created_at is None else created_at
+        self.created_at = self.clock.now() if created_at is None else created_at
         self.machine = machine if machine is not None else TableMachine(
             table_id=table_id, mode=mode, match_length=match_length,
             tournament_id=tournament_id, created_at=self.created_at,
-            settings=MachineSettings.of(self.settings), dice_factory=dice_factory,
+            settings=MachineSettings.of(self.settings), dice_factory=deps.dice_factory,
         )
         self.watchers: dict[tuple[str, str], str] = {}
         self.events = RecentEvents(self.settings.recent_events)
-        self.timers = TableTimers(asyncio.get_running_loop())
+        self.timers = TableTimers(self.clock)
         self._snapshot_status: TableStatus | None = None
-        self.announcer = Announcer(lobby, self.machine, self.watchers)
+        self.announcer = Announcer(deps.delivery, self.machine, self.watchers)
         self._fenced = False
         self.creator_address: str | None = None  # counts against its address while open
-        self.chat = TableChat(self.settings.chat_history)
-        self.finisher = Finisher(lobby, self.machine, self.events, self.audience)
+        self.chat = TableChat(deps, self.machine, self.watchers)
+        self.finisher = Finisher(deps, self.machine, self.events, self.announcer,
+                                 self.audience)
 
     # --- reading ---------------------------------------------------------------------------
 
@@ -224,7 +242,7 @@ class Table:
             "names": [None if s is None else s.name or s.player for s in self.machine.seats],
             "watchers": len(self.watchers),
             "created_at": self.created_at,
-            "node": self.lobby.node_id,
+            "node": self.deps.node_id,
         }
 
     def state(self) -> dict[str, Any]:
@@ -258,7 +276,7 @@ class Table:
 
     def settled(self) -> None:
         """The finished game is settled, stored and announced: tell the machine."""
-        now = time.time()
+        now = self.clock.now()
         self._apply(self.machine.settled(now), now)
 
     def _record(self, out: Outgoing) -> None:
@@ -267,7 +285,7 @@ class Table:
         # it for a sync (see _full_events).
         packed = out.frame(_PACK, True)
         self.events.append(version, packed)
-        persistence = self.lobby.persistence
+        persistence = self.deps.persistence
         persistence.append_event(self.id, version, packed, self.stored)
         # A new status (open, playing, finished) must reach the snapshot at once: other
         # nodes read it to tell whether a player's seat is in a live game.
@@ -277,7 +295,7 @@ class Table:
         persistence.mark_dirty(self.id, self.snapshot, urgent=urgent)
         self.announcer.event(version, out)
         if out.obj.get("type") == "game_start":
-            self.lobby.metrics.games.inc()
+            self.deps.metrics.games.inc()
 
     def _reply(self, actor: Actor, message: dict[str, Any]) -> None:
         self.announcer.reply(actor, message)
@@ -293,7 +311,7 @@ class Table:
             return
         self.let_go()
         log.warning("table %s: fenced (another node owns it now)", self.id)
-        self.lobby.table_lost(self)
+        self.host.lost(self)
 
     def let_go(self, *, finished: bool = False) -> None:
         """This node stops serving the table (fenced, handed over in a drain, taken over by
@@ -302,7 +320,7 @@ class Table:
         ``unavailable``, to be sent again (it reaches the table's new owner). An unfinished
         table's end-of-game writes still in flight here stop (its new owner makes them);
         ``finished`` (its end fully stored, nobody takes it over): its seat releases go on.
-        The caller forgets it (:meth:`Lobby.table_lost`)."""
+        The caller forgets it (:meth:`TableHost.lost`)."""
         if self._fenced:
             return
         self.shutdown()
@@ -318,7 +336,7 @@ class Table:
         if deadline.kind != NEXT_GAME:
             # A strike, an automatic move or a forfeit only once the store answered after
             # the deadline passed (see _expire_confirmed).
-            self.lobby.spawn(self._expire_confirmed(deadline))
+            self.deps.tasks.spawn(self._expire_confirmed(deadline))
             return
         self._expire(deadline)
 
@@ -327,7 +345,7 @@ class Table:
         since just before the deadline (not noticed yet by the health check) must not cost
         the player; the failed check holds the table instead (:meth:`hold`), and the clock
         goes on at :meth:`resume`."""
-        persistence = self.lobby.persistence
+        persistence = self.deps.persistence
         if not await persistence.confirm_up():
             if not persistence.redis_up:
                 self.hold()  # held already, unless it started after the others were held
@@ -337,7 +355,7 @@ class Table:
 
     def _expire(self, deadline: Deadline) -> None:
         try:
-            now = time.time()
+            now = self.clock.now()
             was = self.machine.status
             step = self.machine.expire(deadline, now)
             self._apply(step, now)
@@ -345,8 +363,6 @@ class Table:
                 self._closed(release=True)
         except Exception:
             log.exception("table %s: %s timer handling failed", self.id, deadline.kind)
-        finally:
-            self.lobby.kick_flush()
 
     # --- a hold: the node cannot store ----------------------------------------------------
 
@@ -359,7 +375,7 @@ class Table:
         machine = self.machine
         if machine.held is not None:
             return
-        now = time.time()
+        now = self.clock.now()
         step = machine.hold(now)
         if machine.held is None:
             return  # finished or closed: nothing to hold
@@ -372,7 +388,7 @@ class Table:
         plus ``settings.hold_allowance`` and it emits ``resumed`` (stored, then announced)."""
         if self._fenced:
             return
-        now = time.time()
+        now = self.clock.now()
         self._apply(self.machine.resume(now, self.settings.hold_allowance), now)
 
     def shutdown(self) -> None:
@@ -395,16 +411,16 @@ class Table:
             raise ProtocolError(ErrorCode.NO_SUCH_TABLE, f"no table {self.id}", field="table")
         if type(msg) in _GAME_ACTIONS:  # the common case first: a move
             started = time.perf_counter()
-            now = time.time()
+            now = self.clock.now()
             self._apply(machine.act(actor.player, msg, now), now)
-            metrics = self.lobby.metrics
+            metrics = self.deps.metrics
             metrics.moves.inc()
             metrics.move_time.observe(time.perf_counter() - started)
         elif isinstance(msg, Chat):
-            await self.chat.post(self, actor, msg)
+            await self.chat.post(actor, msg)
             return
         elif isinstance(msg, Report):
-            await self.chat.report(self, actor, msg)
+            await self.chat.report(actor, msg)
             return
         elif isinstance(msg, Watch):
             self.watch(actor, msg)
@@ -435,20 +451,20 @@ class Table:
 
     def seat_creator(self, actor: Actor) -> None:
         """Seat the table's creator (seat lock already held) at side 0."""
-        self._seat(0, actor, {actor.node}, time.time())
+        self._seat(0, actor, {actor.node}, self.clock.now())
 
     def seat_pair(self, players: list[tuple[Actor, set[str]]], *,
                   pair_limited: bool = False) -> None:
         """Seat two players at once (matchmaking; both seat locks held) and start;
         ``pair_limited``: the pair limit refused the game a rating (counted by the caller)."""
-        now = time.time()
+        now = self.clock.now()
         for side, (actor, nodes) in enumerate(players):
             self._seat(side, actor, set(nodes), now)
         self._start_play(now, pair_limited=pair_limited)
 
     def _start_play(self, now: float, *, pair_limited: bool = False) -> None:
         step = self.machine.start(now, pair_limited=pair_limited)
-        self.lobby.table_changed(self)
+        self.host.changed(self)
         self._apply(step, now)
 
     async def join(self, actor: Actor) -> None:
@@ -463,7 +479,7 @@ class Table:
         if side is None:
             self._reply(actor, self._resume_message(actor.player))
             return
-        persistence = self.lobby.persistence
+        persistence = self.deps.persistence
         machine.joining = actor.player  # no other join while this one awaits
         try:
             try:
@@ -481,9 +497,9 @@ class Table:
                     seated = RatedPlayer(other.player, other.is_guest, other.address,
                                          other.is_bot)
                     pair = (joiner, seated) if side == 0 else (seated, joiner)
-                    limited = await self.lobby.pair_limited(self.id, self.mode,
-                                                            machine.match_length, pair)
-                now = time.time()
+                    limited = await self.deps.pair_limit.limited(self.id, self.mode,
+                                                                 machine.match_length, pair)
+                now = self.clock.now()
                 self._seat(side, actor, {actor.node}, now)
             except ProtocolError:
                 await persistence.release_seat(actor.player, self.id)
@@ -501,7 +517,7 @@ class Table:
         if machine.side_of(actor.player) is None and (actor.node, actor.conn) in self.watchers:
             self.unwatch(actor.node, actor.conn)
             return
-        now = time.time()
+        now = self.clock.now()
         kind, step = machine.leave(actor.player, now)
         if kind is LeaveKind.CLOSE:
             self._apply(step, now)
@@ -511,7 +527,7 @@ class Table:
             self._apply(step, now)  # the seats are given back at the table's end
         else:
             self._apply(step, now)
-            await self.lobby.persistence.release_seat(actor.player, self.id)
+            await self.deps.persistence.release_seat(actor.player, self.id)
 
     def watch(self, actor: Actor, msg: Watch) -> None:
         key = (actor.node, actor.conn)
@@ -523,7 +539,7 @@ class Table:
         self._reply(actor, {
             "type": "watching", "table": self.id, "v": self.machine.version, "ref": msg.ref,
             "summary": self.summary(), "state": self.machine.handout(),
-            "chat": self.chat.for_watcher(self, actor.player),
+            "chat": self.chat.for_watcher(actor.player),
         })
 
     def unwatch(self, node: str, conn: str) -> None:
@@ -544,7 +560,7 @@ class Table:
             if seat is not None and actor.node not in seat.nodes:
                 # A player resuming by sync (e.g. at a table taken over by this node) gets
                 # the table's events from now on, as after a reconnect.
-                now = time.time()
+                now = self.clock.now()
                 step = self.machine.connect(actor.player, actor.node, now)
                 if step is not None:
                     self._apply(step, now)
@@ -561,8 +577,8 @@ class Table:
 
     async def _read_log(self, start: int, upto: int) -> list[dict[str, Any]]:
         try:
-            return await self.lobby.persistence.events_between(self.id, start, upto,
-                                                               self.machine.version)
+            return await self.deps.persistence.events_between(self.id, start, upto,
+                                                              self.machine.version)
         except (RedisError, OSError) as exc:
             raise ProtocolError(ErrorCode.UNAVAILABLE, "Redis is unavailable") from exc
 
@@ -572,7 +588,7 @@ class Table:
             "type": "resume", "table": self.id, "v": self.machine.version,
             "side": None if side is None else int(side),
             "summary": self.summary(), "state": self.machine.handout(),
-            "chat": self.chat.for_player(self),
+            "chat": self.chat.for_player(),
         }
 
     # --- presence -------------------------------------------------------------------------
@@ -581,7 +597,7 @@ class Table:
         """``actor``'s player has a socket on ``actor.node`` again. Sends it ``resume``."""
         if self._fenced:
             return False
-        now = time.time()
+        now = self.clock.now()
         step = self.machine.connect(actor.player, actor.node, now)
         if step is None:
             return False
@@ -592,7 +608,7 @@ class Table:
     def detach(self, player: str, node: str, *, lost_at: float | None = None) -> None:
         """``player`` has no socket on ``node`` any more; start the grace period if that was
         the last node (the node-loss grace when ``node`` was found dead at ``lost_at``)."""
-        now = time.time()
+        now = self.clock.now()
         self._apply(self.machine.disconnect(player, node, now, lost_at=lost_at), now)
 
     def end_store_lost(self) -> None:
@@ -600,10 +616,10 @@ class Table:
         (reason ``store_lost``), told to its players and watchers at once, since there is no
         log left to store it in first. A game in progress ends with no result and no rating
         change; events not stored yet were never announced and are dropped. The caller
-        forgets the table (:meth:`Lobby.table_lost`)."""
+        forgets the table (:meth:`TableHost.lost`)."""
         if self._fenced:
             return
-        now = time.time()
+        now = self.clock.now()
         step = self.machine.close(STORE_LOST, now)
         self.shutdown()
         for out in step.events:
@@ -616,24 +632,32 @@ class Table:
         machine = self.machine
         if machine.status in (TableStatus.FINISHED, TableStatus.CLOSED):
             return
-        now = time.time()
+        now = self.clock.now()
         self._apply(machine.cancel_tournament(now), now)
         self._closed(release=True)
 
     def _closed(self, *, release: bool) -> None:
         self.shutdown()
-        self.lobby.persistence.mark_dirty(self.id, self.snapshot, urgent=True)
+        self.deps.persistence.mark_dirty(self.id, self.snapshot, urgent=True)
         players = self.machine.seated_players()
-        self.lobby.table_changed(self)
+        self.host.changed(self)
         if release:
-            self.lobby.spawn(self.finisher.release(players))
-        self.lobby.forget_later(self, delay=0.0)
+            self.deps.tasks.spawn(self.finisher.release(players))
+        self.host.closed(self, delay=0.0)
+
+    async def wind_up(self) -> None:
+        """The table is finished and its last game's end fully stored: its timers stop,
+        the seats are given back, it lingers ``finished_linger`` seconds, then goes."""
+        self.shutdown()
+        self.host.changed(self)
+        await self.finisher.release_seats()
+        self.host.closed(self)
 
     # --- a table taken over from another node ----------------------------------------------
 
     @classmethod
     async def restore(
-        cls, lobby: Lobby, table_id: str, snapshot: dict[str, Any] | None,
+        cls, deps: TableDeps, host: TableHost, table_id: str, snapshot: dict[str, Any] | None,
         events: list[dict[str, Any]], now: float,
     ) -> Table:
         """Rebuild a live table from its Redis log (``events``: what
@@ -656,20 +680,20 @@ class Table:
         length = int(summary.get("match_length") or first.get("match_length") or 0)
         tournament = summary.get("tournament_id")
         created = float(summary.get("created_at") or now)
-        factory: Callable[[], DiceSource] = lobby.dice_factory
-        settings = lobby.settings
+        factory: Callable[[], DiceSource] = deps.dice_factory
+        settings = deps.settings
         machine = TableMachine.replay(
             events, table_id=table_id, mode=mode, match_length=length,
             tournament_id=None if tournament is None else str(tournament), created_at=created,
             settings=MachineSettings.of(settings), dice_factory=factory,
         )
-        table = cls(lobby, table_id=table_id, mode=mode, match_length=length,
-                    tournament_id=machine.tournament_id, dice_factory=factory,
-                    created_at=created, machine=machine, audience=audience)
+        table = cls(deps, host, table_id=table_id, mode=mode, match_length=length,
+                    tournament_id=machine.tournament_id, created_at=created, machine=machine,
+                    audience=audience)
         table.events.load(events, machine.version)
         table.announcer.stored_v = machine.version
         table._snapshot_status = machine.status
-        await table.chat.restore(table)
+        await table.chat.restore()
         # Players whose sockets are on live nodes stay connected there (not the old owner's:
         # a draining owner closes them); those whose sockets were on dead nodes get the
         # node-loss grace, from when the node died.
@@ -680,11 +704,10 @@ class Table:
             nodes: list[str] = []
             if seat is not None:
                 try:
-                    nodes, _address = await lobby.persistence.presence(seat.player)
+                    nodes, _address = await deps.persistence.presence(seat.player)
                 except (RedisError, OSError):
                     nodes = []
-            live, died = split_by_liveness(nodes, lobby.liveness.peers, lobby.node_id,
-                                           now)
+            live, died = split_by_liveness(nodes, deps.peers.peers, deps.node_id, now)
             present.append({n for n in live if n != old_owner})
             lost_at.append(died)
         table._apply(machine.take_over(now, settings.takeover_allowance, present, lost_at),
@@ -693,7 +716,7 @@ class Table:
         if settlement is not None:
             await table.finisher.resume(table, settlement)
         elif machine.status is TableStatus.FINISHED:
-            lobby.spawn(table.finisher.wind_up(table))
+            deps.tasks.spawn(table.wind_up())
         elif machine.status is TableStatus.CLOSED:
-            lobby.forget_later(table, delay=0.0)
+            host.closed(table, delay=0.0)
         return table

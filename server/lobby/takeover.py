@@ -1,9 +1,8 @@
 """Takeover: tables this node gains from other nodes and loses to them, and dead nodes.
 
 The ownership duties (``ownership.py``: heartbeat, takeover scan) decide when; this module does
-the lobby's part. A table made here gets its first owner record (:meth:`Takeover.claim_new`);
-a table claimed from a dead or draining node is rebuilt from its log, or cleaned up when it
-has no game to carry on (:meth:`Takeover.restore_table`), and every node is told
+the lobby's part. A table claimed from a dead or draining node is rebuilt from its log, or
+cleaned up when it has no game to carry on (:meth:`Takeover.restore_table`), and every node is told
 (``taken_over``); a dead node's seats, watchers and forwarded requests are cleaned up
 (:meth:`Takeover.node_died`); a drain gives every table away (:meth:`Takeover.hand_over`); a
 table whose write was refused stops here (:meth:`Takeover.table_fenced`), and when the store
@@ -12,44 +11,53 @@ itself was lost every table ends (:meth:`Takeover.store_lost`).
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import math
-import time
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from redis.exceptions import RedisError
 
+from server.lobby.forwarding import Forwarding
+from server.lobby.lifecycle import TableLife
+from server.lobby.listeners import LobbyListeners
+from server.lobby.listing import Listing
+from server.lobby.ports import NodeSender, Outbox, Peers
+from server.lobby.registry import TableRegistry
+from server.lobby.requests import ForwardedRequests
 from server.lobby.table import Table, TableStatus
+from server.lobby.table_deps import TableDeps
+from server.lobby.tasks import Tasks
 from server.protocol import node_messages as ops
-from server.protocol.errors import ErrorCode, ProtocolError
-
-if TYPE_CHECKING:
-    from server.lobby.routing import Lobby
 
 log = logging.getLogger(__name__)
 
 
 class Takeover:
-    """The lobby's side of table ownership on this node."""
+    """The lobby's side of table ownership on this node: given the parts a table uses
+    (``deps``), the registry, the tables' lifecycle, the forwarding and the sockets here."""
 
-    def __init__(self, lobby: Lobby) -> None:
-        self.lobby = lobby
-        self.node_id = lobby.node_id
-        self.persistence = lobby.persistence
-        self.bus = lobby.bus
-
-    async def claim_new(self, table_id: str) -> None:
-        """Take the first owner lease of a table made here; its writes are fenced with it."""
-        epoch, _ = await self.persistence.claim(table_id, self.node_id, new=True)
-        if not epoch:
-            raise ProtocolError(ErrorCode.INTERNAL, "table id taken; retry")
-        self.persistence.adopt(table_id, epoch)
+    def __init__(self, deps: TableDeps, *, registry: TableRegistry, life: TableLife,
+                 listing: Listing, forwarding: Forwarding, requests: ForwardedRequests,
+                 outbox: Outbox, bus: NodeSender, peers: Peers, tasks: Tasks,
+                 listeners: LobbyListeners) -> None:
+        self.deps = deps
+        self.node_id = deps.node_id
+        self.persistence = deps.persistence
+        self.registry = registry
+        self.life = life
+        self.listing = listing
+        self.forwarding = forwarding
+        self.requests = requests
+        self.outbox = outbox
+        self.bus = bus
+        self.peers = peers
+        self.tasks = tasks
+        self.listeners = listeners
 
     def table_stored(self, table_id: str, version: int) -> None:
         """The flush stored the table's events up to ``version``: it may announce them."""
-        table = self.lobby.tables.get(table_id)
+        table = self.registry.get(table_id)
         if table is not None:
             table.stored(version)
 
@@ -59,17 +67,17 @@ class Takeover:
         lost, every table ends with ``store_lost`` (:meth:`store_lost`); else the table stops
         and is forgotten here (its seats belong to the table, which lives on at its new
         owner)."""
-        if table_id in self.lobby.tables:
-            self.lobby.spawn(self._fenced_or_lost(table_id))
+        if table_id in self.registry:
+            self.tasks.spawn(self._fenced_or_lost(table_id))
 
     async def _fenced_or_lost(self, table_id: str) -> None:
         persistence = self.persistence
         _up, lost = await persistence.check_store()
         if lost:
             persistence.store_lost()  # it calls store_lost below; the monitor claims anew
-        table = self.lobby.tables.get(table_id)
+        table = self.registry.get(table_id)
         if table is not None:
-            table.fenced()  # it calls table_lost
+            table.fenced()  # it calls TableLife.lost
             if not lost:  # its players' sockets here play on at its new owner
                 await self.attach_sockets(table_id, table.seated_players())
 
@@ -79,31 +87,13 @@ class Takeover:
         change), told at once to its players and watchers; then every authenticated socket
         here is closed with 4001 (reason "store lost"): their tokens and accounts are gone,
         so nothing is accepted from them. Each node does this on its own when it notices."""
-        lobby = self.lobby
-        tables = list(lobby.tables.values())
+        tables = list(self.registry.tables.values())
         for table in tables:
             table.end_store_lost()
-            self.table_lost(table)
-        lobby.forwarding.owners.clear()
-        lobby.kick_flush()
-        closed = lobby.hub.end_all_tokens("store lost")
+            self.life.lost(table)
+        self.registry.forget_owners()
+        closed = self.outbox.end_all_tokens("store lost")
         log.error("store lost: %d tables ended, %d sockets closed", len(tables), closed)
-
-    def table_lost(self, table: Table) -> None:
-        """``table`` is not this node's any more (lease lost, or handed over): forget it
-        without releasing anything in Redis; it stops (timers, announcements) and answers
-        the requests it held."""
-        lobby = self.lobby
-        table.let_go()
-        lobby.creation.cancel_forget(table.id)
-        lobby.creation.table_opened_elsewhere(table)
-        if lobby.tables.get(table.id) is table:
-            del lobby.tables[table.id]
-            lobby.forwarding.owners.pop(table.id, None)
-            lobby.metrics.tables.set(len(lobby.tables))
-        lobby.forwarding.sweep(table=table.id, retry_after=1.0)
-        for listener in lobby.listeners.table_lost:
-            listener(table.id)
 
     async def restore_table(self, table_id: str, snapshot: dict[str, Any] | None,
                             events: list[dict[str, Any]]) -> Table | None:
@@ -111,40 +101,39 @@ class Takeover:
         from its stored log and carry on, or, for a table with no game to carry on (open,
         closed, or no way to rebuild it), clean it up: seats released, unlisted, its lease
         done. Returns the live table, or None when it was cleaned up."""
-        lobby = self.lobby
+        registry = self.registry
         summary = dict((snapshot or {}).get("summary") or {})
         status = str(summary.get("status") or "")
         players = [str(p) for p in summary.get("players") or () if p]
         table: Table | None = None
         if status in ("playing", "finished") and events:
             try:
-                table = await Table.restore(lobby, table_id, snapshot, events, time.time())
+                table = await Table.restore(self.deps, self.life, table_id, snapshot, events,
+                                            self.deps.clock.now())
             except ValueError:
                 # A log that does not replay (another version's format, a log trimmed in
                 # the middle of a game): cleaned up below, so its players are free to play
                 # again instead of holding seats at a table nobody can run.
                 log.exception("table %s: its log does not replay; the game is lost", table_id)
         if table is not None:
-            if lobby.closing:
+            if registry.closing:
                 # This node began to drain while it rebuilt the table: hand it on (hand_over
                 # has gone past the tables it had).
                 table.let_go()
                 await self.persistence.release(table_id, done=False)
                 self.bus.broadcast(ops.Released(node=self.node_id))
                 return None
-            lobby.tables[table_id] = table
-            lobby.forwarding.remember_owner(table_id, self.node_id)
-            lobby.metrics.tables.set(len(lobby.tables))
+            registry.add(table)
             log.info("table %s taken over at version %s", table_id, table.version)
             if table.status is TableStatus.PLAYING:
-                for listener in lobby.listeners.restored:
+                for listener in self.listeners.restored:
                     try:
                         listener(table)
                     except Exception:
                         log.exception("table %s: resuming after the takeover failed",
                                       table_id)
             if table.status in (TableStatus.OPEN, TableStatus.PLAYING):
-                await lobby.creation.publish_listing(table)
+                await self.listing.publish(table)
             self.bus.broadcast(ops.TakenOver(table=table_id, node=self.node_id,
                                              players=table.seated_players()))
             await self.taken_over(table_id, self.node_id, table.seated_players())
@@ -169,7 +158,7 @@ class Takeover:
         here with no game to carry on is done now (finished and settled, closed, or open
         with nobody to play), so no node claims it later; a game in progress stays for the
         node that takes it over (its log is stored)."""
-        for table in list(self.lobby.tables.values()):
+        for table in list(self.registry.tables.values()):
             status = table.status
             if status is TableStatus.OPEN:
                 await self._close(table.id, table.seated_players(),
@@ -181,13 +170,10 @@ class Takeover:
         """``node`` took ``table_id`` over: route there from now on, answer the requests that
         waited for the old owner (``unavailable``: retry now), and attach this node's
         sockets of its seated players (they get ``resume``)."""
-        lobby = self.lobby
-        lobby.forwarding.remember_owner(table_id, node)
-        if node != self.node_id:
-            table = lobby.tables.get(table_id)
-            if table is not None:  # this node thought it owned it: it does not
-                self.table_fenced(table_id)
-        lobby.forwarding.sweep(table=table_id, retry_after=1.0)
+        self.registry.remember_owner(table_id, node)
+        if node != self.node_id and table_id in self.registry:
+            self.table_fenced(table_id)  # this node thought it owned it: it does not
+        self.requests.sweep(table=table_id, retry_after=1.0)
         await self.attach_sockets(table_id, players)
 
     async def attach_sockets(self, table_id: str, players: Iterable[str]) -> None:
@@ -195,12 +181,11 @@ class Takeover:
         wherever it is served now (they get ``resume`` from it): a table this node lost
         (fenced after a pause, taken over) goes on for its players here without a
         reconnect, their commands forwarded to its new owner."""
-        lobby = self.lobby
         for player in players:
-            conns = lobby.hub.by_player.get(player)
-            if conns:
+            actor = self._actor_of(player)
+            if actor is not None:
                 try:
-                    await lobby.forwarding.attach(lobby.actor_of(next(iter(conns))), table_id)
+                    await self.forwarding.attach(actor, table_id)
                 except (RedisError, OSError) as exc:  # the player's next sync attaches them
                     log.warning("table %s: %s not attached here: %s", table_id, player, exc)
 
@@ -216,58 +201,64 @@ class Takeover:
         waiting for its answer are answered, and the ``node_dead`` listeners are told
         (matchmaking drops the tickets queued through it). ``stopped``: it stopped cleanly
         (shutdown), so little is left of it and its end is no news."""
-        lobby = self.lobby
-        if not lobby.liveness.mark_dead(node):
+        if not self.peers.mark_dead(node):
             return
         if stopped:
             log.debug("node %s stopped: cleaning up after it", node)
         else:
             log.warning("node %s is gone: cleaning up after it", node)
-        lost_at = min(lobby.liveness.peers.get(node, math.inf), time.time())
-        for table in list(lobby.tables.values()):
+        lost_at = min(self.peers.peers.get(node, math.inf), self.deps.clock.now())
+        for table in list(self.registry.tables.values()):
             for key in [k for k in table.watchers if k[0] == node]:
                 table.unwatch(*key)
             for player in table.seated_players():
                 table.detach(player, node, lost_at=lost_at)
-        lobby.forwarding.sweep(node=node)
-        for listener in lobby.listeners.node_dead:
+        self.requests.sweep(node=node)
+        for listener in self.listeners.node_dead:
             try:
                 await listener(node)
             except (RedisError, OSError) as exc:
                 log.warning("cleaning up after node %s: %s", node, exc)
-        await lobby.flush()
 
     async def reattach(self) -> None:
         """Attach every seated player with a socket here to its table again (a peer saw
         this node dead and took its players off their seats)."""
-        lobby = self.lobby
-        for player, conns in list(lobby.hub.by_player.items()):
-            if not conns:
+        for player in list(self.outbox.players()):
+            actor = self._actor_of(player)
+            if actor is None:
                 continue
             seat = await self.persistence.seat_of(player)
             if seat is not None:
-                await lobby.forwarding.attach(lobby.actor_of(next(iter(conns))), seat)
+                await self.forwarding.attach(actor, seat)
+
+    def _actor_of(self, player: str) -> ops.Actor | None:
+        """The actor of one of ``player``'s sockets here (None: none here)."""
+        for conn_id in self.outbox.sockets_of(player):
+            actor = self.outbox.actor_of(conn_id)
+            if actor is not None:
+                return actor
+        return None
 
     async def hand_over(self) -> list[str]:
         """Drain (SIGTERM with live peers): stop every table here, store what is buffered,
         and give each lease back so a peer claims the table at once; peers are told. The
         tables are forgotten here (their commands go to the new owners). Returns the ids
         handed over."""
-        lobby = self.lobby
-        lobby.closing = True
-        for table in lobby.tables.values():
+        registry = self.registry
+        registry.closing = True
+        for table in registry.tables.values():
             table.shutdown()
-        if lobby.tasks:  # settlements in flight finish first (they write under the lease)
-            await asyncio.wait(set(lobby.tasks), timeout=lobby.settings.shutdown_timeout)
+        # Settlements in flight finish first (they write under the lease).
+        await self.tasks.wait(self.deps.settings.shutdown_timeout)
         await self.persistence.flush(everything=True)
         handed: list[str] = []
-        while lobby.tables:
-            table = next(iter(lobby.tables.values()))
+        while registry.tables:
+            table = next(iter(registry.tables.values()))
             # Stopped here first: nothing of it is written or announced by this node any more
             # (a settlement or a command still in flight is refused, not written late).
             over = table.status is TableStatus.CLOSED or table.wound_up
             table.let_go(finished=over)
-            self.table_lost(table)
+            self.life.lost(table)
             try:
                 if await self.persistence.release(table.id, done=over) and not over:
                     handed.append(table.id)

@@ -1,4 +1,5 @@
-"""A table's timers on its owner's event loop, armed from the machine's deadlines.
+"""A table's timers on its owner's clock (:class:`~server.lobby.ports.Clock`), armed from the
+machine's deadlines.
 
 The machine hands timers out as data (:class:`~server.tables.machine.Deadline`); the table
 driver arms each one here with the callback that hands it back to the machine when it is due.
@@ -9,9 +10,9 @@ other deadline has one timer per (kind, side): a grace period per seat, a match'
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Callable
 
+from server.lobby.ports import Clock, Handle
 from server.tables.machine import CLOCK, Deadline
 
 __all__ = ["TableTimers"]
@@ -23,13 +24,13 @@ class TableTimers:
     """The armed timers of one table (see the module docstring). The callbacks are held only
     while their timer is armed."""
 
-    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
-        self._loop = loop
-        self._clock: asyncio.TimerHandle | None = None
-        self._clock_due: float | None = None  # loop time the current decision's clock runs out
+    def __init__(self, clock: Clock) -> None:
+        self._time = clock
+        self._clock: Handle | None = None
+        self._clock_due: float | None = None  # monotonic time the decision's clock runs out
         self._clock_deadline: Deadline | None = None
         self._clock_on_due: OnDue | None = None
-        self._timers: dict[tuple[str, int | None], tuple[Deadline, asyncio.TimerHandle]] = {}
+        self._timers: dict[tuple[str, int | None], tuple[Deadline, Handle]] = {}
 
     @property
     def is_idle(self) -> bool:
@@ -39,19 +40,19 @@ class TableTimers:
     def arm(self, deadline: Deadline, now: float, on_due: OnDue) -> None:
         """Call ``on_due(deadline)`` at ``deadline.at`` (``now`` is on the same clock); it
         replaces the deadline of its kind (and side) armed before."""
-        loop = self._loop
+        clock = self._time
         if deadline.kind == CLOCK:
             self._clock_deadline = deadline
             self._clock_on_due = on_due
-            due = self._clock_due = loop.time() + (deadline.at - now)
+            due = self._clock_due = clock.monotonic() + (deadline.at - now)
             if self._clock is None:
-                self._clock = loop.call_at(due, self._clock_check)
+                self._clock = clock.call_at(due, self._clock_check)
             return
         key = (deadline.kind, deadline.side)
         old = self._timers.pop(key, None)
         if old is not None:
             old[1].cancel()
-        self._timers[key] = (deadline, loop.call_later(max(0.0, deadline.at - now),
+        self._timers[key] = (deadline, clock.call_later(max(0.0, deadline.at - now),
                                                        self._fire, deadline, on_due))
 
     def disarm(self, deadline: Deadline) -> None:
@@ -86,8 +87,8 @@ class TableTimers:
         due = self._clock_due
         if due is None:
             return
-        if self._loop.time() < due:
-            self._clock = self._loop.call_at(due, self._clock_check)
+        if self._time.monotonic() < due:
+            self._clock = self._time.call_at(due, self._clock_check)
             return
         deadline, on_due = self._clock_deadline, self._clock_on_due
         self._clock_due = None

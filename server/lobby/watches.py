@@ -1,7 +1,8 @@
 """The tables one socket watches, bounded (PROTOCOL.md §13, "Memory per socket").
 
-A socket's ``watch`` is recorded on the socket (``Connection.watching``, so its watches end
-with it) only once the table accepted it: a table that does not exist, or that refused the
+A socket's ``watch`` is recorded on the socket (:meth:`Outbox.watching
+<server.lobby.ports.Outbox.watching>`: ``server/net`` keeps it, so its watches end with it)
+only once the table accepted it: a table that does not exist, or that refused the
 watch here, leaves nothing behind (a watch passed on to the table's owner node counts from
 then; that node's refusal, ``too_many_watchers`` or ``no_such_table``, takes it back when
 it comes, ``Delivery.forget_watch``). A socket watches at most ``limit`` tables; a ``watch`` past
@@ -14,10 +15,9 @@ flood of ``watch`` at the cap costs no more than one read now and then.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Awaitable, Callable, Container
 
-from server.net.connection import Connection
+from server.lobby.ports import Clock, Outbox
 from server.protocol.errors import ErrorCode, ProtocolError
 from server.store.owners import Lease
 
@@ -27,29 +27,31 @@ PRUNE_EVERY = 5.0
 
 class SocketWatches:
     """The per-socket cap on watched tables. Given this node's tables (``tables``: the ids
-    it holds now) and a read of owner records (``leases``)."""
+    it holds now), a read of owner records (``leases``), the sockets (``outbox``) and a
+    clock."""
 
     def __init__(self, limit: int, tables: Container[str],
-                 leases: Callable[[list[str]], Awaitable[dict[str, Lease | None]]], *,
-                 prune_every: float = PRUNE_EVERY,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+                 leases: Callable[[list[str]], Awaitable[dict[str, Lease | None]]],
+                 outbox: Outbox, clock: Clock, *, prune_every: float = PRUNE_EVERY) -> None:
         self.limit = limit
         self._tables = tables
         self._leases = leases
+        self._outbox = outbox
         self._prune_every = prune_every
         self._clock = clock
+        self._pruned_at: dict[str, float] = {}  # socket id -> its last look (sockets at cap)
 
-    async def make_room(self, conn: Connection, table_id: str) -> None:
-        """Return when ``conn`` may watch ``table_id`` (it watches it already, or fewer than
-        ``limit`` tables); else raise ``too_many_watches``."""
-        watching = conn.watching
+    async def make_room(self, conn_id: str, table_id: str) -> None:
+        """Return when the socket ``conn_id`` may watch ``table_id`` (it watches it already,
+        or fewer than ``limit`` tables); else raise ``too_many_watches``."""
+        watching = self._outbox.watching(conn_id)
         if table_id in watching or len(watching) < self.limit:
             return
-        now = self._clock()
-        last = conn.watch_pruned_at
+        now = self._clock.monotonic()
+        last = self._pruned_at.get(conn_id)
         if last is None or now - last >= self._prune_every:
-            conn.watch_pruned_at = now
-            await self.forget_ended(conn)
+            self._pruned_at[conn_id] = now
+            await self.forget_ended(conn_id)
             if len(watching) < self.limit:
                 return
         raise ProtocolError(
@@ -57,17 +59,23 @@ class SocketWatches:
             f"this socket watches {len(watching)} tables, the most it may "
             f"(socket_watch_max); unwatch one first", field="table")
 
-    async def forget_ended(self, conn: Connection) -> int:
-        """Forget ``conn``'s watches of tables that are over; how many were forgotten."""
-        elsewhere = [t for t in conn.watching if t not in self._tables]
+    async def forget_ended(self, conn_id: str) -> int:
+        """Forget the socket's watches of tables that are over; how many were forgotten."""
+        elsewhere = [t for t in self._outbox.watching(conn_id) if t not in self._tables]
         if not elsewhere:
             return 0
         leases = await self._leases(elsewhere)
         ended = [t for t, lease in leases.items() if lease is None or lease.done]
-        conn.watching.difference_update(ended)
+        self._outbox.watching(conn_id).difference_update(ended)
         return len(ended)
 
-    @staticmethod
-    def watched(conn: Connection, table_id: str) -> None:
-        """The table accepted ``conn``'s watch (or passed it on to its owner node)."""
-        conn.watching.add(table_id)
+    def watched(self, conn_id: str, table_id: str) -> None:
+        """The table accepted the socket's watch (or passed it on to its owner node)."""
+        self._outbox.watching(conn_id).add(table_id)
+
+    def unwatched(self, conn_id: str, table_id: str) -> None:
+        self._outbox.watching(conn_id).discard(table_id)
+
+    def forget(self, conn_id: str) -> None:
+        """The socket closed."""
+        self._pruned_at.pop(conn_id, None)

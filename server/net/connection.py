@@ -13,6 +13,10 @@ a close frame 4002 ``slow consumer`` after what it holds, then dropped if it sti
 the node's memory. A frame is built once per wire format (:meth:`Outgoing.wire`) and the same
 bytes go to every socket that reads that format. :meth:`Hub.flush` is kept for callers that
 want to be sure everything pushed so far has been handed to the sockets (it always has).
+
+The hub is the lobby's outbox (:class:`server.lobby.ports.Outbox`): the lobby names sockets by
+id and players by id, and what a socket holds for the lobby (the tables it watches, the inbox
+events written to it, who sends on it) is kept here, on the socket, so it ends with it.
 """
 
 from __future__ import annotations
@@ -22,18 +26,18 @@ import contextlib
 import itertools
 import logging
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, Any, cast
+from typing import Any, cast
 
 from aiohttp import web
 
+from server.lobby.clock import LoopClock
+from server.lobby.ports import Clock, Handle
 from server.matchmaking.policy import network_key
 from server.protocol.codec import Outgoing, WireFormat, wire_frame
 from server.protocol.delivered_ids import DeliveredIds
+from server.protocol.node_messages import Actor
 from server.protocol.session import Session
 from server.store.accounts import Identity
-
-if TYPE_CHECKING:
-    from server.lobby.routing import Actor
 
 log = logging.getLogger(__name__)
 
@@ -73,9 +77,9 @@ def _abort(transport: asyncio.WriteTransport) -> None:
 class Connection:
     """One authenticated (or authenticating) WebSocket on this node."""
 
-    __slots__ = ("actor", "address", "chat_muted_until", "closed", "delivered", "expiry",
-                 "heard_at", "id", "identity", "keepalive", "muted", "pinged_at", "pushed",
-                 "session", "token_digest", "transport", "watch_pruned_at", "watching", "ws")
+    __slots__ = ("actor", "address", "closed", "delivered", "expiry", "heard_at", "id",
+                 "identity", "keepalive", "pinged_at", "pushed", "session", "token_digest",
+                 "transport", "watching", "ws")
 
     def __init__(
         self,
@@ -93,16 +97,13 @@ class Connection:
         self.address = address
         self.transport = writable(transport)
         self.identity: Identity | None = None
-        self.actor: Actor | None = None  # who sends on this socket (made once, by the lobby)
+        self.actor: Actor | None = None  # who sends on this socket (made once authenticated)
         self.watching: set[str] = set()  # at most socket_watch_max (server/lobby/watches.py)
-        self.watch_pruned_at: float | None = None  # when its closed tables were last dropped
         self.closed = False
         # The newest rating/tournament event ids written to this socket (a bounded window).
         self.delivered = DeliveredIds(delivered_ids)
         self.token_digest: str | None = None  # the digest of the token it authenticated with
-        self.expiry: asyncio.TimerHandle | None = None  # closes it when the token expires
-        self.muted: frozenset[str] = frozenset()  # players whose chat this player muted
-        self.chat_muted_until = 0.0  # an operator's chat mute of this player (Unix s)
+        self.expiry: Handle | None = None  # closes it when the token expires
         # The socket's heartbeat (server/net/liveness.py): when its last frame came (loop
         # time, set by the reader), and when it was pinged for being silent (None: not).
         self.heard_at = now
@@ -115,6 +116,13 @@ class Connection:
     @property
     def player(self) -> str | None:
         return None if self.identity is None else self.identity.player
+
+    def authenticated(self, identity: Identity, node_id: str) -> Actor:
+        """The socket authenticated as ``identity`` on node ``node_id``: who sends on it."""
+        self.identity = identity
+        self.actor = Actor(identity.player, identity.name, identity.is_guest, self.address,
+                           node_id, self.id, self.session.lean)
+        return self.actor
 
     @property
     def format(self) -> WireFormat:
@@ -172,7 +180,9 @@ class Hub:
     """Registry of this node's sockets, by id and by player, and the writes to them."""
 
     def __init__(self, max_send_buffer: int,
-                 on_token_end: Callable[[str], None] | None = None) -> None:
+                 on_token_end: Callable[[str], None] | None = None, *,
+                 clock: Clock | None = None) -> None:
+        self.clock: Clock = clock if clock is not None else LoopClock()
         self.by_id: dict[str, Connection] = {}
         self.by_player: dict[str, set[Connection]] = {}
         self.by_token: dict[str, set[Connection]] = {}
@@ -219,8 +229,7 @@ class Hub:
         conn.token_digest = digest
         self.by_token.setdefault(digest, set()).add(conn)
         if expires_in is not None:
-            conn.expiry = asyncio.get_running_loop().call_later(
-                max(0.0, expires_in), self._expired, conn)
+            conn.expiry = self.clock.call_later(max(0.0, expires_in), self._expired, conn)
 
     def _expired(self, conn: Connection) -> None:
         conn.expiry = None
@@ -353,30 +362,67 @@ class Hub:
         self.push(conn, out)
         return True
 
-    def push_chat(self, players: Iterable[str], conn_ids: Iterable[str],
-                  out: Outgoing) -> None:
-        """Write a chat message to the sockets here of ``players`` and to ``conn_ids``, once
-        each, leaving out the sockets whose player muted its author."""
-        author = out.obj.get("from")
+    def push_unique(self, players: Iterable[str], conn_ids: Iterable[str],
+                    out: Outgoing) -> None:
+        """Write ``out`` to the sockets here of ``players`` and to ``conn_ids``, once each."""
         seen: set[str] = set()
         targets = [c for p in players for c in self.by_player.get(p, ())]
         targets += [c for i in conn_ids if (c := self.by_id.get(i)) is not None]
         for conn in targets:
-            if conn.id in seen or author in conn.muted:
+            if conn.id in seen:
                 continue
             seen.add(conn.id)
             self.push(conn, out)
 
-    def set_muted(self, player: str, muted: Iterable[str]) -> None:
-        """``player`` muted exactly ``muted`` now: every socket of theirs here knows."""
-        names = frozenset(muted)
-        for conn in self.by_player.get(player, ()):
-            conn.muted = names
+    # what each socket holds for the lobby (server.lobby.ports.Outbox) -------------------
 
-    def set_chat_muted(self, player: str, until: float) -> None:
-        """An operator muted ``player`` until ``until`` (0: lifted), on their sockets here."""
-        for conn in self.by_player.get(player, ()):
-            conn.chat_muted_until = until
+    def players(self) -> list[str]:
+        return list(self.by_player)
+
+    def sockets_of(self, player: str) -> list[str]:
+        return [conn.id for conn in self.by_player.get(player, ())]
+
+    def actor_of(self, conn_id: str) -> Actor | None:
+        conn = self.by_id.get(conn_id)
+        return None if conn is None else conn.actor
+
+    def player_of(self, conn_id: str) -> str | None:
+        conn = self.by_id.get(conn_id)
+        return None if conn is None else conn.player
+
+    def is_writable(self, conn_id: str) -> bool:
+        conn = self.by_id.get(conn_id)
+        return conn is not None and conn.is_writable()
+
+    def mark_delivered(self, conn_id: str, event_id: str) -> bool:
+        conn = self.by_id.get(conn_id)
+        if conn is None or event_id in conn.delivered:
+            return False
+        conn.delivered.add(event_id)
+        return True
+
+    def watching(self, conn_id: str) -> set[str]:
+        conn = self.by_id.get(conn_id)
+        return set() if conn is None else conn.watching
+
+    def charge(self, conn_id: str, messages: float) -> None:
+        conn = self.by_id.get(conn_id)
+        if conn is not None:
+            conn.session.charge(messages, self.clock.monotonic())
+
+    def own_url(self) -> str | None:
+        """This node's WebSocket URL as a socket here reached it (None: no socket)."""
+        for conn in self.by_id.values():
+            transport = conn.transport
+            sockname = transport.get_extra_info("sockname") if transport else None
+            if sockname:
+                host, port = sockname[0], sockname[1]
+                if ":" in host:
+                    host = f"[{host}]"
+                if host in ("0.0.0.0", "[::]"):
+                    host = "127.0.0.1"
+                return f"ws://{host}:{port}/ws"
+        return None
 
     def flush_soon(self) -> None:
         """Nothing waits: every push is written at once (kept for callers from timers)."""

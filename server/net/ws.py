@@ -20,15 +20,16 @@ import asyncio
 import contextlib
 import logging
 import time
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from aiohttp import WSMsgType, web
 from redis.exceptions import RedisError
 
 from server.config import Settings
+from server.lobby.lobby import Lobby
 from server.lobby.matchmaker import Matchmaker
 from server.lobby.refusals import error_reply, store_away
-from server.lobby.routing import Lobby
 from server.net.addresses import client_address
 from server.net.admission import NEW_WORK as REFUSED_WHEN_BUSY
 from server.net.admission import Admission
@@ -99,7 +100,7 @@ def session_limits(settings: Settings) -> SessionLimits:
 
 
 def welcome_message(identity: Identity, conn: Connection, settings: Settings,
-                    ref: Any = None) -> dict[str, Any]:
+                    muted: Iterable[str] = (), ref: Any = None) -> dict[str, Any]:
     return {
         "type": "welcome",
         "ref": ref,
@@ -123,7 +124,7 @@ def welcome_message(identity: Identity, conn: Connection, settings: Settings,
             "chat_window": settings.chat_window,
             "socket_watch_max": settings.socket_watch_max,
         },
-        "muted": sorted(conn.muted),
+        "muted": sorted(muted),
     }
 
 
@@ -223,9 +224,11 @@ class SocketHandler:
                 auth_timer.cancel()
             session.close()
             try:
-                await self.lobby.on_disconnect(conn)
+                remaining = self.hub.remove(conn)
+                await self.lobby.on_disconnect(conn.id, conn.player, remaining=remaining,
+                                               watched=conn.watching)
                 if self.matchmaker is not None:
-                    await self.matchmaker.on_disconnect(conn)
+                    await self.matchmaker.on_disconnect(conn.player)
             except Exception:
                 log.exception("disconnect handling failed for %s", conn.player)
         return ws
@@ -246,21 +249,16 @@ class SocketHandler:
             await conn.close(CLOSE_POLICY_VIOLATION, "too many connections")
             return False
         conn.session.authenticate(identity.player)
-        conn.identity = identity
+        actor = conn.authenticated(identity, self.settings.node_id)
         # Counted under its player before anything is awaited: concurrent sockets of one
         # player see each other, so the cap above holds.
         sockets_here = self.hub.bind(conn)
         # The socket ends with its token: at expiry (timer), or when it is revoked anywhere
         # (the revoke is broadcast to every node, see Accounts.announce_revoked).
         self.hub.bind_token(conn, digest, expires_in)
-        try:
-            muted, until = await self.lobby.records.chat_state(identity.player)
-        except (RedisError, OSError) as exc:
-            log.warning("chat state of %s not read: %s", identity.player, exc)
-            muted, until = [], 0.0
-        conn.muted, conn.chat_muted_until = frozenset(muted), until
-        await self._send(conn, welcome_message(identity, conn, self.settings, ref))
-        await self.lobby.on_connect(conn, identity, first_here=sockets_here == 1)
+        muted = await self.lobby.chat_state(identity.player)
+        await self._send(conn, welcome_message(identity, conn, self.settings, muted, ref))
+        await self.lobby.on_connect(actor, first_here=sockets_here == 1)
         return True
 
     async def _store_away(self, conn: Connection, ref: Any) -> None:
@@ -321,8 +319,8 @@ class SocketHandler:
                 outcome = judge(msg.data, binary=kind is binary, now=loop.time())
                 if type(outcome) is Accepted:
                     message = outcome.message
-                    if type(message) in TO_LOBBY and conn.identity is not None:
-                        await on_message(conn, message)
+                    if type(message) in TO_LOBBY and conn.actor is not None:
+                        await on_message(conn.actor, message)
                     elif isinstance(message, Hello):
                         if message.protocol is not None:
                             session.use_protocol(message.protocol)
@@ -344,7 +342,7 @@ class SocketHandler:
                             await self._send(conn, error_message(err, message.ref))
                         elif not await self._authenticate(conn, live, message.ref):
                             return
-                    elif conn.identity is None:  # ping before hello
+                    elif conn.identity is None or conn.actor is None:  # ping before hello
                         await self._send(conn, {"type": "pong", "ref": message.ref})
                     elif type(message) in NEW_WORK and self.admission is not None and \
                             (busy := await self.admission.message_refusal(
@@ -361,11 +359,12 @@ class SocketHandler:
                                 store_away(), message.ref, None, doing="queueing",
                                 metrics=lobby.metrics))
                         else:
-                            await self.matchmaker.on_message(conn, message)
+                            await self.matchmaker.on_message(conn.identity, conn.actor,
+                                                             message)
                     elif isinstance(message, PlayComputer) and self.computer is not None:
-                        await self.computer.on_message(conn, message)
+                        await self.computer.on_message(conn.identity, conn.actor, message)
                     else:
-                        await on_message(conn, message)
+                        await on_message(conn.actor, message)
                 elif isinstance(outcome, Refused):
                     if outcome.error.code == ErrorCode.RATE_LIMITED:
                         lobby.metrics.refused("socket_messages")

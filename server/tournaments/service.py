@@ -10,7 +10,7 @@ from typing import Any
 
 from rating_plugin.errors import AlreadySettledConflict, InvalidInputError
 from rating_plugin.store import RatingStore
-from server.lobby.routing import Lobby
+from server.lobby.lobby import Lobby
 from server.protocol.errors import ErrorCode, ProtocolError
 from server.protocol.messages import TableMode
 from server.protocol.visibility import audience_of

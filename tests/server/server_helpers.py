@@ -19,13 +19,14 @@ from typing import Any, Protocol
 
 from aiohttp import web
 
-from server.app import LOBBY
+from server.app import HUB, LOBBY
 from server.client import Client as LibraryClient
 from server.client import Format, guest_token
 from server.client import default_decision as library_default_decision
 from server.client import register as library_register
 from server.config import Settings
-from server.lobby.routing import Lobby
+from server.lobby.lobby import Lobby
+from server.net.connection import Hub
 from server.rules import DiceSource, ScriptedDice
 
 TIMEOUT = 10.0
@@ -64,6 +65,11 @@ class RunningServer:
     @property
     def lobby(self) -> Lobby:
         return self.app[LOBBY]
+
+    @property
+    def hub(self) -> Hub:
+        """The node's sockets (``server/net``)."""
+        return self.app[HUB]
 
     async def stop(self) -> None:
         await self.runner.cleanup()

@@ -100,7 +100,7 @@ async def test_the_owner_cache_does_not_grow_with_abandoned_tables(
     await asyncio.sleep(0.1)
     lobby = server.lobby
     assert len(lobby.tables) == 0
-    assert len(lobby.forwarding.owners) == 0
+    assert len(lobby.registry.owners) == 0
     async with aiohttp.ClientSession() as http, http.get(server.http + "/api/tables") as r:
         assert (await r.json())["total"] == 0
 

@@ -82,7 +82,7 @@ async def test_a_batch_of_bus_messages_writes_once_per_socket(
         start_server: Any) -> None:
     node: RunningServer = await start_server()
     alice = await connect(node, await register(node, "alice"))
-    conn = next(iter(node.lobby.hub.by_player["alice"]))
+    conn = next(iter(node.hub.by_player["alice"]))
     counting = CountingTransport(conn.transport)
     conn.transport = counting  # type: ignore[assignment]
     batch: list[NodeMessage] = [

@@ -21,6 +21,7 @@ from server_helpers import StartServer, connect, eventually, register, seat_two
 
 from server.config import SettingsError, settings_from
 from server.lobby.computer import STARTED_KEPT, ComputerOpponents
+from server.lobby.clock import VirtualClock
 from server.lobby.watches import SocketWatches
 from server.protocol.delivered_ids import DeliveredIds
 from server.protocol.errors import ProtocolError
@@ -43,7 +44,7 @@ async def test_acknowledged_ids_are_not_kept_on_the_socket(start_server: StartSe
     client = await connect(server, await register(server, "alice"))
     ids = [f"game{i}:rating:alice" for i in range(200)]
     assert (await client.request({"type": "ack_events", "events": ids}))["type"] == "ack"
-    [conn] = server.lobby.hub.by_player["alice"]
+    [conn] = server.hub.by_player["alice"]
     assert len(conn.delivered) == 0  # only ids written to the socket are remembered
 
 
@@ -61,7 +62,7 @@ async def test_a_socket_watches_existing_tables_up_to_its_cap(
     assert welcome["limits"]["socket_watch_max"] == 2
     missing = await watcher.request({"type": "watch", "table": "nosuchtable"})
     assert missing["code"] == "no_such_table"
-    [conn] = server.lobby.hub.by_player["carol"]
+    [conn] = server.hub.by_player["carol"]
     assert conn.watching == set()  # a refused watch leaves nothing behind
     for table in tables[:2]:
         assert (await watcher.request({"type": "watch", "table": table}))["type"] == "watching"
@@ -85,13 +86,13 @@ async def test_a_watch_another_node_refused_takes_no_place(
     second = await connect(n2, await register(n2, "carol"))
     refused = await second.request({"type": "watch", "table": table})
     assert refused["code"] == "too_many_watchers", refused
-    [bob] = n2.lobby.hub.by_player["bob"]
-    [carol] = n2.lobby.hub.by_player["carol"]
+    [bob] = n2.hub.by_player["bob"]
+    [carol] = n2.hub.by_player["carol"]
     assert bob.watching == {table} and carol.watching == set()
 
 
 async def test_the_watches_of_ended_tables_give_their_places_back() -> None:
-    now = [100.0]
+    clock = VirtualClock()
     reads: list[list[str]] = []
     leases: dict[str, Lease | None] = {
         "live": Lease("n2", 1, False), "done": Lease("n2", 1, True), "gone": None}
@@ -100,18 +101,19 @@ async def test_the_watches_of_ended_tables_give_their_places_back() -> None:
         reads.append(sorted(tables))
         return {t: leases[t] for t in tables}
 
-    watches = SocketWatches(3, {"here"}, read, prune_every=5.0, clock=lambda: now[0])
-    conn: Any = SimpleNamespace(watching={"here", "live", "done"}, watch_pruned_at=None)
-    await watches.make_room(conn, "new")  # "done" is over: its place is free
-    assert conn.watching == {"here", "live"} and reads == [["done", "live"]]
-    conn.watching.add("gone")
+    watching = {"here", "live", "done"}  # what the socket "c1" watches (server/net keeps it)
+    outbox: Any = SimpleNamespace(watching=lambda conn_id: watching)
+    watches = SocketWatches(3, {"here"}, read, outbox, clock, prune_every=5.0)
+    await watches.make_room("c1", "new")  # "done" is over: its place is free
+    assert watching == {"here", "live"} and reads == [["done", "live"]]
+    watching.add("gone")
     with pytest.raises(ProtocolError) as refused:
-        await watches.make_room(conn, "new")  # looked at 0 s ago: refused without a read
+        await watches.make_room("c1", "new")  # looked at 0 s ago: refused without a read
     assert refused.value.code == "too_many_watches" and len(reads) == 1
-    await watches.make_room(conn, "here")  # watched already
-    now[0] += 5.0
-    await watches.make_room(conn, "new")
-    assert conn.watching == {"here", "live"} and len(reads) == 2
+    await watches.make_room("c1", "here")  # watched already
+    clock.advance(5.0)
+    await watches.make_room("c1", "new")
+    assert watching == {"here", "live"} and len(reads) == 2
 
 
 async def test_an_account_files_a_bounded_number_of_reports(start_server: StartServer,
@@ -230,7 +232,7 @@ async def test_a_socket_that_does_not_read_is_closed_with_4002(
     for _ in range(400):  # 400 answers of 16 KiB: more than the kernel's buffers hold
         writer.write(watch)
     await asyncio.sleep(1.0)  # read nothing meanwhile
-    [conn] = server.lobby.hub.by_player["carol"]
+    [conn] = server.hub.by_player["carol"]
     await eventually(lambda: conn.closed)
     data = b""
     async with asyncio.timeout(20):
@@ -245,4 +247,4 @@ async def test_a_socket_that_does_not_read_is_closed_with_4002(
     assert answers[0]["type"] == "welcome" and answers[-1]["type"] == "watching"
     assert len(answers) < 401  # not every answer: the rest was never sent
     writer.close()
-    await eventually(lambda: "carol" not in server.lobby.hub.by_player)
+    await eventually(lambda: "carol" not in server.hub.by_player)

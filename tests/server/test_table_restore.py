@@ -200,7 +200,7 @@ async def test_a_game_over_not_yet_settled_is_settled_once_by_the_new_owner(
 
     # Restored once more (a second takeover): already settled, nothing settles twice; the
     # record found missing is written again (without the rating changes).
-    again = await Table.restore(b_node.lobby, table, None,
+    again = await Table.restore(b_node.lobby.table_deps, b_node.lobby.life, table, None,
                                 await b_node.lobby.persistence.events_since(table, 0),
                                 time.time())
     await asyncio.sleep(0.2)

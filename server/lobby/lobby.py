@@ -1,29 +1,36 @@
 """The lobby: the node's tables, and each command handed to the collaborator whose job it is.
 
-:class:`Lobby` owns what the node's parts share (the tables owned here, the background tasks,
-the listeners) and spends about one line per command; the work is done by
+:class:`Lobby` is composition and dispatch. It builds the node's parts once, each given only
+the ports (``ports.py``) and parts it uses, never the lobby, and spends about one line per
+command; the work is done by
 
+* :class:`~server.lobby.registry.TableRegistry` (``registry.py``): the one writer of which
+  tables are here and who owns the others;
 * :class:`~server.lobby.delivery.Delivery` (``delivery.py``): replies, table events, chat
-  and inbox events to sockets here or on other nodes;
-* :class:`~server.lobby.forwarding.Forwarding` (``forwarding.py``): commands to the node that
-  owns their table, one answer per request, where a seated player's sockets are;
+  and inbox events to sockets here (the outbox) or on other nodes (the bus);
+* :class:`~server.lobby.forwarding.Forwarding` (``forwarding.py``) and
+  :class:`~server.lobby.requests.ForwardedRequests` (``requests.py``): commands to the node
+  that owns their table, one answer per request, where a seated player's sockets are;
 * :class:`~server.lobby.takeover.Takeover` (``takeover.py``): tables gained from dead or
   draining nodes and lost to others, dead nodes, the drain, a lost store (the loops that
   decide when are ``ownership.py``'s);
-* :class:`~server.cluster.liveness.NodeLiveness` (``server/cluster/liveness.py``): which
-  peers are alive;
 * :class:`~server.lobby.creation.TableCreation` (``creation.py``): opening tables (by a
-  player, by matchmaking, by a tournament), the creation limits, the lobby listing;
-* :class:`~server.lobby.chat.LobbyChat` (``chat.py``): a socket's chat checks and mutes.
+  player, by matchmaking, by a tournament) and the creation limits;
+  :class:`~server.lobby.lifecycle.TableLife` (``lifecycle.py``): what follows a table's
+  status change, end or loss; :class:`~server.lobby.listing.Listing`: the lobby index;
+* :class:`~server.lobby.chat.LobbyChat` (``chat.py``) and
+  :class:`~server.lobby.mutes.ChatMutes` (``mutes.py``): a socket's chat checks and mutes.
 
-Messages from this node's sockets come in through :meth:`Lobby.on_message`, messages from
-other nodes (the typed structs of ``server/protocol/node_messages.py``) through
-:meth:`Lobby.on_node_message`; each is one short dispatch.
+Each :class:`~server.lobby.table.Table` is given a :class:`~server.lobby.table_deps.TableDeps`
+(the ports and stores it uses) and its host (``TableLife``).
+
+Messages from this node's sockets come in through :meth:`Lobby.on_message` (with the
+socket's :class:`Actor`, made by ``server/net``), messages from other nodes (the typed
+structs of ``server/protocol/node_messages.py``) through :meth:`Lobby.on_node_messages`;
+each is one short dispatch.
 
 Parts built after the lobby hear of its events through the :class:`LobbyListeners` given at
-construction: players sat down (matchmaking drops their tickets), a node died (its tickets
-go), a table was rebuilt here after a takeover (a computer opponent resumes its seat) or lost
-to another node, a draining peer handed its tables over (the takeover scan looks at once).
+construction (``listeners.py``).
 
 For matchmaking: :meth:`Lobby.start_rated_game` seats two players at a new Competitive table
 (a single game or a match to n), :meth:`Lobby.start_boosted_game` at a new Boosted one, and
@@ -34,8 +41,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import Any
 
 from redis.exceptions import RedisError
@@ -48,12 +54,21 @@ from server.lobby.chat import LobbyChat
 from server.lobby.creation import TableCreation
 from server.lobby.delivery import Delivery
 from server.lobby.forwarding import Forwarding
+from server.lobby.lifecycle import TableLife
+from server.lobby.listeners import LobbyListeners
+from server.lobby.listing import Listing
+from server.lobby.mutes import ChatMutes
+from server.lobby.pair_limit import PairLimit
+from server.lobby.ports import Clock, Outbox
 from server.lobby.refusals import error_reply, store_away
+from server.lobby.registry import TableRegistry
+from server.lobby.requests import ForwardedRequests
 from server.lobby.table import Table
+from server.lobby.table_deps import TableDeps
 from server.lobby.takeover import Takeover
+from server.lobby.tasks import Tasks
 from server.lobby.watches import SocketWatches
 from server.metrics import Metrics
-from server.net.connection import Connection, Hub
 from server.protocol import node_messages as ops
 from server.protocol.codec import Outgoing
 from server.protocol.messages import (
@@ -75,11 +90,11 @@ from server.protocol.messages import (
 from server.protocol.node_messages import Actor, NodeMessage
 from server.protocol.visibility import Audience
 from server.rules import DiceSource
-from server.store.accounts import BOT_PREFIX, Identity
+from server.store.accounts import BOT_PREFIX
 from server.store.games import GameRecords
 from server.store.persistence import Persistence
 from server.store.record_budget import RecordBudget
-from server.tables.ratings import RatedPlayer, RatingPlan
+from server.tables.ratings import RatingPlan
 
 __all__ = ["Actor", "Lobby", "LobbyListeners", "store_away"]
 
@@ -93,133 +108,103 @@ PONG = Outgoing({"type": "pong", "ref": None})
 message for every socket, each format encoded once."""
 
 
-@dataclass(frozen=True, slots=True)
-class LobbyListeners:
-    """Who the lobby tells of its events; each is called in the order given."""
-
-    seated: tuple[Callable[[list[str]], Coroutine[Any, Any, None]], ...] = ()
-    """Players who just sat down at a table (run in the background)."""
-    node_dead: tuple[Callable[[str], Awaitable[None]], ...] = ()
-    """A node seen dead for the first time (awaited; a Redis error is logged)."""
-    restored: tuple[Callable[[Table], None], ...] = ()
-    """A game table this node rebuilt after a takeover (an error is logged)."""
-    table_lost: tuple[Callable[[str], None], ...] = ()
-    """The id of a table this node lost to another (fenced, handed over, store lost)."""
-    released: tuple[Callable[[str], None], ...] = ()
-    """A peer (its node id) handed its tables over."""
-
-
 class Lobby:
-    """The tables of one node and the commands for them. See the module docstring."""
+    """The tables of one node and the commands for them. See the module docstring.
+
+    ``outbox``: the sockets on this node (``server/net``'s hub); ``clock``: where time is
+    read and the tables' timers run."""
 
     def __init__(
         self,
         settings: Settings,
         persistence: Persistence,
         bus: NodeBus,
-        hub: Hub,
+        outbox: Outbox,
         ratings: RatingStore,
         dice_factory: Callable[[], DiceSource],
+        clock: Clock,
         metrics: Metrics | None = None,
         listeners: LobbyListeners | None = None,
     ) -> None:
         self.settings = settings
-        self.metrics = metrics if metrics is not None else Metrics(enabled=False)
+        self.metrics = metrics = metrics if metrics is not None else Metrics(enabled=False)
         self.persistence = persistence
         self.bus = bus
-        self.hub = hub
+        self.outbox = outbox
+        self.clock = clock
         self.ratings = ratings
         self.records = GameRecords(persistence.redis, persistence.keys, settings)
         self.record_budget = RecordBudget(persistence.redis, persistence.keys, settings)
         self.node_id = settings.node_id
-        self.tables: dict[str, Table] = {}
-        self.dice_factory = dice_factory
-        self.listeners = listeners if listeners is not None else LobbyListeners()
-        self.tasks: set[asyncio.Task[Any]] = set()
-        self.closing = False
-        self.liveness = NodeLiveness(self.node_id, settings.lease_ttl, settings.lease_renew,
-                                     bus)
-        self.delivery = Delivery(self)
-        self.forwarding = Forwarding(self)
-        bus.on_unheard = self.forwarding.unheard  # a forwarded request nobody heard
-        self.takeover = Takeover(self)
-        self.creation = TableCreation(self)
-        self.chat = LobbyChat(self)
-        self.watches = SocketWatches(settings.socket_watch_max, self.tables,
-                                     persistence.leases)
+        self.listeners = listeners = listeners if listeners is not None else LobbyListeners()
+        self.tasks = tasks = Tasks()
+        self.registry = registry = TableRegistry(self.node_id, metrics)
+        self.liveness = peers = NodeLiveness(self.node_id, settings.lease_ttl,
+                                             settings.lease_renew, bus)
+        self.mutes = mutes = ChatMutes()
+        self.requests = requests = ForwardedRequests(settings, outbox, clock, peers)
+        bus.on_unheard = requests.unheard  # a forwarded request nobody heard
+        self.delivery = delivery = Delivery(
+            settings, outbox, bus, persistence=persistence, tasks=tasks, metrics=metrics,
+            mutes=mutes, requests=requests)
+        pair_limit = PairLimit(settings, ratings, clock)
+        self.table_deps = deps = TableDeps(
+            settings=settings, persistence=persistence, delivery=delivery, clock=clock,
+            tasks=tasks, metrics=metrics, records=self.records,
+            record_budget=self.record_budget, ratings=ratings, pair_limit=pair_limit,
+            peers=peers, dice_factory=dice_factory)
+        self.listing = listing = Listing(persistence, registry, settings.list_limit)
+        self.life = life = TableLife(
+            settings, registry=registry, listing=listing, requests=requests,
+            persistence=persistence, clock=clock, tasks=tasks, listeners=listeners)
+        self.forwarding = forwarding = Forwarding(
+            settings, registry=registry, bus=bus, persistence=persistence, peers=peers,
+            requests=requests, delivery=delivery, metrics=metrics)
+        self.takeover = Takeover(
+            deps, registry=registry, life=life, listing=listing, forwarding=forwarding,
+            requests=requests, outbox=outbox, bus=bus, peers=peers, tasks=tasks,
+            listeners=listeners)
+        self.creation = TableCreation(deps, registry=registry, life=life, listing=listing,
+                                      pair_limit=pair_limit)
+        self.chat = LobbyChat(settings, records=self.records, mutes=mutes, outbox=outbox,
+                              bus=bus, clock=clock, metrics=metrics)
+        self.watches = SocketWatches(settings.socket_watch_max, registry,
+                                     persistence.leases, outbox, clock)
         # Players whose last socket here closed while Redis was away: their presence and
         # their table are told once it is back (store_health).
         self._left_away: set[str] = set()
 
-    # --- tasks -----------------------------------------------------------------------------
+    @property
+    def tables(self) -> Mapping[str, Table]:
+        """The tables served here, by id (read only: the registry writes it)."""
+        return self.registry.tables
 
-    def spawn(self, coro: Coroutine[Any, Any, Any]) -> asyncio.Task[Any]:
+    @property
+    def closing(self) -> bool:
+        """The node is stopping or draining: no table is taken on any more."""
+        return self.registry.closing
+
+    @closing.setter
+    def closing(self, value: bool) -> None:
+        self.registry.closing = value
+
+    def spawn(self, coro: Any) -> None:
         """Run ``coro`` in the background; shutdown waits for it (settlements!)."""
-        task = asyncio.ensure_future(coro)
-        self.tasks.add(task)
-        task.add_done_callback(self._task_done)
-        return task
-
-    def _task_done(self, task: asyncio.Task[Any]) -> None:
-        self.tasks.discard(task)
-        if not task.cancelled() and task.exception() is not None:
-            log.error("background task failed", exc_info=task.exception())
+        self.tasks.spawn(coro)
 
     async def drain(self, timeout: float) -> None:
         """Stop every table timer, then wait (up to ``timeout``) for in-flight settlements."""
         self.closing = True
         for table in self.tables.values():
             table.shutdown()
-        self.creation.cancel_all()
-        if self.tasks:
-            _done, pending = await asyncio.wait(set(self.tasks), timeout=timeout)
-            for task in pending:
-                log.error("shutdown: a settlement did not finish in %.1fs", timeout)
-                task.cancel()
-        await self.flush()
-
-    async def flush(self) -> None:
-        await self.hub.flush()
+        self.life.cancel_all()
+        for task in await self.tasks.wait(timeout):
+            log.error("shutdown: a settlement did not finish in %.1fs", timeout)
+            task.cancel()
 
     def online_players(self) -> int:
         """Authenticated players (computer players left out) with a socket on this node."""
-        return sum(1 for player in self.hub.by_player if not player.startswith(BOT_PREFIX))
-
-    def kick_flush(self) -> None:
-        """Called from timer callbacks: make sure queued frames go out soon."""
-        self.hub.flush_soon()
-
-    # --- for the tables (delivery.py, creation.py, takeover.py do the work) ------------------
-
-    def deliver_player(self, player: str, nodes: Iterable[str], out: Outgoing) -> None:
-        self.delivery.deliver_player(player, nodes, out)
-
-    def deliver_conns(self, conns: Iterable[tuple[str, str]], out: Outgoing) -> None:
-        self.delivery.deliver_conns(conns, out)
-
-    def deliver_chat(self, players: Mapping[str, list[str]], conns: Mapping[str, list[str]],
-                     message: dict[str, Any]) -> None:
-        self.delivery.deliver_chat(players, conns, message)
-
-    def deliver_rating(self, player: str, nodes: set[str], event: dict[str, Any]) -> None:
-        self.delivery.deliver_rating(player, nodes, event)
-
-    def reply(self, actor: Actor, message: dict[str, Any]) -> None:
-        """Answer the socket a command came from."""
-        self.delivery.reply(actor, message)
-
-    async def pair_limited(self, game_id: str, mode: TableMode, match_length: int,
-                           players: tuple[RatedPlayer, RatedPlayer]) -> bool:
-        return await self.creation.pair_limited(game_id, mode, match_length, players)
-
-    def table_changed(self, table: Table) -> None:
-        self.creation.table_changed(table)
-
-    def forget_later(self, table: Table, delay: float | None = None) -> None:
-        self.creation.forget_later(table, delay)
-
-    def table_lost(self, table: Table) -> None:
-        self.takeover.table_lost(table)
+        return sum(1 for player in self.outbox.players() if not player.startswith(BOT_PREFIX))
 
     # --- for matchmaking, tournaments and the computer players -------------------------------
 
@@ -283,12 +268,6 @@ class Lobby:
         """See :meth:`server.lobby.forwarding.Forwarding.cancel_tournament_table`."""
         return await self.forwarding.cancel_tournament_table(table_id)
 
-    def is_node_live(self, node: str) -> bool:
-        return self.liveness.is_live(node)
-
-    def is_node_fresh(self, node: str) -> bool:
-        return self.liveness.is_fresh(node)
-
     # --- for the ownership loops (takeover.py does the work) --------------------------------
 
     async def restore_table(self, table_id: str, snapshot: dict[str, Any] | None,
@@ -306,52 +285,50 @@ class Lobby:
 
     # --- sockets ---------------------------------------------------------------------------
 
-    def actor_of(self, conn: Connection) -> Actor:
-        actor = conn.actor  # made once per socket: it is the same for every message
-        if actor is None:
-            identity = conn.identity
-            assert identity is not None
-            actor = conn.actor = Actor(identity.player, identity.name, identity.is_guest,
-                                       conn.address, self.node_id, conn.id,
-                                       conn.session.lean)
-        return actor
+    async def chat_state(self, player: str) -> frozenset[str]:
+        """Read ``player``'s chat mutes as their socket opens here; the players they muted
+        (an outage reads as none)."""
+        try:
+            muted, until = await self.records.chat_state(player)
+        except (RedisError, OSError) as exc:
+            log.warning("chat state of %s not read: %s", player, exc)
+            muted, until = [], 0.0
+        self.mutes.load(player, muted, until)
+        return self.mutes.muted_by(player)
 
-    async def on_connect(self, conn: Connection, identity: Identity, *,
-                         first_here: bool | None = None) -> None:
-        """A socket authenticated: presence, resume a seated game, deliver the inbox.
-        ``first_here``: the caller bound the socket under its player already (whether it
-        is the player's only socket on this node); None: bound here."""
-        if first_here is None:
-            first_here = self.hub.bind(conn) == 1
-        player = identity.player
+    async def on_connect(self, actor: Actor, *, first_here: bool) -> None:
+        """A socket authenticated (``first_here``: its player's only socket on this node):
+        presence, resume a seated game, deliver the inbox."""
+        player = actor.player
         try:
             if first_here:
-                await self.persistence.presence_join(player, self.node_id, conn.address)
+                await self.persistence.presence_join(player, self.node_id, actor.address)
             else:
-                await self.persistence.seen_from(player, conn.address)
+                await self.persistence.seen_from(player, actor.address)
             seat = await self.persistence.seat_of(player)
             if seat is not None:
-                await self.forwarding.attach(self.actor_of(conn), seat)
-            await self.delivery.deliver_inbox(conn, player)
+                await self.forwarding.attach(actor, seat)
+            await self.delivery.deliver_inbox(actor.conn, player)
         except (RedisError, OSError) as exc:
             log.warning("on_connect for %s: %s", player, exc)
-        await self.flush()
 
-    async def on_disconnect(self, conn: Connection) -> None:
-        """A socket closed: stop its watching; if it was the player's last one here, tell the
-        player's table (the grace period starts there)."""
-        remaining = self.hub.remove(conn)
-        player = conn.player
-        for table_id in list(conn.watching):
-            self.forwarding.unwatch(table_id, conn.id)
+    async def on_disconnect(self, conn_id: str, player: str | None, *, remaining: int,
+                            watched: Iterable[str]) -> None:
+        """A socket closed (``server/net`` forgot it already: ``remaining`` sockets of its
+        player are left here, ``watched`` the tables it watched): stop its watching; if it
+        was the player's last one here, tell the player's table (the grace period starts
+        there)."""
+        self.watches.forget(conn_id)
+        for table_id in list(watched):
+            self.forwarding.unwatch(table_id, conn_id)
         if player is None or remaining > 0:
             return
+        self.mutes.forget(player)
         try:
             await self._left(player)
         except (RedisError, OSError) as exc:
             log.warning("on_disconnect for %s: %s (told once Redis is back)", player, exc)
             self._left_away.add(player)
-        await self.flush()
 
     async def _left(self, player: str, *, detach: bool = True) -> None:
         """``player``'s last socket here closed: one socket less in its presence, and, with
@@ -369,11 +346,10 @@ class Lobby:
         for player in list(self._left_away):
             self._left_away.discard(player)
             try:
-                await self._left(player, detach=not self.hub.by_player.get(player))
+                await self._left(player, detach=not self.outbox.sockets_of(player))
             except (RedisError, OSError) as exc:
                 log.warning("on_disconnect for %s: %s (told once Redis is back)", player, exc)
                 self._left_away.add(player)
-        await self.flush()
 
     def store_health(self, up: bool) -> None:
         """This node's store health changed (:attr:`Persistence.redis_up`, the one place it
@@ -392,25 +368,24 @@ class Lobby:
                     "resumed" if up else "held")
         if up and self._left_away:
             self.spawn(self._leaves_after_hold())
-        self.kick_flush()
 
     # --- messages from this node's sockets ---------------------------------------------------
 
-    async def on_message(self, conn: Connection, msg: Message) -> None:
+    async def on_message(self, actor: Actor, msg: Message) -> None:
         """Handle one accepted message of an authenticated socket; errors become ``error``."""
         table_id = msg.table if isinstance(msg, TableMessage) else None
         try:
-            await self._dispatch(conn, msg)
+            await self._dispatch(actor, msg)
         except Exception as exc:
-            self.hub.push(conn, Outgoing(error_reply(
-                exc, msg.ref, table_id, doing=f"handling {msg.TYPE} from {conn.player}",
+            self.outbox.push_conn_id(actor.conn, Outgoing(error_reply(
+                exc, msg.ref, table_id, doing=f"handling {msg.TYPE} from {actor.player}",
                 metrics=self.metrics)))
-        await self.hub.flush()
 
-    async def _dispatch(self, conn: Connection, msg: Message) -> None:
+    async def _dispatch(self, actor: Actor, msg: Message) -> None:
+        outbox = self.outbox
         if isinstance(msg, Ping):
-            self.hub.push(conn, PONG if msg.ref is None
-                          else Outgoing({"type": "pong", "ref": msg.ref}))
+            outbox.push_conn_id(actor.conn, PONG if msg.ref is None
+                                else Outgoing({"type": "pong", "ref": msg.ref}))
             return
         if not self.persistence.redis_up:
             # Nothing a game needs could be stored now: refuse instead of losing it.
@@ -418,30 +393,29 @@ class Lobby:
         route = self.forwarding.route
         match msg:
             case Chat():
-                await route(self.actor_of(conn), self.chat.checked(conn, msg))
+                await route(actor, self.chat.checked(actor, msg))
             case Report():
-                await route(self.actor_of(conn), self.chat.checked_report(conn, msg))
+                await route(actor, self.chat.checked_report(actor, msg))
             case Mute() | Unmute():
-                await self.chat.mute(conn, msg)
+                await self.chat.mute(actor, msg)
             case Watch():
-                await self.watches.make_room(conn, msg.table)
-                await route(self.actor_of(conn), msg)
-                self.watches.watched(conn, msg.table)  # only once the table took it
+                await self.watches.make_room(actor.conn, msg.table)
+                await route(actor, msg)
+                self.watches.watched(actor.conn, msg.table)  # only once the table took it
             case Unwatch():
-                conn.watching.discard(msg.table)
-                await route(self.actor_of(conn), msg)
+                self.watches.unwatched(actor.conn, msg.table)
+                await route(actor, msg)
             case TableMessage():
-                await route(self.actor_of(conn), msg)
+                await route(actor, msg)
             case ListTables():
-                await self.creation.list_tables(conn, msg)
+                outbox.push_conn_id(actor.conn, Outgoing(await self.listing.page(msg)))
             case CreateTable():
-                await self.creation.create_table(self.actor_of(conn), msg)
+                await self.creation.create_table(actor, msg)
             case AckEvents():
-                assert conn.player is not None
                 # Removed from the inbox; the socket remembers only the ids it was written
-                # (Connection.delivered), never those a client names.
-                await self.persistence.inbox_remove(conn.player, list(msg.events))
-                self.hub.push(conn, Outgoing({"type": "ack", "ref": msg.ref}))
+                # (server/net keeps them), never those a client names.
+                await self.persistence.inbox_remove(actor.player, list(msg.events))
+                outbox.push_conn_id(actor.conn, Outgoing({"type": "ack", "ref": msg.ref}))
             case Hello():  # pragma: no cover - the socket handler takes it
                 pass
 
@@ -451,7 +425,7 @@ class Lobby:
         """Messages from other nodes, decoded and checked by the bus, in order. The frames
         that a run of ``deliver``, ``push`` and ``chat`` writes to sockets here leave in one
         write per socket; a message that fails is logged and the next one handled."""
-        hub = self.hub
+        outbox = self.outbox
         delivery = self.delivery
         i, end = 0, len(messages)
         while i < end:
@@ -459,7 +433,7 @@ class Lobby:
                 await self._on_node_message(messages[i])
                 i += 1
                 continue
-            hub.hold_writes()
+            outbox.hold_writes()
             try:
                 while i < end and type(message := messages[i]) in _WRITES:
                     i += 1
@@ -473,8 +447,7 @@ class Lobby:
                     except Exception:
                         log.exception("bus: handling a %s message failed", type(message))
             finally:
-                hub.release_writes()
-        await self.flush()
+                outbox.release_writes()
 
     async def on_node_message(self, message: NodeMessage) -> None:
         """One message from another node (see :meth:`on_node_messages`)."""
@@ -504,11 +477,13 @@ class Lobby:
                 await self.takeover.reattach()
             case ops.Revoke():
                 for digest in message.tokens:
-                    self.hub.end_token(digest, message.reason)
+                    self.outbox.end_token(digest, message.reason)
             case ops.Muted():
-                self.hub.set_muted(message.player, message.muted)
+                if self.outbox.sockets_of(message.player):
+                    self.mutes.set_muted(message.player, message.muted)
             case ops.ChatMute():
-                self.hub.set_chat_muted(message.player, message.until)
+                if self.outbox.sockets_of(message.player):
+                    self.mutes.set_chat_muted(message.player, message.until)
             case ops.TakenOver():
                 await self.takeover.taken_over_elsewhere(message)
             case ops.Released():
