@@ -1,8 +1,9 @@
 """The layout is the architecture (docs/server.md, "Layout"): pure cores import no I/O library
 and nothing of the shell; the shell's layers import downward only.
 
-Checked on the source (the ``import`` statements a module runs at import time; imports under
-``if TYPE_CHECKING:`` are type hints only and are allowed upward, never into a core).
+Checked on the source: every ``import`` statement of a module, those under
+``if TYPE_CHECKING:`` included (a type hint upward is a dependency upward too), and no two
+modules of the shell import each other, directly or in a circle.
 """
 
 from __future__ import annotations
@@ -26,11 +27,11 @@ PURE_MODULES = ("server.tournaments.bracket", "server.tournaments.spec",
 """Pure modules that live beside the shell code of their part."""
 IO_LIBRARIES = ("asyncio", "aiohttp", "redis", "websockets", "socket", "prometheus_client")
 
-SHELL_ORDER = ("server.store", "server.cluster", "server.net.connection", "server.lobby",
-               "server.net")
-"""The shell's layers, lowest first: persistence and the node bus, the socket hub the lobby
-delivers through, lobby routing with the table driver and matchmaking, then the WebSocket and
-HTTP handlers. A module may import its own layer and the layers below it."""
+SHELL_ORDER = ("server.store", "server.cluster", "server.lobby", "server.net")
+"""The shell's layers, lowest first: persistence and the node bus, the lobby with the table
+driver and matchmaking (which declares the ports it needs, server/lobby/ports.py), then the
+sockets (whose hub is the lobby's outbox), the WebSocket and HTTP handlers. A module may
+import its own layer and the layers below it."""
 
 
 def module_name(path: Path) -> str:
@@ -40,15 +41,15 @@ def module_name(path: Path) -> str:
     return ".".join(parts)
 
 
-def runtime_imports(path: Path) -> list[str]:
-    """Modules imported when ``path`` is imported (``if TYPE_CHECKING:`` blocks left out)."""
+def module_imports(path: Path, *, top_level: bool = False) -> list[str]:
+    """Modules ``path`` imports (``if TYPE_CHECKING:`` blocks included); ``top_level``: only
+    the statements run when it is imported (not those inside functions)."""
     tree = ast.parse(path.read_text("utf-8"))
     found: list[str] = []
 
     def visit(nodes: list[ast.stmt]) -> None:
         for node in nodes:
-            if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
-                visit(node.orelse)
+            if top_level and isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
                 continue
             if isinstance(node, ast.Import):
                 found.extend(alias.name for alias in node.names)
@@ -89,7 +90,7 @@ def test_the_folders_exist() -> None:
 @pytest.mark.parametrize("path", SOURCES, ids=lambda p: module_name(p))
 def test_imports_point_one_way(path: Path) -> None:
     name = module_name(path)
-    imports = runtime_imports(path)
+    imports = module_imports(path)
     pure = any(within(name, core) for core in CORES) or name in PURE_MODULES
     if pure:
         bad = [i for i in imports if i.split(".")[0] in IO_LIBRARIES
@@ -103,3 +104,51 @@ def test_imports_point_one_way(path: Path) -> None:
         return  # the node's wiring (app, __main__, config) and parts above the shell
     upward = [i for i in imports if (theirs := layer_of(i)) is not None and theirs > mine]
     assert not upward, f"{name} imports a higher layer: {upward}"
+
+
+def shell_graph() -> dict[str, set[str]]:
+    """The shell's modules (everything under ``server`` but the pure cores) and the shell
+    modules each imports at module level (``TYPE_CHECKING`` blocks included)."""
+    paths = {module_name(p): p for p in SOURCES}
+    shell = {name for name in paths
+             if not any(within(name, core) for core in CORES) and name not in PURE_MODULES}
+    graph: dict[str, set[str]] = {}
+    for name in shell:
+        targets: set[str] = set()
+        for imported in module_imports(paths[name], top_level=True):
+            # ``from a.b import c`` names a.b and a.b.c: the module is the longest known one.
+            if imported in shell and imported != name:
+                targets.add(imported)
+        graph[name] = targets
+    return graph
+
+
+def test_no_import_cycle_in_the_shell() -> None:
+    graph = shell_graph()
+    cycles: list[list[str]] = []
+    state: dict[str, int] = {}  # 1: on the path, 2: done
+    path: list[str] = []
+
+    def visit(name: str) -> None:
+        state[name] = 1
+        path.append(name)
+        for target in sorted(graph[name]):
+            if state.get(target) == 1:
+                cycles.append([*path[path.index(target):], target])
+            elif target not in state:
+                visit(target)
+        path.pop()
+        state[name] = 2
+
+    for name in sorted(graph):
+        if name not in state:
+            visit(name)
+    assert not cycles, "import cycles in the shell: " + "; ".join(" -> ".join(c) for c in cycles)
+
+
+def test_the_lobby_never_imports_net() -> None:
+    for path in SOURCES:
+        name = module_name(path)
+        if within(name, "server.lobby"):
+            net = [i for i in module_imports(path) if within(i, "server.net")]
+            assert not net, f"{name} imports {net}"
