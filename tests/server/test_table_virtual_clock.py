@@ -30,7 +30,7 @@ async def test_the_third_timeout_forfeits_the_game(redis_client: aioredis.Redis,
     assert [t["strikes"] for t in timeouts if t["player"] == loser] == [1, 2, 3]
     [over] = bench.sent("bob", "game_over")
     assert over["reason"] == "timeout" and over["loser"] == loser
-    assert table.status is TableStatus.FINISHED
+    assert table.machine.status is TableStatus.FINISHED
     # The end was settled and stored: the table winds up and asks to be forgotten.
     assert ("closed", "strikes") in bench.host.calls
     assert await bench.persistence.has_result("strikes", over["game_id"])
