@@ -1,6 +1,6 @@
 """Token buckets per client key, pure (no asyncio or aiohttp): the core of every rate limit
 (HTTP requests in server/net/http_middleware.py, guest/register/login in server/net/http_api.py,
-table creation in server/lobby/routing.py; one socket's messages use :class:`Bucket` through
+table creation in server/lobby/creation.py; one socket's messages use :class:`Bucket` through
 server/protocol/session.py's ``TokenBucket``).
 
 Each key (a client address, or the digest of a bearer credential) has a bucket of ``burst``

@@ -31,12 +31,10 @@ driver asks it before awaiting anything (:meth:`TableMachine.check_join`) and ca
 answers. A game's end is handed to the table's :class:`~server.lobby.finisher.Finisher`, which
 settles, stores and announces it.
 
-Why this module is over 500 lines: it routes every table command (a line or a few each),
-holds the table while its node cannot store (:meth:`Table.hold`), and rebuilds a table taken
-over (:meth:`Table.restore`), which wires all the parts together; each job with state of its
-own lives beside it: the end of a game (:mod:`server.lobby.finisher`), the recent events and
-sync pages (:mod:`server.lobby.recent`), the timers (:mod:`server.lobby.timers`), store before
-announce (:mod:`server.lobby.announce`) and the chat (:mod:`server.lobby.chat`).
+A table is given the node's parts it uses (:class:`~server.lobby.table_deps.TableDeps`: the
+store, the delivery, the clock, the spawner...) and its :class:`TableHost`, never the lobby.
+Each job with state of its own lives beside it: ``finisher.py``, ``recent.py``,
+``timers.py``, ``announce.py``, ``chat.py``.
 """
 
 from __future__ import annotations
@@ -56,6 +54,7 @@ from server.lobby.node_loss import split_by_liveness
 from server.lobby.recent import RecentEvents
 from server.lobby.table_deps import TableDeps
 from server.lobby.timers import TableTimers
+from server.lobby.view import MachineView
 from server.protocol.codec import Outgoing, WireFormat
 from server.protocol.errors import ErrorCode, ProtocolError
 from server.protocol.messages import (
@@ -72,7 +71,7 @@ from server.protocol.messages import (
 )
 from server.protocol.node_messages import Actor
 from server.protocol.visibility import Audience, Viewer, audience_of, may_see
-from server.rules import DiceSource, Game, Match, Side
+from server.rules import DiceSource
 from server.tables.machine import (
     BOT_PREFIX,
     EMPTY,
@@ -88,7 +87,7 @@ from server.tables.machine import (
     TableStatus,
     already_seated,
 )
-from server.tables.ratings import RatedPlayer, RatingPlan
+from server.tables.ratings import RatedPlayer
 
 log = logging.getLogger(__name__)
 
@@ -100,22 +99,17 @@ __all__ = ["Seat", "Table", "TableHost", "TableStatus"]
 
 class TableHost(Protocol):
     """What a table tells the node it lives on (:class:`~server.lobby.lifecycle.TableLife`
-    on a node; a test may record the calls)."""
+    on a node; a test may record the calls): its status ``changed``; it is ``closed`` (to
+    forget after ``delay``, None: ``finished_linger``); it is ``lost`` (fenced)."""
 
-    def changed(self, table: Table) -> None:
-        """``table``'s status changed (open, playing, finished, closed)."""
-        ...
+    def changed(self, table: Table) -> None: ...
 
-    def closed(self, table: Table, delay: float | None = None) -> None:
-        """``table`` is over: forget it after ``delay`` (None: ``finished_linger``)."""
-        ...
+    def closed(self, table: Table, delay: float | None = None) -> None: ...
 
-    def lost(self, table: Table) -> None:
-        """``table`` is not this node's any more (its write was fenced)."""
-        ...
+    def lost(self, table: Table) -> None: ...
 
 
-class Table:
+class Table(MachineView):
     """A table owned by this node. Created by the lobby; see the module docstring."""
 
     def __init__(
@@ -173,38 +167,6 @@ class Table:
         return self.finisher.wound_up
 
     @property
-    def status(self) -> TableStatus:
-        return self.machine.status
-
-    @property
-    def seats(self) -> list[Seat | None]:
-        return self.machine.seats
-
-    @property
-    def plan(self) -> RatingPlan | None:
-        return self.machine.plan
-
-    @property
-    def version(self) -> int:
-        return self.machine.version
-
-    @property
-    def game(self) -> Game | None:
-        return self.machine.game
-
-    @property
-    def match(self) -> Match | None:
-        return self.machine.match
-
-    @property
-    def strikes(self) -> list[int]:
-        return self.machine.strikes
-
-    @property
-    def deadline(self) -> float | None:
-        return self.machine.deadline
-
-    @property
     def is_listed(self) -> bool:
         return self.audience.listed
 
@@ -213,22 +175,6 @@ class Table:
         :func:`server.protocol.visibility.may_see` with its seated players."""
         return may_see(self.audience, self.machine.seated_players(),
                        Viewer(player=actor.player), live=True)
-
-    @property
-    def is_single_game(self) -> bool:
-        return self.match_length == 0
-
-    def side_of(self, player: str) -> Side | None:
-        return self.machine.side_of(player)
-
-    def seated_players(self) -> list[str]:
-        return self.machine.seated_players()
-
-    def game_id(self) -> str:
-        return self.machine.game_id()
-
-    def match_id(self) -> str:
-        return self.machine.match_id()
 
     def summary(self) -> dict[str, Any]:
         """What the lobby lists about the table."""
