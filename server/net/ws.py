@@ -324,6 +324,8 @@ class SocketHandler:
                     elif isinstance(message, Hello):
                         if message.protocol is not None:
                             session.use_protocol(message.protocol)
+                            if conn.identity is not None:  # its actor carries the form
+                                conn.authenticated(conn.identity, self.settings.node_id)
                         if message.keepalive is not None:
                             conn.keepalive = message.keepalive
                         live = None

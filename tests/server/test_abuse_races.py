@@ -36,7 +36,7 @@ async def test_three_hundred_concurrent_upgrades_from_one_address_get_the_cap(
         sockets = [o for o in outcomes if not isinstance(o, int)]
         refused = [o for o in outcomes if isinstance(o, int)]
         assert len(sockets) == 16 and refused == [429] * 284, (len(sockets), set(refused))
-        assert server.lobby.hub.address_count(FLOODER) == 16
+        assert server.hub.address_count(FLOODER) == 16
         for ws in sockets:
             await ws.close()
     # Every place is given back when its socket closes.
