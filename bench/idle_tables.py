@@ -11,9 +11,9 @@ so that ``INFO commandstats`` counts this node only) runs in this process with n
 First a window of ``--duration`` seconds with no table (the node's fixed cost: heartbeat,
 scans, health check, matchmaking and tournament ticks), then ``--tables`` tables are opened
 through the node's own creation path (``TableCreation.new_table`` and
-``TableCreation.claim_new``: the table and its owner record, as a ``create_table`` makes them, with no player seated), and after a
-``--warmup`` a second window of ``--duration`` seconds. Measured in each window: the calls of
-every Redis command (``INFO commandstats`` before and after) and this process's CPU time
+``TableCreation.claim_new``: the table and its owner record, as a ``create_table`` makes
+them, with no player seated), and after a ``--warmup`` a second window of ``--duration``
+seconds. Measured in each window: the calls of every Redis command (``INFO commandstats`` before and after) and this process's CPU time
 (``time.process_time``; nothing else runs in it). Per idle table per minute:
 ``(calls with tables - calls without) / tables / minutes``.
 

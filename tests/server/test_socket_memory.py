@@ -20,8 +20,8 @@ from flood_helpers import ACK_IDS, FLOODS, MAX_MSG_SIZE, Clients, flood, start_n
 from server_helpers import StartServer, connect, eventually, register, seat_two
 
 from server.config import SettingsError, settings_from
-from server.lobby.computer import STARTED_KEPT, ComputerOpponents
 from server.lobby.clock import VirtualClock
+from server.lobby.computer import STARTED_KEPT, ComputerOpponents
 from server.lobby.watches import SocketWatches
 from server.protocol.delivered_ids import DeliveredIds
 from server.protocol.errors import ProtocolError
