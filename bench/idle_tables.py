@@ -13,8 +13,9 @@ scans, health check, matchmaking and tournament ticks), then ``--tables`` tables
 through the node's own creation path (``TableCreation.new_table`` and
 ``TableCreation.claim_new``: the table and its owner record, as a ``create_table`` makes
 them, with no player seated), and after a ``--warmup`` a second window of ``--duration``
-seconds. Measured in each window: the calls of every Redis command (``INFO commandstats`` before and after) and this process's CPU time
-(``time.process_time``; nothing else runs in it). Per idle table per minute:
+seconds. Measured in each window: the calls of every Redis command (``INFO commandstats``
+before and after) and this process's CPU time (``time.process_time``; nothing else runs in
+it). Per idle table per minute:
 ``(calls with tables - calls without) / tables / minutes``.
 
 With ``--sockets N`` a third window follows: N guests connected through the client library
