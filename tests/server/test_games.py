@@ -292,7 +292,8 @@ async def test_a_settlement_redis_refuses_at_the_end_is_made_once_it_is_back(
     late = EmbeddedRedis()  # its port: nothing listens there yet
     away = aioredis.Redis(host="127.0.0.1", port=late.port, socket_connect_timeout=0.2)
     table, _ = await seat_two(server, a, b)  # counted against the pair limit while Redis is up
-    lobby.ratings = RatingStore(away, prefix=key_prefix)
+    # The node's rating store (shared by its tables) settles through the Redis that is away.
+    lobby.ratings.settle = RatingStore(away, prefix=key_prefix).settle
     try:
         over = await play_out({0: a, 1: b}, table, decide=resign_at_cube_four)
         assert over["reason"] == "resign"
