@@ -8,7 +8,7 @@ game out) are in ``server_helpers.py``.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from typing import Any, cast
 
@@ -16,6 +16,7 @@ import pytest
 import redis.asyncio as aioredis
 import server_helpers
 from aiohttp import web
+from event_forms import FullFormShadow
 from hardening_helpers import PrivateRedis
 from server_helpers import RunningServer, StartServer
 
@@ -32,25 +33,53 @@ BOTH_FORMS = frozenset({
     "test_lobby.py",
     "test_matchmaking_live.py",
 })
-"""The modules that play games, sync, resume and reconnect: each of their tests runs with
-the test clients in both table-event forms (PROTOCOL.md §5.1), ``[lean]`` (protocol 2) and
-``[full]`` (protocol 1). The other modules do not depend on the event form (HTTP, bad input,
-pure code) or test both forms themselves (``test_lean_events.py``). With
-``TABLE42_TEST_PROTOCOL=1`` every test runs once, in the full form."""
+"""The modules that play games, sync, resume and reconnect: each of their checks holds in
+both table-event forms (PROTOCOL.md §5.1), protocol 2 (lean) and protocol 1 (full). The other
+modules do not depend on the event form (HTTP, bad input, pure code) or test both forms
+themselves (``test_lean_events.py``). With ``TABLE42_TEST_PROTOCOL=1`` every test runs once,
+in the full form, over sockets."""
+
+SOCKET_FORMS = ("sync", "resume", "reconnect", "gap", "restart", "node", "sigterm")
+"""A test of those modules whose name has one of these words runs over sockets in both forms,
+``[lean]`` and ``[full]``: the answers that exist in one form per socket (``sync``,
+``resume``, a takeover's) are built for its form, and a server process is out of reach
+below the socket. The others run once, ``[lean+full]``: lean clients, and every event their
+sockets are written checked in the full form below the socket (``event_forms``), so a
+full-form client would have received the very states the test checked."""
+
+
+LEAN_AND_FULL = 0
+"""``event_form``'s parameter for lean clients with the full form checked below the socket."""
+
+
+def _both_forms(metafunc: pytest.Metafunc) -> bool:
+    return (Path(str(metafunc.definition.fspath)).name in BOTH_FORMS
+            and server_helpers.TEST_PROTOCOL == 2)
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
-    if (Path(str(metafunc.definition.fspath)).name in BOTH_FORMS
-            and server_helpers.TEST_PROTOCOL == 2):
+    if not _both_forms(metafunc):
+        return
+    if any(word in metafunc.definition.name for word in SOCKET_FORMS):
         metafunc.parametrize("event_form", [2, 1], ids=["lean", "full"], indirect=True)
+    else:
+        metafunc.parametrize("event_form", [LEAN_AND_FULL], ids=["lean+full"], indirect=True)
 
 
 @pytest.fixture(autouse=True)
-def event_form(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> int:
-    """The table-event form of this test's clients (``server_helpers.TEST_PROTOCOL``)."""
-    form = int(getattr(request, "param", server_helpers.TEST_PROTOCOL))
+def event_form(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[int]:
+    """The table-event form of this test's clients (``server_helpers.TEST_PROTOCOL``); in a
+    ``[lean+full]`` test the full form is checked below the socket."""
+    param = int(getattr(request, "param", server_helpers.TEST_PROTOCOL))
+    form = 2 if param == LEAN_AND_FULL else param
     monkeypatch.setattr(server_helpers, "TEST_PROTOCOL", form)
-    return form
+    if param != LEAN_AND_FULL:
+        yield form
+        return
+    shadow = FullFormShadow()
+    shadow.install(monkeypatch)
+    yield form
+    shadow.check()
 
 
 @pytest.fixture
