@@ -5,13 +5,12 @@ and ``Outgoing.lean``, the change-only form of protocol 2, PROTOCOL.md §5.1), a
 is written the one of its form. :class:`FullFormShadow` records what every lean socket of the
 test's servers is written (``Hub.push`` and ``Connection.send``) and :meth:`check` replays it
 per socket and table, as a lean client holds it (a message with a whole ``state`` sets it,
-every change is applied to it): each event's full form must be the
-lean one with that state (``full_form``). So a full-form client of the same test would have
-received exactly the states its lean clients checked.
+every change is applied to it): each event's full form must be the lean one with that state
+(``full_form``). So a full-form client of the same test would have received exactly the
+states its lean clients checked.
 
-The messages that exist in one form per socket (a ``sync``, ``resume`` or ``watching``
-answer) are built for the socket's own form: the tests about them run over sockets in both
-forms (``conftest.SOCKET_FORMS``).
+A ``sync`` or ``resume`` answer is built for the socket's own form, so only one form of it
+exists: the tests about them run over sockets in both forms (``conftest.SOCKET_FORMS``).
 """
 
 from __future__ import annotations

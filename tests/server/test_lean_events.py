@@ -248,8 +248,8 @@ def test_a_change_of_type_alone_is_sent() -> None:
 def test_the_check_below_the_socket_finds_a_full_form_that_differs() -> None:
     """``event_forms.FullFormShadow`` (the ``[lean+full]`` tests): a full-form event whose
     state is not the lean client's, after the changes, fails the check."""
-    start = {"status": "playing", "game": {"turn": 0}, "clock": None, "match": None,
-             "seats": []}
+    start: dict[str, Any] = {"status": "playing", "game": {"turn": 0}, "clock": None,
+                             "match": None, "seats": []}
     after = {**start, "game": {"turn": 1}}
     changes = state_changes(start, after, set())
     assert changes is not None
