@@ -96,8 +96,9 @@ async def private_redis() -> AsyncIterator[PrivateRedis]:
         redis.close()
 
 
-def settings_for(redis_url: str, key_prefix: str, **overrides: Any) -> Settings:
-    """A test server's settings: loopback, port 0, the test's Redis and key prefix."""
+def settings_for(redis_url: str, key_prefix: str, /, **overrides: Any) -> Settings:
+    """A test server's settings: loopback, port 0, the test's Redis and key prefix (which
+    ``overrides`` may replace too)."""
     values: dict[str, Any] = {
         "host": "127.0.0.1",
         "port": 0,
