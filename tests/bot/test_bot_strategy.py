@@ -4,6 +4,7 @@ choice one of the offered plays (whole games with the rules engine, no sockets).
 from __future__ import annotations
 
 import random
+from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
@@ -17,13 +18,13 @@ from server.bot.evaluation import (
     sides_from_board,
     win_probability,
 )
+from server.bot.player import choose
 from server.bot.strategy import (
     DOUBLE_AT,
     TAKE_AT,
     Level,
     choose_play_index,
     cube_action,
-    decide,
     take_action,
     two_ply,
 )
@@ -110,32 +111,76 @@ def test_cube_thresholds(p: float, doubles: bool, takes: bool,
     assert take_action(Level.STRONG, mine, theirs, random.Random(0)) is takes
 
 
+@dataclass
+class BotGame:
+    """One game two bots played with the rules engine: its outcome and their cube actions."""
+
+    outcome: dict[str, Any]
+    doubles: int = 0
+    answers: dict[str, int] = field(default_factory=dict)
+
+
+def bot_game(levels: tuple[Level, Level], rng: random.Random, dice: random.Random) -> BotGame:
+    """Two bots play one game to its end in process: each decision is
+    ``server.bot.player.choose`` (what a ``BotPlayer`` sends) on the game's snapshot, a play
+    always one of the offered ones; the rules engine refuses any other action."""
+    game = Game(dice=ScriptedDice([dice.randint(1, 6) for _ in range(3000)]))
+    game.start()
+    played = BotGame({})
+    for _ in range(2000):
+        if game.is_over:
+            break
+        snapshot: dict[str, Any] = game.to_dict()
+        side = int(snapshot["to_act"])
+        choice = choose(levels[side], snapshot, side, rng.getrandbits(32))
+        assert choice is not None
+        kind, play = choice
+        if kind == "roll":
+            game.roll(side)
+        elif kind == "double":
+            played.doubles += 1
+            game.double(side)
+        elif kind in ("take", "drop"):
+            played.answers[kind] = played.answers.get(kind, 0) + 1
+            if kind == "take":
+                game.take(side)
+            else:
+                game.drop(side)
+        else:
+            assert kind == "play" and play is not None
+            offered = [tuple(map(tuple, p)) for p in snapshot["legal_plays"]]
+            assert play in offered
+            game.play(side, [list(s) for s in play])
+    assert game.is_over
+    outcome = game.to_dict()["outcome"]
+    assert isinstance(outcome, dict)
+    played.outcome = outcome
+    return played
+
+
 @pytest.mark.parametrize("level", list(Level))
 def test_whole_games_choose_only_offered_plays(level: Level) -> None:
     rng = random.Random(42)
     dice = random.Random(7)
     games = 2 if level is Level.STRONG else 6
     for _ in range(games):
-        game = Game(dice=ScriptedDice([dice.randint(1, 6) for _ in range(3000)]))
-        game.start()
-        for _ in range(2000):
-            if game.is_over:
-                break
-            snapshot: dict[str, Any] = game.to_dict()
-            side = int(snapshot["to_act"])
-            decision = decide(level, snapshot, side, rng)
-            assert decision is not None
-            if decision.kind == "roll":
-                game.roll(side)
-            elif decision.kind == "double":
-                game.double(side)
-            elif decision.kind == "take":
-                game.take(side)
-            elif decision.kind == "drop":
-                game.drop(side)
-            else:
-                assert decision.kind == "play" and decision.play is not None
-                offered = [tuple(map(tuple, p)) for p in snapshot["legal_plays"]]
-                assert decision.play in offered
-                game.play(side, [list(s) for s in decision.play])
-        assert game.is_over
+        bot_game((level, level), rng, dice)
+
+
+BOT_GAMES = 20
+
+
+@pytest.mark.parametrize("level", [Level.RANDOM, Level.BASIC, Level.STRONG])
+def test_bot_against_bot_twenty_games_legal_plays_and_the_cube(level: Level) -> None:
+    """Twenty games a level (the strong bot meets the basic one: it is the slow side, and
+    one of it is enough): every game ends by a play or a dropped double, every action is
+    one the rules allow, and the cube is offered and every offer answered. Two games over
+    sockets: ``tests/server/test_computer.py``."""
+    opponent = Level.BASIC if level is Level.STRONG else level
+    rng = random.Random(7)
+    dice = random.Random(11)
+    games = [bot_game((level, opponent), rng, dice) for _ in range(BOT_GAMES)]
+    assert {g.outcome["reason"] for g in games} <= {"normal", "drop"}
+    doubles = sum(g.doubles for g in games)
+    answers = sum(sum(g.answers.values()) for g in games)
+    assert doubles > 0 and answers == doubles

@@ -8,10 +8,16 @@ subprocess with the other, on a copy of the sources:
   there is no C compiler or mypyc (or ``TABLE42_NO_MYPYC=1``).
 
 In the other build it runs those tests but the comparison with the slow
-reference generator (``test_rules_reference.py``, most of their time): instead, the other
-build's answers over ``build_outputs``'s corpus (the reference test's game positions and as
-many random positions of its shapes) must equal this build's, which this run checks against
-the reference.
+reference generator (``test_rules_reference.py``): instead, the other build's answers over
+``build_outputs``'s corpus (the reference test's positions) must equal this build's, which
+this run checks against the reference.
+
+That full run happens when the stored answers (``build_answers.json``) are stale: the rules,
+the table core, the protocol or these tests changed since both builds last gave them
+(``build_outputs.sources_digest``), or with ``TABLE42_OTHER_BUILD=1``. Otherwise both builds
+were run in full on these very sources when the answers were stored, and this build's
+answers must equal the stored ones (``test_this_build_gives_the_stored_answers``).
+``python3 tests/rules/build_outputs.py --store`` runs it in full and stores the answers.
 """
 
 from __future__ import annotations
@@ -65,8 +71,41 @@ def _finish(proc: subprocess.Popen[str], timeout: float) -> str:
     return out
 
 
+STORE_HINT = ("run `python3 tests/rules/build_outputs.py --store` (both builds in full, then "
+              "the answers stored) and commit tests/rules/build_answers.json")
+
+
+def _stored_answers_fresh() -> bool:
+    return build_outputs.stored().get("sources") == build_outputs.sources_digest()
+
+
+def test_the_stored_answers_are_for_these_sources() -> None:
+    """A change to the rules, the table core, the protocol or the tests the other build runs
+    makes the stored answers stale: they must be stored again (the full run below runs on
+    every change until they are)."""
+    assert build_outputs.stored(), f"no stored answers: {STORE_HINT}"
+    assert _stored_answers_fresh(), (
+        f"the sources changed since the answers were stored: {STORE_HINT}")
+
+
+def test_this_build_gives_the_stored_answers() -> None:
+    """Every answer of this build over the corpus is the one both builds gave when the answers
+    were stored (on these sources: the test above)."""
+    record = build_outputs.stored()
+    if not _stored_answers_fresh():
+        pytest.skip("the stored answers are stale: the full comparison runs instead")
+    each = build_outputs.digests()
+    assert str(len(each)) == record["positions"]
+    assert build_outputs.answers_digest(each) == record["answers"], (
+        "this build answers otherwise than both builds did on these sources: run "
+        "TABLE42_OTHER_BUILD=1 python3 -m pytest tests/rules/test_rules_builds.py to see where")
+
+
 @pytest.mark.timeout(900)
 def test_rules_tests_pass_in_the_other_build(tmp_path: Path) -> None:
+    if _stored_answers_fresh() and os.environ.get(build_outputs.OTHER_BUILD) != "1":
+        pytest.skip("both builds gave the stored answers on these sources "
+                    "(test_this_build_gives_the_stored_answers); TABLE42_OTHER_BUILD=1 runs it")
     _copy_sources(tmp_path)
     env = {k: v for k, v in os.environ.items() if k != "TABLE42_NO_MYPYC"}
     env["PYTHONPATH"] = str(tmp_path)

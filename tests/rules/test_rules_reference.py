@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import random
+from itertools import islice
 
-import pytest
+import build_outputs
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from rules_reference import Board, reference_results, single_steps
@@ -69,22 +69,26 @@ def check_against_reference(position: Position, roll: tuple[int, int]) -> None:
         assert board in expected
 
 
-@pytest.mark.timeout(600)  # 3,000 positions through the slow reference: minutes when loaded
-@settings(max_examples=3000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+def test_random_positions_match_reference() -> None:
+    """3,000 positions of :func:`positions`'s shapes, seeded (``build_outputs``' corpus, which
+    both builds answer alike), each with a roll."""
+    for position, roll in islice(build_outputs.corpus(), build_outputs.RANDOM_POSITIONS):
+        check_against_reference(position, roll)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(positions(), rolls)
 def test_fast_generator_matches_reference(position: Position, roll: tuple[int, int]) -> None:
+    """Positions drawn afresh on every run (and shrunk to a small one when one differs)."""
     check_against_reference(position, roll)
 
 
 def test_positions_from_random_games_match_reference() -> None:
-    """Realistic positions: every position and roll met in seeded random games."""
-    rng = random.Random(20240607)
+    """Realistic positions: every position and roll met in seeded random games (the rest of
+    ``build_outputs``' corpus)."""
+    games = islice(build_outputs.corpus(), build_outputs.RANDOM_POSITIONS, None)
     checked = 0
-    while checked < 2000:
-        position = Position.initial(Side(rng.randint(0, 1)))
-        while position.winner is None and checked < 2000:
-            roll = (rng.randint(1, 6), rng.randint(1, 6))
-            check_against_reference(position, roll)
-            checked += 1
-            play = rng.choice(list(legal_plays(position, roll)))
-            position = position.apply(play)
+    for position, roll in games:
+        check_against_reference(position, roll)
+        checked += 1
+    assert checked == build_outputs.GAME_POSITIONS

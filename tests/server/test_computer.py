@@ -349,9 +349,6 @@ async def test_a_bot_decides_once_when_other_events_arrive_while_it_thinks(
 
 # --- bot against bot ---------------------------------------------------------------------
 
-GAMES = 20
-
-
 async def _bot_game(url: str, levels: tuple[Level, Level], seed: int) -> tuple[GameLog, GameLog]:
     first = await Client.connect(url, guest=True, fmt=Format.MSGPACK,
                                  headers={"X-Forwarded-For": f"10.88.0.{seed % 250 + 1}"})
@@ -370,21 +367,16 @@ async def _bot_game(url: str, levels: tuple[Level, Level], seed: int) -> tuple[G
         await second.close()
 
 
-@pytest.mark.timeout(300)
-@pytest.mark.parametrize("level", [Level.RANDOM, Level.BASIC, Level.STRONG])
-async def test_bot_against_bot_twenty_games_legal_plays_and_the_cube(
-    start_server: StartServer, level: Level
+async def test_bot_against_bot_over_sockets_legal_plays_and_the_cube(
+    start_server: StartServer
 ) -> None:
-    # The strong bot meets the basic one: it is the slow side, and one of it is enough.
-    server = await start_server()
-    opponent = Level.BASIC if level is Level.STRONG else level
-    gate = asyncio.Semaphore(5)
-
-    async def one(seed: int) -> tuple[GameLog, GameLog]:
-        async with gate:
-            return await _bot_game(server.ws_url, (level, opponent), 1000 * seed + 7)
-
-    results = await asyncio.gather(*(one(n) for n in range(GAMES)))
+    """Two games over sockets (a msgpack and a JSON client each), on scripted dice, so the
+    bots' choices and the cube are the same every run; twenty games a level, in process:
+    ``tests/bot/test_bot_strategy.py``."""
+    server = await start_server(dice_factory=scripted(5))
+    results = await asyncio.gather(
+        _bot_game(server.ws_url, (Level.RANDOM, Level.RANDOM), 7),
+        _bot_game(server.ws_url, (Level.STRONG, Level.BASIC), 1007))
     finals = [a.final for a, _ in results]
     assert all(f is not None and f["type"] == "game_over" for f in finals)
     assert {f["reason"] for f in finals if f is not None} <= {"normal", "drop"}

@@ -12,6 +12,7 @@ import random
 from typing import Any
 
 import pytest
+from event_forms import FullFormShadow
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from server_helpers import (
@@ -25,6 +26,7 @@ from server_helpers import (
     seat_two,
 )
 
+from server.protocol.codec import Outgoing
 from server.protocol.lean import apply_changes, apply_event, state_changes
 
 
@@ -241,3 +243,25 @@ def test_a_change_of_type_alone_is_sent() -> None:
                             {"status": "playing", "game": None, "clock": {"c": False},
                              "match": None, "seats": []}, set())
     assert changes == {"clock": {"c": False}}
+
+
+def test_the_check_below_the_socket_finds_a_full_form_that_differs() -> None:
+    """``event_forms.FullFormShadow`` (the ``[lean+full]`` tests): a full-form event whose
+    state is not the lean client's, after the changes, fails the check."""
+    start: dict[str, Any] = {"status": "playing", "game": {"turn": 0}, "clock": None,
+                             "match": None, "seats": []}
+    after = {**start, "game": {"turn": 1}}
+    changes = state_changes(start, after, set())
+    assert changes is not None
+    first = Outgoing({"type": "game_start", "table": "t1", "v": 1, "state": start},
+                     {"type": "game_start", "table": "t1", "v": 1, "state": start})
+    shadow = FullFormShadow()
+    shadow.written["c1"] = [first, Outgoing(
+        {"type": "rolled", "table": "t1", "v": 2, "state": after},
+        {"type": "rolled", "table": "t1", "v": 2, "changes": changes})]
+    assert shadow.check() == 2
+    shadow.written["c1"].append(Outgoing(  # the full form went back a turn; the lean did not
+        {"type": "rolled", "table": "t1", "v": 3, "state": start},
+        {"type": "rolled", "table": "t1", "v": 3, "changes": {}}))
+    with pytest.raises(AssertionError):
+        shadow.check()

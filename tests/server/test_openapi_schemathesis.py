@@ -3,9 +3,10 @@ real running server and real Redis: requests generated from the spec, valid ones
 mode) ones that break it, each response checked (no 5xx; status, headers, content type and
 body as the spec says).
 
-One test per operation (so the workers share them out), each against its own server. Bounded:
-at most ``MAX_EXAMPLES`` generated requests per operation and mode, no example database,
-derandomized (the same requests every run).
+One test per operation (so the workers share them out), all against one server for the module
+(``module_server``) with two players and a settled game. Bounded: at most ``MAX_EXAMPLES``
+generated requests per operation and mode, no example database, derandomized (the same
+requests every run).
 """
 
 from __future__ import annotations
@@ -16,16 +17,21 @@ from typing import Any
 
 import hypothesis
 import pytest
-import redis.asyncio as aioredis
+import pytest_asyncio
 import schemathesis
 from hypothesis import HealthCheck
 from public_helpers import get
+from redis.asyncio import Redis
 from schemathesis import GenerationMode
-from server_helpers import StartServer, register
+from server_helpers import RunningServer, register
 
 from rating_plugin.store import RatingStore
 from server.net.public_api import load_openapi
 
+pytestmark = pytest.mark.asyncio(loop_scope="module")
+
+MODULE_SERVER = {"http_rate_limit": 100_000.0, "http_rate_burst": 100_000}
+"""The fuzzer's requests all come from one address."""
 MAX_EXAMPLES = 20
 CHECKS = [
     schemathesis.checks.not_a_server_error,
@@ -75,25 +81,26 @@ def _fuzz(document: dict[str, Any], label: str, base_url: str) -> list[str]:
     return failures
 
 
-async def test_the_served_document_is_fuzzed(start_server: StartServer) -> None:
-    server = await start_server()
-    status, document = await get(server, "/api/openapi.json")
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def fuzzed(module_server: RunningServer) -> RunningServer:
+    """The module's server with two players and a game of theirs settled."""
+    for name in ("alice", "bob"):
+        await register(module_server, name)
+    async with Redis.from_url(module_server.settings.redis_url or "") as redis:
+        store = RatingStore(redis, module_server.settings.key_prefix)
+        await store.settle("g1", ladder="table42", winner="alice", loser="bob",
+                           finished_at=time.time())
+    return module_server
+
+
+async def test_the_served_document_is_fuzzed(fuzzed: RunningServer) -> None:
+    status, document = await get(fuzzed, "/api/openapi.json")
     assert status == 200
     assert document == load_openapi()
     assert len(LABELS) == len(set(LABELS)) > 0
 
 
 @pytest.mark.parametrize("label", LABELS)
-async def test_every_endpoint_matches_the_spec(
-    start_server: StartServer, redis_client: aioredis.Redis, key_prefix: str, label: str
-) -> None:
-    server = await start_server(http_rate_limit=100_000.0, http_rate_burst=100_000)
-    for name in ("alice", "bob"):
-        await register(server, name)
-    store = RatingStore(redis_client, key_prefix)
-    await store.settle("g1", ladder="table42", winner="alice", loser="bob",
-                       finished_at=time.time())
-    status, document = await get(server, "/api/openapi.json")
-    assert status == 200
-    failures = await asyncio.to_thread(_fuzz, document, label, server.http)
+async def test_every_endpoint_matches_the_spec(fuzzed: RunningServer, label: str) -> None:
+    failures = await asyncio.to_thread(_fuzz, load_openapi(), label, fuzzed.http)
     assert not failures, "\n\n".join(failures)

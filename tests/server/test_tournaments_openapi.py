@@ -2,8 +2,9 @@
 document once wrapped (its own schemas, security scheme and tag), naming every tournament
 route, and a property test of every one of its operations (schemathesis) against a real
 server and real Redis, with a runner key: no 5xx, every response as the fragment says. One
-test per operation (so the workers share them out). Bounded: ``MAX_EXAMPLES`` requests per
-operation."""
+test per operation (so the workers share them out), all against one server for the module
+(``module_server``) with a runner key and a tournament of two players. Bounded:
+``MAX_EXAMPLES`` requests per operation."""
 
 from __future__ import annotations
 
@@ -14,12 +15,16 @@ from typing import Any
 
 import hypothesis
 import pytest
+import pytest_asyncio
 import schemathesis
 from hypothesis import HealthCheck
 from openapi_spec_validator import validate
-from server_helpers import StartServer, register
+from server_helpers import RunningServer, register
 from tournament_helpers import new_runner_key, new_tournament
 
+IN_MODULE_LOOP = pytest.mark.asyncio(loop_scope="module")
+"""The async tests run in the module's event loop, its server's."""
+MODULE_SERVER = {"http_max_body": 4096}
 MAX_EXAMPLES = 15
 CHECKS = [
     schemathesis.checks.not_a_server_error,
@@ -72,11 +77,11 @@ def _fuzz(doc: dict[str, Any], label: str, base_url: str, key: str) -> list[str]
     return failures
 
 
-async def test_every_tournament_route_is_in_the_fragment(start_server: StartServer) -> None:
-    server = await start_server()
+@IN_MODULE_LOOP
+async def test_every_tournament_route_is_in_the_fragment(module_server: RunningServer) -> None:
     routes = {
         (route.method.lower(), route.resource.canonical)
-        for route in server.app.router.routes()
+        for route in module_server.app.router.routes()
         if route.resource is not None and route.resource.canonical.startswith("/api/tournaments")
         and route.method != "HEAD"
     }
@@ -85,14 +90,21 @@ async def test_every_tournament_route_is_in_the_fragment(start_server: StartServ
     assert len(LABELS) == len(documented)
 
 
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def runner_key(module_server: RunningServer) -> str:
+    """A runner key of the module's server, whose tournament has two players."""
+    for name in ("alice", "bob"):
+        await register(module_server, name)
+    settings = module_server.settings
+    key = await new_runner_key(settings.redis_url or "", settings.key_prefix, "fuzz")
+    await new_tournament(module_server, key, ["alice", "bob"])
+    return key
+
+
+@IN_MODULE_LOOP
 @pytest.mark.parametrize("label", LABELS)
 async def test_every_tournament_endpoint_matches_the_fragment(
-    start_server: StartServer, redis_url: str, key_prefix: str, label: str
+    module_server: RunningServer, runner_key: str, label: str
 ) -> None:
-    server = await start_server(http_max_body=4096)
-    for name in ("alice", "bob"):
-        await register(server, name)
-    key = await new_runner_key(redis_url, key_prefix, "fuzz")
-    await new_tournament(server, key, ["alice", "bob"])
-    failures = await asyncio.to_thread(_fuzz, document(), label, server.http, key)
+    failures = await asyncio.to_thread(_fuzz, document(), label, module_server.http, runner_key)
     assert not failures, "\n\n".join(failures)
