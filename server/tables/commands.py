@@ -628,11 +628,12 @@ class TableCommands(TableState):
         back = clocks.resume_timers(self, held, now, allowance)
         self.seats_changed()
         self._emit("resumed", {"since": held.since, "until": now}, now)
-        for side, seat in back:
-            announced = clocks.end_grace(seat)
+        for side, returned in back:
+            announced = clocks.end_grace(returned)
             self.seats_changed()
             if announced and not self.finishing:
-                self._emit("player_reconnected", {"side": side, "player": seat.player}, now)
+                self._emit("player_reconnected", {"side": side, "player": returned.player},
+                           now)
         steps = [self._step()]
         for side in sorted(held.away):
             seat = self.seats[side]
