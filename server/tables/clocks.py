@@ -27,6 +27,7 @@ Slots = tuple[Deadline | None, Deadline | None, Deadline | None, Deadline | None
 """The timers by slot: the decision clock, side 0's grace, side 1's grace, the next game."""
 
 NONE: Slots = (None, None, None, None)
+NO_CHANGE: tuple[tuple[Deadline, ...], tuple[Deadline, ...]] = ((), ())
 
 
 def wanted(t: TableState) -> Slots:
@@ -49,12 +50,20 @@ class Timers:
         those to disarm (their slot is empty now) so that the armed ones are :func:`wanted`."""
         want = wanted(t)
         armed = self.armed
-        if (want[0] is armed[0] and want[1] is armed[1] and want[2] is armed[2]
-                and want[3] is armed[3]):
-            return (), ()
+        if want[1] is armed[1] and want[2] is armed[2] and want[3] is armed[3]:
+            # Most commands change the decision clock only, or nothing.
+            clock, old = want[0], armed[0]
+            if clock is old:
+                return NO_CHANGE
+            self.armed = want
+            if clock is not None:
+                return (clock,), ()
+            assert old is not None
+            return (), (old,)
         arm: list[Deadline] = []
         cancel: list[Deadline] = []
-        for new, old in zip(want, armed, strict=True):
+        for slot in range(4):
+            new, old = want[slot], armed[slot]
             if new is old:
                 continue
             if new is not None:
