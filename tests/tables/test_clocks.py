@@ -27,6 +27,7 @@ from server.tables.machine import (
     TableStatus,
 )
 from server.tables.model import TableState
+from tests.tables.test_machine_replay import RandomDice
 
 NOW = 1_000_000.0
 SETTINGS = MachineSettings(decision_time=10.0, max_strikes=3, grace_period=20.0,
@@ -34,18 +35,14 @@ SETTINGS = MachineSettings(decision_time=10.0, max_strikes=3, grace_period=20.0,
 PLAYERS = ("alice", "bob")
 
 
-class Dice:
-    def __init__(self) -> None:
-        self.rnd = random.Random(3)
-
-    def roll_die(self) -> int:
-        return self.rnd.randint(1, 6)
+def dice() -> RandomDice:
+    return RandomDice(random.Random(3))
 
 
 def playing(match_length: int = 0) -> tuple[TableMachine, Effects]:
     machine = TableMachine(table_id="t1", mode=TableMode.COMPETITIVE,
                            match_length=match_length, tournament_id=None, created_at=NOW,
-                           settings=SETTINGS, dice_factory=Dice)
+                           settings=SETTINGS, dice_factory=dice)
     for side, player in enumerate(PLAYERS):
         machine.seat(side, player, player, is_guest=False, address=f"10.0.0.{side}",
                      nodes={"n1"}, now=NOW)

@@ -12,17 +12,14 @@ from server.rules import Game, Match, Side
 from server.tables.events import EventBuilder, held_state, match_state
 from server.tables.model import Hold, MachineSettings, Seat, TableState
 from server.tables.ratings import RatingPlan
+from tests.tables.test_machine_replay import RandomDice
 
 NOW = 1_000_000.0
 SETTINGS = MachineSettings(decision_time=10.0, max_strikes=3)
 
 
-class Dice:
-    def __init__(self) -> None:
-        self.rnd = random.Random(5)
-
-    def roll_die(self) -> int:
-        return self.rnd.randint(1, 6)
+def dice() -> RandomDice:
+    return RandomDice(random.Random(5))
 
 
 def table(match_length: int = 0) -> TableState:
@@ -36,12 +33,12 @@ def table(match_length: int = 0) -> TableState:
 
 def started(match_length: int = 0) -> TableState:
     t = table(match_length)
-    dice = Dice()
+    rolls = dice()
     if match_length:
-        t.match = Match(match_length, dice=dice)
+        t.match = Match(match_length, dice=rolls)
         t.game = t.match.next_game()
     else:
-        t.game = Game(dice=dice)
+        t.game = Game(dice=rolls)
     t.game.start()
     t.game_no = 1
     return t

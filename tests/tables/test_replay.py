@@ -16,18 +16,15 @@ from server.protocol.messages import AcceptResign, Resign, ResignKind, TableMode
 from server.rules import RulesError
 from server.tables import replay
 from server.tables.machine import GRACE, Effects, MachineSettings, TableMachine
+from tests.tables.test_machine_replay import RandomDice
 
 NOW = 1_000_000.0
 SETTINGS = MachineSettings(decision_time=10.0, max_strikes=3, grace_period=20.0)
 PLAYERS = ("alice", "bob")
 
 
-class Dice:
-    def __init__(self) -> None:
-        self.rnd = random.Random(11)
-
-    def roll_die(self) -> int:
-        return self.rnd.randint(1, 6)
+def dice() -> RandomDice:
+    return RandomDice(random.Random(11))
 
 
 class Live:
@@ -37,7 +34,7 @@ class Live:
         self.match_length = match_length
         self.machine = TableMachine(table_id="t1", mode=TableMode.COMPETITIVE,
                                     match_length=match_length, tournament_id=None,
-                                    created_at=NOW, settings=SETTINGS, dice_factory=Dice)
+                                    created_at=NOW, settings=SETTINGS, dice_factory=dice)
         self.log: list[dict[str, Any]] = []
         for side, player in enumerate(PLAYERS):
             self.run(self.machine.seat(side, player, player, is_guest=False,
@@ -52,7 +49,7 @@ class Live:
     def replay(self, log: list[dict[str, Any]] | None = None) -> TableMachine:
         return replay.replay(TableMachine, self.log if log is None else log, table_id="t1",
                              mode=TableMode.COMPETITIVE, match_length=self.match_length,
-                             settings=SETTINGS, dice_factory=Dice, created_at=NOW)
+                             settings=SETTINGS, dice_factory=dice, created_at=NOW)
 
     def resign(self, now: float) -> None:
         game = self.machine.game
