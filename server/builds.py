@@ -31,6 +31,12 @@ COMPILED: tuple[str, ...] = (
     "server/rules/game.py",
     "server/rules/gnubg.py",
     "server/protocol/lean.py",
+    "server/tables/model.py",
+    "server/tables/admission.py",
+    "server/tables/clocks.py",
+    "server/tables/events.py",
+    "server/tables/commands.py",
+    "server/tables/replay.py",
     "server/tables/machine.py",
 )
 """The sources ``setup.py`` compiles, from the repository root; each must type-check under

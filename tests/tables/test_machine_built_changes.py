@@ -1,12 +1,12 @@
 """Each event's lean ``changes`` are built from what the step changed
-(``TableMachine._built_changes``, ``Game.snapshot_changes``), not by building the whole state
+(``EventBuilder.built_changes``, ``Game.snapshot_changes``), not by building the whole state
 and diffing it: they must be exactly what diffing gives (``server.protocol.lean
 .state_changes``, kept as the reference and for the events after a handout).
 
 Random tables (rolls, plays, doubles, takes, drops, resignations, time-outs and strikes,
 disconnects, reconnects, leaves and forfeits, holds and resumes, take-overs, ``sync``
 handouts between events, matches of several games) are driven through two machines given
-the same commands, dice and times: one builds its changes, the other (``_direct = False``)
+the same commands, dice and times: one builds its changes, the other (``events.direct = False``)
 diffs whole states for every event. Every event must be the same bytes, in both forms and
 both wire formats, and so must every step's timers, settlement and handout.
 """
@@ -125,7 +125,7 @@ class TwinHarness(Harness):
             m = TableMachine(table_id="t1", mode=mode, match_length=match_length,
                              tournament_id=None, created_at=self.now, settings=SETTINGS,
                              dice_factory=lambda: RandomDice(dice))
-            m._direct = direct
+            m.events.direct = direct
             return m
 
         self.twin = Twin(machine(True), machine(False))

@@ -51,6 +51,11 @@ SETTINGS = MachineSettings(decision_time=30.0, max_strikes=3, grace_period=20.0,
 PLAYERS = ("alice", "bob")
 
 
+def wire(value: Any) -> Any:
+    """``value`` as it goes out (tuples are arrays)."""
+    return msgpack.unpackb(msgpack.packb(value))
+
+
 class RandomDice:
     def __init__(self, rnd: random.Random) -> None:
         self.rnd = rnd
@@ -105,6 +110,8 @@ class Harness:
         again = self.replay()
         assert again.version == live.version
         assert again.state() == live.state(), (self.log[-3:], again.state(), live.state())
+        # The next event's changes are made against the state the clients hold.
+        assert wire(again.last_state) == wire(live.last_state)
         assert again.strikes == live.strikes
         assert again.deadline == live.deadline
         assert again.status is live.status
