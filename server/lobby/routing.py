@@ -143,6 +143,7 @@ class Lobby:
         self.forwarding = Forwarding(self)
         bus.on_unheard = self.forwarding.unheard  # a forwarded request nobody heard
         self.takeover = Takeover(self)
+        bus.on_resubscribed = self.takeover.bus_back  # node messages may have been lost
         self.creation = TableCreation(self)
         self.chat = LobbyChat(self)
         self.watches = SocketWatches(settings.socket_watch_max, self.tables,

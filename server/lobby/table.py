@@ -595,16 +595,17 @@ class Table:
         now = time.time()
         self._apply(self.machine.disconnect(player, node, now, lost_at=lost_at), now)
 
-    def end_store_lost(self) -> None:
-        """The store forgot this table (emptied or replaced): close it with ``table_closed``
-        (reason ``store_lost``), told to its players and watchers at once, since there is no
-        log left to store it in first. A game in progress ends with no result and no rating
-        change; events not stored yet were never announced and are dropped. The caller
-        forgets the table (:meth:`Lobby.table_lost`)."""
+    def end_store_lost(self, reason: str = STORE_LOST) -> None:
+        """The store forgot this table (emptied or replaced; ``log_lost``: events of its log
+        that it no longer holds): close it with ``table_closed`` (``reason``), told to its
+        players and watchers at once, since there is no log left to store it in first. A
+        game in progress ends with no result and no rating change; events not stored yet
+        were never announced and are dropped. The caller forgets the table
+        (:meth:`Lobby.table_lost`)."""
         if self._fenced:
             return
         now = time.time()
-        step = self.machine.close(STORE_LOST, now)
+        step = self.machine.close(reason, now)
         self.shutdown()
         for out in step.events:
             self.announcer.broadcast(out)
