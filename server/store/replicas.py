@@ -11,8 +11,9 @@ every master at the end of a game (:meth:`Replicas.replicated`). A master with n
 Which masters have replicas is read with ``INFO replication`` (its online replicas) on each
 master, at most every :data:`REPLICA_CHECK` seconds and again at once after a ``WAIT`` fell
 short (a replica gone); the flush only reads the cached counts. So for up to that long after
-a failover, or after a replica joins, a master's writes may not wait for a replica it has. A ``WAIT`` that falls short
-raises :class:`ReplicaTimeout`, a ``RedisError``: the write is kept and tried again as
+a failover, or after a replica joins, a master's writes may not wait for a replica it has
+(the node's tick counts them too, so a quiet node's counts stay fresh). A ``WAIT`` that falls
+short raises :class:`ReplicaTimeout`, a ``RedisError``: the write is kept and tried again as
 during an outage (the scripts skip what is stored already), so the table holds instead of
 announcing.
 """
