@@ -323,6 +323,7 @@ class Persistence(ResultRecords, OwnerRecords, EventLogReads, LobbyIndex, Player
             masters = batch.wait_for(self.replicas)
             replies = await batch.execute(self.redis)
             if masters:
+                self.replicas.waits += len(masters)
                 acks = replies[len(replies) - len(masters):]
                 replies = replies[:len(replies) - len(masters)]
                 self._acked(taken.order, replies, list(zip(masters, acks, strict=True)))
