@@ -49,7 +49,8 @@ def redis_pair(tmp: Path) -> tuple[list[subprocess.Popen[bytes]], int]:
     client = redis.Redis(port=master)
     for _ in range(200):
         try:
-            if client.info("replication").get("connected_slaves") == 1:
+            info: dict[str, Any] = client.info("replication")  # type: ignore[assignment]
+            if info.get("connected_slaves") == 1:
                 break
         except redis.RedisError:
             pass

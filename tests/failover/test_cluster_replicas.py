@@ -82,7 +82,7 @@ async def servers(whole: ReplicatedCluster, key_prefix: str,
 
 @pytest.fixture
 async def store(whole: ReplicatedCluster) -> AsyncIterator[aioredis.Redis]:
-    client = aioredis.RedisCluster(startup_nodes=[
+    client = aioredis.RedisCluster(startup_nodes=[  # type: ignore[abstract]
         ClusterNode("127.0.0.1", port) for port in whole.ports])  # whichever is alive
     try:
         yield cast(aioredis.Redis, client)

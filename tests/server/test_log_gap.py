@@ -9,6 +9,7 @@ tests/failover/test_cluster_replicas.py)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import msgpack
@@ -46,8 +47,13 @@ async def _play(clients: list[Any], table: str, moves: int) -> None:
         game = state["game"]
         await clients[game["to_act"]].send({**default_decision(game), "table": table})
         for client in clients:
-            await eventually(lambda c=client, v=version: any(
-                m.get("table") == table and m.get("v", 0) > v for m in c.messages))
+            await eventually(_past(client, table, version))
+
+
+def _past(client: Any, table: str, version: int) -> Callable[[], bool]:
+    """Whether ``client`` got an event of ``table`` after ``version``."""
+    return lambda: any(m.get("table") == table and m.get("v", 0) > version
+                       for m in client.messages)
 
 
 def _versions(client: Any, table: str) -> list[int]:
