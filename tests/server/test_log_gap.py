@@ -62,9 +62,11 @@ def _versions(client: Any, table: str) -> list[int]:
     return sorted(set(seen))
 
 
-async def test_the_owner_writes_again_what_the_store_lost(
-    start_nodes: StartNodes, redis_client: aioredis.Redis, key_prefix: str
-) -> None:
+async def _store_goes_back(start_nodes: StartNodes, redis_client: aioredis.Redis,
+                           key_prefix: str) -> tuple[Any, Any, Any, str, list[dict[str, Any]]]:
+    """A game of alice and bob on n1, four decisions in; then the store goes back three
+    versions, the table's owner record too (a replica that missed them). The node, both
+    players, the table and its log as it was."""
     one, _two = await start_nodes(2, dice_factory=scripted(7))
     a = await connect(one, await register(one, "alice"))
     b = await connect(one, await register(one, "bob"))
@@ -73,10 +75,16 @@ async def test_the_owner_writes_again_what_the_store_lost(
     await one.app[PERSISTENCE].flush()
     keys = Keys(key_prefix)
     told = await _log(redis_client, keys, table)
-    # The store goes back three versions, its owner record too (a replica that missed them).
-    kept = told[-1]["v"] - 3
     await _aw(redis_client.ltrim(keys.table_events(table), 0, len(told) - 4))
-    await _aw(redis_client.hset(keys.table_lease(table), "v", kept))
+    await _aw(redis_client.hset(keys.table_lease(table), "v", told[-1]["v"] - 3))
+    return one, a, b, table, told
+
+
+async def test_the_owner_writes_again_what_the_store_lost(
+    start_nodes: StartNodes, redis_client: aioredis.Redis, key_prefix: str
+) -> None:
+    one, a, b, table, told = await _store_goes_back(start_nodes, redis_client, key_prefix)
+    keys = Keys(key_prefix)
     await _play([a, b], table, 2)
     await one.app[PERSISTENCE].flush()
     versions = [e["v"] for e in await _log(redis_client, keys, table)]
@@ -154,16 +162,7 @@ async def test_a_gap_nothing_can_fill_ends_the_table_with_a_reason(
     """The store lost versions that the owner no longer holds in memory either: the table
     ends with ``table_closed`` (reason ``log_lost``) at every player, and its seats are
     free (a player can sit down elsewhere at once)."""
-    one, _two = await start_nodes(2, dice_factory=scripted(7))
-    a = await connect(one, await register(one, "alice"))
-    b = await connect(one, await register(one, "bob"))
-    table, _ = await seat_two(one, a, b)
-    await _play([a, b], table, 4)
-    await one.app[PERSISTENCE].flush()
-    keys = Keys(key_prefix)
-    told = await _log(redis_client, keys, table)
-    await _aw(redis_client.ltrim(keys.table_events(table), 0, len(told) - 4))
-    await _aw(redis_client.hset(keys.table_lease(table), "v", told[-1]["v"] - 3))
+    one, a, b, table, _told = await _store_goes_back(start_nodes, redis_client, key_prefix)
     one.lobby.tables[table].events.window.clear()  # as if they had left the window
     state = latest_state(a, table)
     assert state is not None
