@@ -33,6 +33,7 @@ from nodes import (
     play_moves,
     seat_two,
     step,
+    wait_ready,
     wait_until,
 )
 from redis.asyncio.cluster import ClusterNode
@@ -140,6 +141,7 @@ async def resign(players: list[Player], table: str) -> dict[str, Any]:
 async def check_games(servers: Cluster, store: aioredis.Redis, node: Node,
                       games: list[tuple[str, list[Player]]],
                       overs: list[dict[str, Any]]) -> None:
+    await wait_ready(node)  # the store answers it again (a reconnect is refused meanwhile)
     for (table, players), over in zip(games, overs, strict=True):
         assert_saw_every_version_once(players, table)
         await assert_log_contiguous(servers, store, table)
