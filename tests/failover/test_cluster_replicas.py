@@ -228,8 +228,7 @@ async def test_a_lagging_replica_promoted_takes_nothing_told_back(
     seq = key_prefix + "{rated}:table42:seq"
     ladder = rc.shard_of(seq)
     assert ladder.replica is not None
-    offer = asyncio.ensure_future(resign_offered(players, table))
-    await offer
+    await resign_offered(players, table)
     ladder_master = aioredis.Redis(port=ladder.master)
     rc.signal(ladder.replica, signal.SIGSTOP)
     try:

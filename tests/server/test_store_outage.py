@@ -22,7 +22,9 @@ from server.app import OWNERSHIP, PULSE
 async def test_a_node_cut_off_from_the_store_counts_no_peer_dead(
     start_nodes: StartNodes,
 ) -> None:
-    one, two = await start_nodes(2, dice_factory=scripted(7))
+    # A heartbeat every 0.1 s: several fail within each lease_ttl (0.6 s), however loaded
+    # the machine.
+    one, two = await start_nodes(2, dice_factory=scripted(7), lease_renew=0.1)
     a = await connect(two, await register(two, "alice"))
     b = await connect(one, await register(one, "bob"))
     table, _ = await seat_two(two, a, b)  # owned by n2; bob plays through n1
