@@ -207,6 +207,7 @@ async def test_a_lagging_replica_promoted_takes_nothing_told_back(
         # Stored on the master, held by the owner: no player has it.
         await wait_until(lambda: any("not replicated in time" in n.log()
                                      for n in servers.nodes.values()),
+                         timeout=THROUGH_FAILOVER,
                          what="the owner holding what its master's replica lacks")
         last = msgpack.unpackb(await master.lindex(events, -1))  # type: ignore[misc]
         assert int(await master.llen(events)) > stored  # type: ignore[misc]
@@ -238,7 +239,7 @@ async def test_a_lagging_replica_promoted_takes_nothing_told_back(
         same = rc.shard_of(events).master == ladder.master
         results = key_prefix + "{t:" + table + "}:results"
         loop = asyncio.get_running_loop()
-        deadline = loop.time() + TIMEOUT
+        deadline = loop.time() + THROUGH_FAILOVER
         while not await (ladder_master.exists(results) if same else ladder_master.get(seq)):
             assert loop.time() < deadline, "the game's end never reached the master"
             assert not ending.done() or ending.exception() is None, ending.exception()
