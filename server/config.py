@@ -335,6 +335,16 @@ class Settings:
         3.0, "seconds a node message that no node heard (its listener reconnecting) is "
         "published again before it is given up; a forwarded request given up is answered "
         "unavailable with retry_after", gt=0)
+    # Replicated before announced (server/store/replicas.py, docs/deployment.md "Redis
+    # Cluster"): a table's events, a result and a rating are told once this many replicas of
+    # the master that took them have them (WAIT), on a master that has replicas; a WAIT that
+    # times out holds the table as during an outage.
+    replica_wait: int = _ownership(1, "replicas of a write's master that must have it before "
+                                   "it is announced (0 = none; a master with fewer replicas "
+                                   "waits for those it has)", ge=0, le=16)
+    replica_wait_timeout: float = _ownership(
+        0.5, "seconds a write waits for its replicas before the table holds as during an "
+        "outage", gt=0, le=60)
 
     tournament_tick: float = _tournaments(1.0, "seconds between two steps of a bracket", gt=0)
     tournament_lease: float = _tournaments(10.0, "seconds a node's lease on a bracket lasts "

@@ -100,9 +100,12 @@ class CatchUp:
             return
         v = answer.get("v")
         state = answer.get("state")
-        if isinstance(v, int) and v >= view.v:
+        since = answer.get("since")
+        if isinstance(v, int) and (v >= view.v or (isinstance(since, int) and since > v)):
             # the answer's state is newer than what was delivered (a log that is not
-            # ``complete``): the application rebuilds from the ``sync`` event's state
+            # ``complete``), or the table went back below what was asked for (a store
+            # failover lost versions): the application rebuilds from the ``sync`` event's
+            # state
             view.v = v
             if isinstance(state, dict):
                 view.state = state

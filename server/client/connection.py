@@ -522,12 +522,20 @@ class Client(CatchUp, Commands):
         view = self.tables.get(table)
         if view is None:
             view = self.tables[table] = TableView(table)
-        if kind in TABLE_EVENTS:
-            self._live_event(view, message)
-            return
         state = message.get("state")
         v = message.get("v")
-        if kind == "sync":
+        if kind == "table_closed" and not isinstance(v, int):
+            # Unversioned: the table's log was lost and it is gone (PROTOCOL.md §13).
+            view.seated = view.watching = False
+        elif kind in TABLE_EVENTS:
+            self._live_event(view, message)
+            return
+        if kind == "table_rewound":
+            # The table went back to version v (a store failover lost later ones): its
+            # state replaces the view, whatever was seen after v.
+            if isinstance(v, int) and isinstance(state, dict):
+                view.v, view.state = v, state
+        elif kind == "sync":
             self._synced(view, message)
         elif kind == "resume" or kind == "watching":
             if kind == "resume":

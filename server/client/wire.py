@@ -26,8 +26,8 @@ TABLE_EVENTS = frozenset({
     "player_reconnected", "game_over", "match_over", "table_closed", "resumed",
 })
 """The versioned table events of PROTOCOL.md §5 (each carries ``table`` and ``v``)."""
-TABLE_REPLIES = frozenset({"resume", "sync", "watching"})
-"""Replies that carry a table's whole ``state``."""
+TABLE_REPLIES = frozenset({"resume", "sync", "watching", "table_rewound"})
+"""Replies (and ``table_rewound``) that carry a table's whole ``state``."""
 
 
 Format = WireFormat

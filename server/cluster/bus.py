@@ -23,6 +23,16 @@ are left to ``forward_timeout`` (answered now, one could be sent again and done 
 On a Redis Cluster ``PUBLISH`` counts only the subscribers of the node it ran on, so there
 the count is not trusted and nothing is held.
 
+**Following a cluster.** On a Redis Cluster pub/sub goes through one node
+(``server/store/redis_client.py``); when that node fails (killed, failed over) the bus moves
+to a live node of the cluster's topology (``ClusterRedis.reseed``) without a restart: the
+listener subscribes again there, and a batch whose ``PUBLISH`` failed is published again
+there, with what was queued behind it, for up to ``unheard_for`` seconds (a message may then
+arrive twice: events carry versions, and a request's answer is taken once). What was
+published while the listener was away is lost, so once it listens again
+:attr:`NodeBus.on_resubscribed` is told (the lobby attaches this node's seated players to
+their tables again: each gets ``resume``, the table's full state).
+
 Each node also refreshes ``{prefix}node:<id>:alive`` (expiring; a duty of the node's tick) so
 others can tell a dead owner from a quiet one (the tournament driver asks
 :meth:`NodeBus.is_alive`; table ownership goes by the heartbeat of
@@ -108,9 +118,10 @@ class NodeBus:
         and how often a message nobody heard is published again (see the module)."""
         self._redis = redis
         self.tick = tick if tick is not None else Tick()
-        # On a cluster, pub/sub and PUBLISH use a plain client of one node
-        # (server/store/redis_client.py).
-        self._pubsub_redis: aioredis.Redis = getattr(redis, "seed", redis)
+        # On a cluster, pub/sub and PUBLISH use a plain client of one node, moved to another
+        # when it fails (server/store/redis_client.py).
+        self._follows = hasattr(redis, "reseed")
+        self._reseeding = asyncio.Lock()
         self._alive_ttl_ms = int(alive_ttl * 1000)
         self._alive_refresh = alive_refresh
         self._keys = keys
@@ -118,7 +129,7 @@ class NodeBus:
         self._handler: Handler | None = None
         self._queue: deque[_Item] = deque()
         # PUBLISH counts are those of the whole deployment (not a cluster's one node).
-        self._counts_trusted = self._pubsub_redis is redis
+        self._counts_trusted = not hasattr(redis, "seed")
         self._unheard_for = unheard_for
         self._unheard_resend = unheard_resend
         # Messages nobody heard, per channel, in order: (item, loop time first unheard);
@@ -129,9 +140,13 @@ class NodeBus:
         self._held_wake = asyncio.Event()
         self.on_unheard: Unheard | None = None
         """Set by the owner of the tokens (the lobby's forwarding)."""
+        self.on_resubscribed: Callable[[], None] | None = None
+        """Told when the listener subscribed again through another node of a cluster (what
+        was published meanwhile is lost): set by the lobby."""
         self._wake = asyncio.Event()
         self._tasks: list[asyncio.Task[None]] = []
         self._pubsub: Any = None
+        self._listening_on: aioredis.Redis | None = None  # the node client it subscribed on
         self._stopping = False
         self.link: LocalLink | None = None
         if link_dir and any(peer != node_id for peer in link_peers):
@@ -139,12 +154,21 @@ class NodeBus:
         self._local: deque[NodeMessage] = deque()
         self._local_wake = asyncio.Event()
 
+    @property
+    def _pubsub_redis(self) -> aioredis.Redis:
+        redis: aioredis.Redis = getattr(self._redis, "seed", self._redis)
+        return redis
+
+    @property
+    def _channels(self) -> tuple[str, str]:
+        """Its own channel, and the one every node hears (ended tokens)."""
+        return self._keys.node_channel(self.node_id), self._keys.broadcast_channel
+
     async def start(self, handler: Handler) -> None:
         self._handler = handler
-        self._pubsub = self._pubsub_redis.pubsub(ignore_subscribe_messages=True)
-        # Its own channel, and the one every node hears (ended tokens).
-        await self._pubsub.subscribe(self._keys.node_channel(self.node_id),
-                                     self._keys.broadcast_channel)
+        self._listening_on = self._pubsub_redis
+        self._pubsub = self._listening_on.pubsub(ignore_subscribe_messages=True)
+        await self._pubsub.subscribe(*self._channels)
         await self._redis.set(self._keys.node_alive(self.node_id), "1", px=self._alive_ttl_ms)
         self._tasks = [
             asyncio.create_task(self._listen(), name="bus-listen"),
@@ -178,6 +202,9 @@ class NodeBus:
                 await self._pubsub.unsubscribe()
             with contextlib.suppress(RedisError, OSError):
                 await self._pubsub.aclose()
+        if self._follows:
+            with contextlib.suppress(RedisError, OSError):
+                await self._redis.close_pubsub()  # type: ignore[attr-defined]
         with contextlib.suppress(RedisError, OSError):
             await self._redis.delete(self._keys.node_alive(self.node_id))
 
@@ -226,20 +253,47 @@ class NodeBus:
     async def _drain(self) -> None:
         while self._queue:
             batch = [self._queue.popleft() for _ in range(min(MAX_BATCH, len(self._queue)))]
-            counts = await self._publish(batch)
+            try:
+                counts = await self._publish(batch)
+            except (RedisError, OSError):
+                if self._follows:  # published again through another node (see the module)
+                    self._queue.extendleft(reversed(batch))
+                raise
             if self._counts_trusted and 0 in counts:
                 self._hold_unheard(batch, counts)
 
     async def _publish_loop(self) -> None:
+        loop = asyncio.get_running_loop()
+        failing_since: float | None = None
         while not self._stopping:
             await self._wake.wait()
             self._wake.clear()
+            seed = self._pubsub_redis
             try:
                 await self._drain()
+                failing_since = None
             except (RedisError, OSError) as exc:
+                now = loop.time()
+                if failing_since is None:
+                    failing_since = now
+                if self._follows and now - failing_since < self._unheard_for:
+                    log.warning("bus: publish failed (%s): publishing again through a live "
+                                "node", exc)
+                    await self._reseed(seed)
+                    await asyncio.sleep(self._unheard_resend)
+                    self._wake.set()
+                    continue
+                failing_since = None
                 log.warning("bus: publish failed, %d messages dropped: %s", len(self._queue), exc)
                 self._tell_unheard(self._queue)
                 self._queue.clear()
+
+    async def _reseed(self, failed: aioredis.Redis | None) -> None:
+        """Move a cluster's pub/sub off ``failed`` (the node client that failed), unless the
+        listener or the publisher moved it already."""
+        async with self._reseeding:
+            if self._pubsub_redis is failed:
+                await self._redis.reseed()  # type: ignore[attr-defined]
 
     def _tell_unheard(self, items: Iterable[_Item]) -> None:
         unheard = self.on_unheard
@@ -342,6 +396,9 @@ class NodeBus:
                     ignore_subscribe_messages=True, timeout=LISTEN_TIMEOUT
                 )
             except (RedisError, OSError) as exc:
+                if self._follows:
+                    await self._resubscribe(exc)
+                    continue
                 log.warning("bus: listen failed, retrying: %s", exc)
                 await asyncio.sleep(0.5)
                 continue
@@ -350,6 +407,38 @@ class NodeBus:
             payload = _decode(message.get("data"))
             if payload is not None:
                 await self._handle([payload])
+
+    async def _resubscribe(self, exc: BaseException) -> None:
+        """The listener of a cluster's pub/sub failed: subscribe again through a live node
+        (tried again, a little later each time, until one takes it), then tell
+        :attr:`on_resubscribed`."""
+        log.warning("bus: listen failed (%s): subscribing again through a live node", exc)
+        delay = self._unheard_resend
+        failed = self._listening_on
+        while True:
+            await self._reseed(failed)
+            failed = self._pubsub_redis
+            pubsub: Any = self._pubsub_redis.pubsub(ignore_subscribe_messages=True)
+            try:
+                await pubsub.subscribe(*self._channels)
+                break
+            except (RedisError, OSError) as again:
+                log.info("bus: subscribing again failed: %s", again)
+                with contextlib.suppress(RedisError, OSError):
+                    await pubsub.aclose()
+                await asyncio.sleep(delay)
+                delay = min(2.0, delay * 2)
+        old, self._pubsub, self._listening_on = self._pubsub, pubsub, failed
+        with contextlib.suppress(RedisError, OSError):
+            await old.aclose()
+        kwargs = self._pubsub_redis.connection_pool.connection_kwargs
+        log.warning("bus: listening again through %s:%s", kwargs.get("host"),
+                    kwargs.get("port"))
+        if self.on_resubscribed is not None:
+            try:
+                self.on_resubscribed()
+            except Exception:
+                log.exception("bus: catching up after subscribing again failed")
 
     async def _handle(self, batch: list[NodeMessage]) -> None:
         assert self._handler is not None

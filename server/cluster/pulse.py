@@ -15,7 +15,9 @@ thread with its own synchronous Redis connection (redis-py) that
   at ``stuck since + loop_stuck_limit`` (never later than ``lease_ttl`` ahead), then stops,
   so the peers take the node's tables over from then, as from a node whose process is gone;
 * probes Redis every ``redis_check_interval`` (a GET of the store's identity): a probe that
-  answers is health, however late the loop reads it.
+  answers is health, however late the loop reads it. When a heartbeat or a probe last
+  failed is :attr:`NodePulse.failed_at`: a node cut off from the store counts no peer dead
+  for a while after (``server/lobby/ownership.py``).
 
 What the loop must act on (the probe's answer changed or read another store identity, a
 heartbeat found the node's time had run out, the clock offset to Redis moved) is handed over
@@ -110,6 +112,7 @@ class NodePulse:
         self.online_count: Callable[[], int] | None = None  # asked on the loop, if given
         self.beat_at = -float("inf")  # monotonic time of the last heartbeat written
         self.answered_at = -float("inf")  # monotonic start of the last probe answered
+        self.failed_at = -float("inf")  # monotonic time of the last heartbeat or probe failed
         self.beats = 0  # heartbeats written (for tests and the bench)
         self._loop: asyncio.AbstractEventLoop | None = None
         self._on_news: Callable[[PulseNews], None] | None = None
@@ -261,6 +264,7 @@ class NodePulse:
         try:
             raw = self._connect().get(self.keys.store_id)
         except (RedisError, OSError) as exc:
+            self.failed_at = time.monotonic()
             if self._up:
                 log.warning("Redis probe failed: %r", exc)
             up, found = False, None
@@ -287,6 +291,7 @@ class NodePulse:
                 args=[self.node_id, int(ttl * 1000),
                       "" if self.online is None else self.online, lag_arg]))
         except (RedisError, OSError) as exc:
+            self.failed_at = time.monotonic()
             log.warning("ownership: heartbeat failed: %r", exc)
             return
         self.beat_at = time.monotonic()

@@ -10,7 +10,8 @@ The end of a game, in this order (nothing is announced before it is stored):
    points for a Boosted game), and, in one fenced script, write the table's buffered events
    (``game_over``/``match_over`` included) and append the result to the table's results;
    each is retried on Redis errors;
-2. once both are stored: broadcast ``game_over`` (and ``match_over``) to players and
+2. once both are stored, and on the replicas where the masters have some
+   (``server/store/replicas.py``): broadcast ``game_over`` (and ``match_over``) to players and
    watchers, then push the rating events to the players wherever they are connected;
 3. put each player's ``rating``/``boosted`` event (with its ``event_id``) in that player's
    inbox, then push it live; the node that writes it to one of the player's sockets removes
@@ -171,6 +172,10 @@ class Finisher:
         pushes = with_event_ids(pushes)
         # The record too, before game_over goes out: whoever saw the end can replay it.
         await self.retry(game_id, "the game record", self.save_record, settlement, pushes)
+        # The result, the ratings and the record are on the replicas before anyone is told
+        # (server/store/replicas.py): a failover then takes none of it back.
+        await self.retry(game_id, "the replication", self._replicated, settlement,
+                         settle_once, pushes, [])
         self.announcer.hold_from(None)
         # The rating events are settled in the rating store; each goes to its player's inbox
         # first, then live: the node that writes it to a socket takes it out of the inbox,
@@ -275,6 +280,19 @@ class Finisher:
             raise
 
     # --- the settlement ---------------------------------------------------------------------
+
+    async def _replicated(self, settlement: FinishedGame,
+                          settle_once: Callable[[], Awaitable[Pushes]], pushes: Pushes,
+                          tries: list[bool]) -> None:
+        """Wait until the game's end is on the replicas (``Replicas.replicated``). After a
+        wait that fell short (a replica behind, maybe a failover since that lost the
+        writes), the writes are made again first: each applies once by game id."""
+        if tries:
+            await self.deps.persistence.write_result(self.table_id, settlement.result, ())
+            await settle_once()
+            await self.save_record(settlement, pushes)
+        tries.append(True)
+        await self.deps.persistence.replicas.replicated()
 
     def _settlement_call(self, s: FinishedGame) -> Callable[[], Awaitable[Pushes]]:
         """One attempt at settling this game (or match), with every input fixed now: the

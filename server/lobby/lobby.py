@@ -164,6 +164,7 @@ class Lobby:
             deps, registry=registry, life=life, listing=listing, forwarding=forwarding,
             requests=requests, outbox=outbox, bus=bus, peers=peers, tasks=tasks,
             listeners=listeners)
+        bus.on_resubscribed = self.takeover.bus_back  # node messages may have been lost
         self.creation = TableCreation(deps, registry=registry, life=life, listing=listing,
                                       pair_limit=pair_limit)
         self.chat = LobbyChat(settings, records=self.records, mutes=mutes, outbox=outbox,

@@ -23,6 +23,11 @@ end then),
   nothing of others for one ``lease_renew`` (its peers, cut off like it, beat again first:
   no node takes the tables of a peer that was only as late as itself); nor does a node
   whose own last heartbeat is older than ``lease_ttl`` (it is dead for its peers);
+* a store outage is not a node death: a peer whose heartbeat ran out (or that left the node
+  set) is counted dead, cleaned up after and claimed from only when this node's own view of
+  the store was healthy for the last ``lease_ttl`` (no heartbeat of its own failed, no probe
+  or write found Redis away): a failover of the master holding the node set stops every
+  node's heartbeat alike, and each beats again once it is over;
 * every ``takeover_scan`` seconds reads the node set (one command; a dead node is cleaned up
   after once by ``Takeover.node_died``, ``takeover.py``), and for each dead node, and each
   peer that said on the bus that it handed tables over, reads its table set and the records
@@ -101,6 +106,8 @@ class Ownership:
         self._started = False
         self._claim_after = 0.0  # monotonic time before which this node claims nothing
         self._beat_at = -float("inf")  # monotonic time of this node's last heartbeat
+        self._beat_failed_at = -float("inf")  # ... and of its last one that failed
+        self._unsteady_logged = False
 
     async def start(self) -> None:
         """Say this node is alive (once, at once), then beat every ``lease_renew`` and scan
@@ -149,8 +156,12 @@ class Ownership:
 
     async def beat_once(self) -> None:
         """Beat once; if this node had been dead for its peers, let go of what they took."""
-        late = await self.persistence.heartbeat(self.node_id, self.settings.lease_ttl,
-                                                  self.lobby.online_players())
+        try:
+            late = await self.persistence.heartbeat(self.node_id, self.settings.lease_ttl,
+                                                      self.lobby.online_players())
+        except (RedisError, OSError):
+            self._beat_failed_at = time.monotonic()
+            raise
         self._beat_at = time.monotonic()
         if late:
             await self._after_late()
@@ -226,14 +237,38 @@ class Ownership:
             claimed += await self._claim_from(node)
         return claimed
 
+    def store_steady(self) -> bool:
+        """Whether this node's view of the store was healthy for the last ``lease_ttl``: no
+        heartbeat of its own failed, and no probe or write found Redis away. Only then is a
+        peer whose heartbeat ran out meanwhile counted dead (it may have been cut off from
+        the store as this node was: a failover, an outage)."""
+        pulse_failed = self.pulse.failed_at if self.pulse is not None else -float("inf")
+        failed = max(self._beat_failed_at, pulse_failed, self.persistence.away_at)
+        return self.persistence.redis_up and \
+            time.monotonic() - failed >= self.settings.lease_ttl
+
+    def _steady_for_deaths(self) -> bool:
+        steady = self.store_steady()
+        if not steady and not self._unsteady_logged:
+            log.warning("ownership: this node's own view of the store was not healthy "
+                        "within the last %gs: no peer is counted dead meanwhile",
+                        self.settings.lease_ttl)
+        self._unsteady_logged = not steady
+        return steady
+
     async def _check_nodes(self) -> list[str]:
         """Read the node set: peers seen alive again or dead for the first time are told to
-        the lobby. Returns the dead peers."""
+        the lobby (dead only while this node's view of the store is steady). Returns the
+        dead peers."""
         nodes = await self.persistence.nodes()
         now = self.lobby.clock.now()
         liveness = self.lobby.liveness
+        steady = self._steady_for_deaths()
         # A peer that left the node set stopped cleanly with nothing left for anyone.
         left = [n for n in liveness.peers if n not in nodes]
+        if not steady:  # a node set read from a promoted replica may miss a newcomer
+            nodes = {**{n: liveness.peers[n] for n in left}, **nodes}
+            left = []
         liveness.peers = {n: until for n, until in nodes.items() if n != self.node_id}
         for node in left:
             await self.lobby.node_died(node, stopped=True)
@@ -243,7 +278,7 @@ class Ownership:
             if until > now:
                 liveness.back(node)
                 self._emptied.discard(node)
-            else:
+            elif steady:
                 dead.append(node)
                 if node not in liveness.dead_nodes:
                     if stopped is None:

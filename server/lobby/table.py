@@ -557,16 +557,17 @@ class Table(MachineView):
         now = self.clock.now()
         self._apply(self.machine.disconnect(player, node, now, lost_at=lost_at), now)
 
-    def end_store_lost(self) -> None:
-        """The store forgot this table (emptied or replaced): close it with ``table_closed``
-        (reason ``store_lost``), told to its players and watchers at once, since there is no
-        log left to store it in first. A game in progress ends with no result and no rating
-        change; events not stored yet were never announced and are dropped. The caller
-        forgets the table (:meth:`TableHost.lost`)."""
+    def end_store_lost(self, reason: str = STORE_LOST) -> None:
+        """The store forgot this table (emptied or replaced; ``log_lost``: events of its log
+        that it no longer holds): close it with ``table_closed`` (``reason``), told to its
+        players and watchers at once, since there is no log left to store it in first. A
+        game in progress ends with no result and no rating change; events not stored yet
+        were never announced and are dropped. The caller forgets the table
+        (:meth:`TableHost.lost`)."""
         if self._fenced:
             return
         now = self.clock.now()
-        step = self.machine.close(STORE_LOST, now)
+        step = self.machine.close(reason, now)
         self.shutdown()
         for out in step.events:
             self.announcer.broadcast(out)

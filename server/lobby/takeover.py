@@ -7,6 +7,14 @@ cleaned up when it has no game to carry on (:meth:`Takeover.restore_table`), and
 (:meth:`Takeover.node_died`); a drain gives every table away (:meth:`Takeover.hand_over`); a
 table whose write was refused stops here (:meth:`Takeover.table_fenced`), and when the store
 itself was lost every table ends (:meth:`Takeover.store_lost`).
+
+A log with a gap (a Redis replica promoted before it had every event: PROTOCOL.md §13)
+never kills a table. Its owner, alive, writes the missing events again from memory
+(:meth:`Takeover.log_gap`, asked by the flush the store refused). A node taking over a log
+with a gap carries on from the events before it: the log is rewritten to them, and every
+player and watcher gets ``table_rewound`` with the table's full state
+(:meth:`Takeover.restore_table`). A table whose missing events are nowhere, or whose log does
+not replay at all, ends with ``table_closed`` (reason ``log_lost``), told to its players.
 """
 
 from __future__ import annotations
@@ -16,6 +24,7 @@ import math
 from collections.abc import Iterable
 from typing import Any
 
+import msgpack
 from redis.exceptions import RedisError
 
 from server.lobby.forwarding import Forwarding
@@ -29,8 +38,22 @@ from server.lobby.table import Table, TableStatus
 from server.lobby.table_deps import TableDeps
 from server.lobby.tasks import Tasks
 from server.protocol import node_messages as ops
+from server.protocol.codec import Outgoing
 
 log = logging.getLogger(__name__)
+
+REATTACH_FOR = 30.0
+"""Seconds the players here are attached again, try after try, once the bus is back."""
+LOG_LOST = "log_lost"
+"""``table_closed`` reason: events of the table's log are lost (see the module)."""
+
+
+def before_gap(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``events`` (in version order, each once) up to the first missing version."""
+    for i in range(1, len(events)):
+        if int(events[i]["v"]) != int(events[i - 1]["v"]) + 1:
+            return events[:i]
+    return events
 
 
 class Takeover:
@@ -54,6 +77,7 @@ class Takeover:
         self.peers = peers
         self.tasks = tasks
         self.listeners = listeners
+        self.persistence.on_gap = self.log_gap
 
     def table_stored(self, table_id: str, version: int) -> None:
         """The flush stored the table's events up to ``version``: it may announce them."""
@@ -106,15 +130,18 @@ class Takeover:
         status = str(summary.get("status") or "")
         players = [str(p) for p in summary.get("players") or () if p]
         table: Table | None = None
-        if status in ("playing", "finished") and events:
+        kept = before_gap(events)
+        if status in ("playing", "finished") and kept:
             try:
-                table = await Table.restore(self.deps, self.life, table_id, snapshot, events,
+                table = await Table.restore(self.deps, self.life, table_id, snapshot, kept,
                                             self.deps.clock.now())
             except ValueError:
                 # A log that does not replay (another version's format, a log trimmed in
                 # the middle of a game): cleaned up below, so its players are free to play
                 # again instead of holding seats at a table nobody can run.
                 log.exception("table %s: its log does not replay; the game is lost", table_id)
+        if table is not None and len(kept) < len(events):
+            await self._rewound(table, kept, int(events[-1]["v"]))
         if table is not None:
             if registry.closing:
                 # This node began to drain while it rebuilt the table: hand it on (hand_over
@@ -141,9 +168,44 @@ class Takeover:
         if status == "playing":
             log.warning("table %s: game in progress lost with its node (no log to rebuild "
                         "it from, or a log that does not replay)", table_id)
+            for player in players:  # wherever they are: the table is gone for good
+                await self.deps.delivery.push_to_player(player, {
+                    "type": "table_closed", "table": table_id, "reason": LOG_LOST})
         await self._close(table_id, players, str(summary.get("mode") or "") or None)
         self.bus.broadcast(ops.TakenOver(table=table_id, node=self.node_id, players=[]))
         await self.taken_over(table_id, self.node_id, [])
+        return None
+
+    async def _rewound(self, table: Table, kept: list[dict[str, Any]], logged: int) -> None:
+        """``table`` was rebuilt from the events before a gap in its log (the last logged
+        being ``logged``): the log is rewritten to them, so the table's next event follows,
+        and its players and watchers get ``table_rewound`` with its full state."""
+        log.warning("table %s: its log misses events after v%d (up to v%d logged): going on "
+                    "from v%d", table.id, table.version, logged, table.version)
+        await self.persistence.rewrite_log(table.id, table.version,
+                                           [msgpack.packb(e) for e in kept])
+        table.announcer.broadcast(Outgoing({
+            "type": "table_rewound", "table": table.id, "v": table.version,
+            "logged": logged, "summary": table.summary(), "state": table.machine.handout()}))
+
+    def log_gap(self, table_id: str, stored: int, first: int) -> list[bytes] | None:
+        """The store holds ``table_id``'s log only up to ``stored`` and the flush wants to
+        write from ``first`` on: the events between, from the table's memory (msgpack, as
+        logged). None when they are not all there: the table ends (``table_closed``,
+        ``log_lost``), its seats freed."""
+        table = self.registry.get(table_id)
+        if table is None:
+            return None
+        missing = [packed for v, packed in table.events.window if stored < v < first]
+        if len(missing) == first - 1 - stored:
+            return missing
+        log.error("table %s: the store lost v%d-v%d of its log and they are not in memory "
+                  "any more: the table ends", table_id, stored + 1, first - 1)
+        players = table.seated_players()
+        mode = str(table.summary().get("mode") or "") or None
+        table.end_store_lost(LOG_LOST)
+        self.life.lost(table)
+        self.tasks.spawn(self._close(table_id, players, mode))
         return None
 
     async def _close(self, table_id: str, players: list[str], mode: str | None) -> None:
@@ -219,6 +281,30 @@ class Takeover:
                 await listener(node)
             except (RedisError, OSError) as exc:
                 log.warning("cleaning up after node %s: %s", node, exc)
+
+    def bus_back(self) -> None:
+        """The node bus listens again after its cluster node failed (what was published
+        to this node meanwhile is lost): this node's seated players are attached to their
+        tables again, and get each table's full state (``resume``)."""
+        self.tasks.spawn(self._reattach_quietly())
+
+    async def _reattach_quietly(self) -> None:
+        """:meth:`reattach`, tried again while the store is away (the failover that moved
+        the bus may not be over), for up to :data:`REATTACH_FOR` seconds."""
+        clock = self.deps.clock
+        until = clock.monotonic() + REATTACH_FOR
+        delay = 0.1
+        while True:
+            try:
+                await self.reattach()
+                return
+            except (RedisError, OSError) as exc:
+                if clock.monotonic() + delay > until:  # their next sync attaches them
+                    log.warning("attaching players again after the bus came back failed: "
+                                "%s", exc)
+                    return
+            await clock.sleep(delay)
+            delay = min(1.0, delay * 2)
 
     async def reattach(self) -> None:
         """Attach every seated player with a socket here to its table again (a peer saw

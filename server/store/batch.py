@@ -7,6 +7,8 @@ from typing import Any
 
 import redis.asyncio as aioredis
 
+from server.store.replicas import Replicas
+
 
 class Batch:
     """Redis commands written as RESP by hand, sent in one write and answered in order.
@@ -17,7 +19,7 @@ class Batch:
     raises, like a pipeline would.
     """
 
-    __slots__ = ("commands", "count", "keep", "parts")
+    __slots__ = ("commands", "count", "keep", "parts", "wait_ms", "waits")
 
     def __init__(self, keep: list[Any] | None = None, *, cluster: bool = False) -> None:
         # The arguments as well, only for a cluster (sent through redis-py's pipeline).
@@ -29,6 +31,9 @@ class Batch:
         # check-in cost about as much as the write): the write-behind flusher's, which
         # executes once per move at a human pace.
         self.keep = keep
+        # WAITs sent last, one per master written (a cluster's: with its node).
+        self.waits: list[tuple[str, Any, int]] = []
+        self.wait_ms = 0
 
     def add(self, *args: bytes) -> None:
         if self.commands is not None:
@@ -50,14 +55,41 @@ class Batch:
             parts.append(b"$%d\r\n%b\r\n" % (len(arg), arg))
         self.count += 1
 
+    def wait_for(self, replicas: Replicas) -> list[str]:
+        """End the batch with a ``WAIT`` on each master it writes that has replicas, on the
+        connection of its writes (``server/store/replicas.py``); their masters, in the
+        order of the last replies."""
+        if not replicas.any:
+            return []
+        self.wait_ms = replicas.timeout_ms
+        if self.commands is None:
+            needed = replicas.needed()
+            if needed:
+                self.add(b"WAIT", b"%d" % needed, b"%d" % replicas.timeout_ms)
+                self.waits.append(("", None, needed))
+            return [name for name, _node, _n in self.waits]
+        cluster: Any = replicas.redis
+        seen: set[str] = set()
+        for command in self.commands:
+            key = command[3] if command[0] in (b"EVALSHA", b"EVAL") else command[1]
+            node = cluster.nodes_manager.get_node_from_slot(cluster.keyslot(key))
+            needed = replicas.needed(node.name)
+            if needed and node.name not in seen:
+                seen.add(node.name)
+                self.waits.append((node.name, node, needed))
+        return [name for name, _node, _n in self.waits]
+
     async def execute(self, redis: aioredis.Redis) -> list[Any]:
         if isinstance(redis, aioredis.RedisCluster):
             # A cluster: redis-py's cluster pipeline sends each command to its slot's node
-            # (one round trip per node); the replies come back in order.
+            # (one round trip per node, on one connection: a WAIT follows its node's
+            # writes); the replies come back in order.
             assert self.commands is not None, "a batch for a cluster is made with cluster=True"
             async with redis.pipeline(transaction=False) as pipe:
                 for command in self.commands:
                     pipe.execute_command(command[0].decode(), *command[1:])
+                for _name, node, needed in self.waits:
+                    pipe.execute_command("WAIT", needed, self.wait_ms, target_nodes=node)
                 return list(await pipe.execute())
         pool: Any = redis.connection_pool  # get_connection is not typed in redis-py 5.2
         keep = self.keep

@@ -63,6 +63,7 @@ from server.store.lobby_index import LobbyIndex
 from server.store.owners import LEASE_FIELDS, Lease, OwnerRecords
 from server.store.players import PlayerRecords
 from server.store.read_batch import reads
+from server.store.replicas import REPLICA_CHECK, Replicas, ReplicaTimeout
 from server.store.results import Fenced, ResultRecords, _aw
 from server.store.scripts import load_script
 from server.store.write_buffer import (
@@ -70,6 +71,7 @@ from server.store.write_buffer import (
     SNAPSHOT_INTERVAL,
     SnapshotFn,
     StoredFn,
+    Taken,
     WriteBuffer,
 )
 from server.tick import Tick
@@ -146,6 +148,10 @@ class Persistence(ResultRecords, OwnerRecords, EventLogReads, LobbyIndex, Player
         self._cluster = isinstance(redis, aioredis.RedisCluster)
         self.on_stored = on_stored
         self.on_fenced = on_fenced
+        self.on_gap: Callable[[str, int, int], list[bytes] | None] | None = None
+        """Asked for a table's events after a version and before another (msgpack, as
+        logged) when the store lost them (:meth:`_gap`); None: not in memory (the table
+        ends). Set by the lobby's takeover."""
         self.gather_writes = gather_writes
         self._release_seat = redis.register_script(load_script("release_seat.lua"))
         self._inbox_remove = redis.register_script(load_script("inbox_remove.lua"))
@@ -157,11 +163,15 @@ class Persistence(ResultRecords, OwnerRecords, EventLogReads, LobbyIndex, Player
         self._lease_release = redis.register_script(load_script("lease_release.lua"))
         self._fenced_append = redis.register_script(load_script("fenced_append.lua"))
         self._fenced_result = redis.register_script(load_script("fenced_result.lua"))
+        self._fenced_rewrite = redis.register_script(load_script("fenced_rewrite.lua"))
         # What is buffered for each table until a flush writes it, and the owner epochs.
         self.buffer = WriteBuffer(keys, append_sha=self._fenced_append.sha.encode(),
                                   log_ttl_ms=int(settings.event_log_ttl * 1000),
                                   log_max=settings.event_log_max)
         self._seat_ttl_ms = int(max(settings.event_log_ttl, 3600.0) * 1000)
+        # WAIT before announcing where the masters have replicas (replicas.py).
+        self.replicas = Replicas(redis, wait=settings.replica_wait,
+                                 timeout=settings.replica_wait_timeout)
 
     # --- the store's health ---------------------------------------------------------------
 
@@ -189,6 +199,11 @@ class Persistence(ResultRecords, OwnerRecords, EventLogReads, LobbyIndex, Player
             except Exception:
                 log.exception("telling the tables that Redis is %s failed",
                               "back" if up else "away")
+
+    @property
+    def away_at(self) -> float:
+        """Monotonic time Redis was last marked away here (a failed check or write)."""
+        return self._away_at
 
     async def confirm_up(self) -> bool:
         """Whether the store answers now: one read of its identity (:meth:`check_store`),
@@ -304,7 +319,14 @@ class Persistence(ResultRecords, OwnerRecords, EventLogReads, LobbyIndex, Player
             return
         started = time.perf_counter()
         try:
+            await self.replicas.fresh()
+            masters = batch.wait_for(self.replicas)
             replies = await batch.execute(self.redis)
+            if masters:
+                self.replicas.waits += len(masters)
+                acks = replies[len(replies) - len(masters):]
+                replies = replies[:len(replies) - len(masters)]
+                self._acked(taken.order, replies, list(zip(masters, acks, strict=True)))
         except NoScriptError:
             buffer.put_back_taken(taken)
             await self.load_scripts()
@@ -325,6 +347,8 @@ class Persistence(ResultRecords, OwnerRecords, EventLogReads, LobbyIndex, Player
             for table, reply in zip(taken.order, replies, strict=True):
                 if reply == -1:
                     self.fenced_out(table)
+                elif reply <= -2:
+                    self._gap(table, -2 - reply, taken)
                 else:
                     version = versions.get(table)
                     if version is not None:
@@ -332,6 +356,53 @@ class Persistence(ResultRecords, OwnerRecords, EventLogReads, LobbyIndex, Player
         finally:
             if gather is not None:
                 gather(False)
+
+    def _gap(self, table: str, stored: int, taken: Taken | None) -> None:
+        """The store holds ``table``'s log only up to ``stored``, short of the events just
+        written (a replica promoted before it had them): nothing of the write was stored.
+        The write goes back to the buffer, behind the missing events, which the table gives
+        again from memory (:attr:`on_gap`); a table that no longer holds them is ended by
+        it, and what it buffered is dropped. Written by the next flush."""
+        if taken is not None:
+            self.buffer.put_back(*taken.of(table))
+        first = self.buffer.firsts.get(table)
+        if first is None or first <= stored + 1:
+            return
+        missing = None if self.on_gap is None else self.on_gap(table, stored, first)
+        log.warning("table %s: the store lost versions %d-%d of its log (a failover); %s",
+                    table, stored + 1, first - 1,
+                    "written again from memory" if missing is not None else "not in memory")
+        if missing is None:
+            self.buffer.drop(table)
+            return
+        self.buffer.prepend(table, stored + 1, missing)
+        self._wake.set()
+
+    async def rewrite_log(self, table: str, version: int, events: list[bytes]) -> None:
+        """Make ``table``'s log exactly ``events`` (msgpack, versions up to ``version``),
+        under this node's epoch (``fenced_rewrite.lua``): a log taken over with a gap goes
+        on from the events before it. Raises :class:`Fenced` when another node owns it."""
+        keys = self.keys
+        reply = await self._fenced_rewrite(
+            keys=[keys.table_lease(table), keys.table_events(table)],
+            args=[self.buffer.epoch_arg(table), self.buffer.log_ttl_ms, version, *events])
+        if int(reply) == -1:
+            self.fenced_out(table)
+            raise Fenced(table)
+
+    def _acked(self, order: list[str], replies: list[Any],
+               acks: list[tuple[str, Any]]) -> None:
+        """Raise :class:`ReplicaTimeout` when a master's replicas did not all acknowledge the
+        batch: nothing of it is announced, and it is written again (what is stored already
+        is skipped) once they do. A table fenced meanwhile is let go first."""
+        try:
+            self.replicas.check(acks)
+        except ReplicaTimeout as exc:
+            for table, reply in zip(order, replies, strict=True):
+                if reply == -1:
+                    self.fenced_out(table)
+            log.warning("write-behind flush not replicated in time (held): %s", exc)
+            raise
 
     def _tell_stored(self, table: str, version: int) -> None:
         """Tell ``table`` (its own callback, else :attr:`on_stored`) that its events up to
@@ -498,10 +569,13 @@ class Persistence(ResultRecords, OwnerRecords, EventLogReads, LobbyIndex, Player
         if not probed:
             self.tick.add("redis-check", self._settings.redis_check_interval, self.check_once,
                           first=0, logger=log, what="Redis check")
+        if self.replicas.want:  # counted on the tick too: a quiet node's counts stay fresh
+            self.tick.add("replica-count", REPLICA_CHECK, self.replicas.fresh, first=0,
+                          logger=log, what="counting the replicas")
 
     async def stop(self) -> None:
         """Stop the flusher and write what is left (nothing buffered is lost on shutdown)."""
-        await self.tick.remove("redis-check")
+        await self.tick.remove("redis-check", "replica-count")
         if self._reclaiming is not None:
             self._reclaiming.cancel()
         if self._task is not None:

@@ -6,15 +6,23 @@ others are discovered). Every key the server writes carries a hash tag, and ever
 multi-key command stays in one slot (docs/deployment.md, "Redis Cluster"); the client routes
 each command to its slot's node. Pub/sub is not keyed: a message published on any node of a
 cluster reaches the subscribers of every node, so subscriptions and ``PUBLISH`` use a plain
-connection to the node named in the URL (redis-py 5.2's asyncio cluster client has neither).
+connection to one node (redis-py 5.2's asyncio cluster client has neither): the one named in
+the URL first, and when it fails, any live node of the cluster's topology
+(:meth:`ClusterRedis.reseed`, asked by the node bus, ``server/cluster/bus.py``).
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import logging
 from typing import Any, cast
 
 import redis.asyncio as aioredis
 from redis.asyncio.client import PubSub
+from redis.exceptions import RedisError
+
+log = logging.getLogger(__name__)
 
 CLUSTER_SCHEME = "redis+cluster://"
 REDIS_MAX_CONNECTIONS = 512
@@ -23,10 +31,47 @@ holds its connection until the event loop reads the reply, which under full load
 as a move's round trip, so a few hundred can be busy at once with a thousand games."""
 
 
+RESEED_TIMEOUT = 1.0
+"""Seconds a node of the cluster has to answer ``PING`` to become the pub/sub node."""
+
+
 class ClusterRedis(aioredis.RedisCluster):
-    """redis.asyncio's cluster client, with pub/sub over the seed node (see the module)."""
+    """redis.asyncio's cluster client, with pub/sub over one live node (see the module)."""
 
     seed: aioredis.Redis
+    _reseed_missed: bool
+
+    async def reseed(self) -> str | None:
+        """Move pub/sub to a live node of the cluster (the pub/sub node failed): the nodes
+        of the client's topology, masters and replicas, are tried in turn, the failed node
+        last (the topology is read again first when none answered last time). Returns the
+        new node's address, or None when no node answered (the old one is kept)."""
+        old = self.seed.connection_pool.connection_kwargs
+        failed = f"{old.get('host')}:{old.get('port')}"
+        if getattr(self, "_reseed_missed", False):
+            with contextlib.suppress(RedisError, OSError):
+                await self.nodes_manager.initialize()
+        names = sorted({node.name for node in self.get_nodes()},
+                       key=lambda name: (name == failed, name))
+        self._reseed_missed = True
+        for name in names:
+            host, _, port = name.rpartition(":")
+            client = aioredis.Redis(host=host, port=int(port),
+                                    socket_connect_timeout=RESEED_TIMEOUT)
+            try:
+                async with asyncio.timeout(RESEED_TIMEOUT):
+                    await client.ping()
+            except (RedisError, OSError, TimeoutError):
+                await client.aclose()
+                continue
+            self._reseed_missed = False
+            previous, self.seed = self.seed, client
+            with contextlib.suppress(RedisError, OSError):
+                await previous.aclose()
+            if name != failed:
+                log.warning("pub/sub moved from %s to %s", failed, name)
+            return name
+        return None
 
     def pubsub(self, **kwargs: Any) -> PubSub:
         return self.seed.pubsub(**kwargs)
@@ -34,8 +79,12 @@ class ClusterRedis(aioredis.RedisCluster):
     async def publish(self, channel: str | bytes, message: str | bytes) -> int:
         return int(await self.seed.publish(channel, message))
 
-    async def aclose(self) -> None:
-        await super().aclose()
+    # aclose() is redis-py's own, which the cluster client also calls to reset itself after
+    # a node's error (a failover): the pub/sub node's connections must outlive that, so
+    # they are closed apart, by their user (the node bus, when it stops).
+
+    async def close_pubsub(self) -> None:
+        """Close the connections to the pub/sub node (they open again when used)."""
         await self.seed.aclose()
 
 

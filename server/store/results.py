@@ -12,9 +12,11 @@ from typing import Any, TypeVar, cast
 
 import redis.asyncio as aioredis
 from redis.commands.core import AsyncScript
+from redis.exceptions import RedisError
 
 from server.config import Settings
 from server.store.keys import Keys
+from server.store.replicas import Replicas
 from server.store.write_buffer import WriteBuffer, pack
 
 T = TypeVar("T")
@@ -23,6 +25,11 @@ T = TypeVar("T")
 def _aw(value: Awaitable[T] | T) -> Awaitable[T]:
     """redis-py types its commands as "awaitable or value"; the asyncio client always awaits."""
     return cast(Awaitable[T], value)
+
+
+class LogGap(RedisError):
+    """A write found the table's log short of the events before it (a failover lost them):
+    nothing was written; it is tried again once they are written again."""
 
 
 class Fenced(Exception):
@@ -46,11 +53,15 @@ class ResultRecords:
     _inbox_remove: AsyncScript
     _inbox_add: AsyncScript
     redis_up: bool
+    replicas: Replicas
 
     def fenced_out(self, table: str) -> None:
         raise NotImplementedError
 
     def _tell_stored(self, table: str, version: int) -> None:
+        raise NotImplementedError
+
+    def _gap(self, table: str, stored: int, taken: Any) -> None:
         raise NotImplementedError
 
     async def write_result(
@@ -86,6 +97,17 @@ class ResultRecords:
         if int(reply) == -1:
             self.fenced_out(table)
             raise Fenced(table)
+        if int(reply) <= -2:
+            # The store lost events before these (a failover): written again from memory
+            # first, then this is tried again (the caller retries).
+            buffer.put_back_table(table, taken)
+            self._gap(table, -2 - int(reply), None)
+            raise LogGap(f"table {table}: the store lost events before the result")
+        try:  # announced once on the replicas (server/store/replicas.py)
+            await self.replicas.replicated([keys.table_events(table)])
+        except BaseException:
+            buffer.put_back_table(table, taken)  # written again with the retry
+            raise
         if taken.version is not None:
             self._tell_stored(table, taken.version)
         if entries:

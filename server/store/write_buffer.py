@@ -52,6 +52,14 @@ class Taken:
     waiting: bool
 
 
+    def of(self, table: str) -> tuple[dict[str, list[bytes]], dict[str, SnapshotFn],
+                                      dict[str, int], dict[str, int]]:
+        """What was taken of ``table`` alone, as :meth:`WriteBuffer.put_back` takes it."""
+        def one(part: dict[str, Any]) -> dict[str, Any]:
+            return {table: part[table]} if table in part else {}
+        return one(self.events), one(self.snapshots), one(self.versions), one(self.firsts)
+
+
 @dataclass(slots=True)
 class TableWrites:
     """One table's buffered writes, taken out to be written with its result."""
@@ -274,6 +282,12 @@ class WriteBuffer:
             self.dirty.setdefault(table, snapshot)
             self.snapshot_at.pop(table, None)
             self.urgent.add(table)
+
+    def prepend(self, table: str, first: int, packed: list[bytes]) -> None:
+        """Buffer ``packed`` (the events ``first``, ``first + 1``...) before what ``table``
+        has buffered: the store lost them and they are written again."""
+        self.events[table] = packed + self.events.get(table, [])
+        self.firsts[table] = first
 
     def put_back_taken(self, taken: Taken) -> None:
         self.put_back(taken.events, taken.snapshots, taken.versions, taken.firsts)

@@ -21,8 +21,13 @@
 -- highest version appended: an event at or below it is not appended again (a write retried
 -- after its reply was lost, or cancelled after it was sent, stores each version once).
 --
--- Returns -1 when the epoch is stale (nothing was written), else the log's length after the
--- append (0 when no event was appended).
+-- A gap: events that start past the lease's "v" + 1 (the store lost the versions between:
+-- a replica promoted before it had them) are not appended, nor is the snapshot: the writer
+-- writes the missing ones first (server/store/persistence.py).
+--
+-- Returns -1 when the epoch is stale (nothing was written), -2 - v for a gap after version v
+-- (nothing was written), else the log's length after the append (0 when no event was
+-- appended).
 local function fenced_events(lease_key, log_key, snapshot_key, epoch, ttl, cap, snapshot,
                              first, from)
     local lease = redis.call('HMGET', lease_key, 'epoch', 'v')
@@ -34,6 +39,9 @@ local function fenced_events(lease_key, log_key, snapshot_key, epoch, ttl, cap, 
         local first_v = tonumber(first)
         local stored = tonumber(lease[2] or '0')
         local last = first_v + #ARGV - from
+        if lease[2] and first_v > stored + 1 then
+            return -2 - stored
+        end
         if first_v <= stored then
             start = from + stored - first_v + 1
         end

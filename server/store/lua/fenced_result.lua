@@ -18,11 +18,13 @@
 --          retried write lists each game once)
 -- ARGV[8..] events to append, in version order (may be none)
 --
--- Returns the results list's length, or -1 when the epoch is stale (nothing was written).
+-- Returns the results list's length, -1 when the epoch is stale, or -2 - v for a gap after
+-- version v (see fenced_events.lua; nothing was written in either case).
 -- include: fenced_events.lua
-if fenced_events(KEYS[1], KEYS[2], KEYS[3], ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[6],
-                 8) == -1 then
-    return -1
+local appended = fenced_events(KEYS[1], KEYS[2], KEYS[3], ARGV[1], ARGV[2], ARGV[3], ARGV[4],
+                               ARGV[6], 8)
+if appended < 0 then
+    return appended
 end
 local listed = redis.call('LRANGE', KEYS[4], 0, -1)
 for i = 1, #listed do
