@@ -24,13 +24,12 @@ from server.lobby.pair_limit import PairLimit
 from server.lobby.registry import TableRegistry
 from server.lobby.table import Table, TableStatus
 from server.lobby.table_deps import TableDeps
-from server.matchmaking.policy import network_key
 from server.protocol.errors import ErrorCode, ProtocolError, retry_later
+from server.protocol.ids import GUEST_PREFIX, is_bot_id, network_key
 from server.protocol.messages import CreateTable, TableMode
 from server.protocol.node_messages import Actor
 from server.protocol.visibility import Audience
 from server.ratelimit import RateLimiter
-from server.store.accounts import GUEST_PREFIX, is_bot_id
 from server.tables.machine import already_seated, check_new_table
 from server.tables.ratings import RatedPlayer, RatingPlan, plan_rating
 

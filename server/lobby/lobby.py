@@ -71,6 +71,7 @@ from server.lobby.watches import SocketWatches
 from server.metrics import Metrics
 from server.protocol import node_messages as ops
 from server.protocol.codec import Outgoing
+from server.protocol.ids import BOT_PREFIX
 from server.protocol.messages import (
     AckEvents,
     Chat,
@@ -90,7 +91,6 @@ from server.protocol.messages import (
 from server.protocol.node_messages import Actor, NodeMessage
 from server.protocol.visibility import Audience
 from server.rules import DiceSource
-from server.store.accounts import BOT_PREFIX
 from server.store.games import GameRecords
 from server.store.persistence import Persistence
 from server.store.record_budget import RecordBudget
