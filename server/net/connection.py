@@ -11,8 +11,8 @@ exceed ``max_send_buffer`` is a slow consumer and is closed (:meth:`Connection.d
 a close frame 4002 ``slow consumer`` after what it holds, then dropped if it still holds it
 ``SLOW_CLOSE_WAIT`` seconds later), so one stalled watcher cannot hold up a game nor grow
 the node's memory. A frame is built once per wire format (:meth:`Outgoing.wire`) and the same
-bytes go to every socket that reads that format. :meth:`Hub.flush` is kept for callers that
-want to be sure everything pushed so far has been handed to the sockets (it always has).
+bytes go to every socket that reads that format. Nothing is ever left to flush: a push
+returns with its frame handed to the socket (or gathered until the release).
 
 The hub is the lobby's outbox (:class:`server.lobby.ports.Outbox`): the lobby names sockets by
 id and players by id, and what a socket holds for the lobby (the tables it watches, the inbox
@@ -32,9 +32,9 @@ from aiohttp import web
 
 from server.lobby.clock import LoopClock
 from server.lobby.ports import Clock, Handle
-from server.matchmaking.policy import network_key
 from server.protocol.codec import Outgoing, WireFormat, wire_frame
 from server.protocol.delivered_ids import DeliveredIds
+from server.protocol.ids import network_key
 from server.protocol.node_messages import Actor
 from server.protocol.session import Session
 from server.store.accounts import Identity
@@ -104,7 +104,7 @@ class Connection:
         self.delivered = DeliveredIds(delivered_ids)
         self.token_digest: str | None = None  # the digest of the token it authenticated with
         self.expiry: Handle | None = None  # closes it when the token expires
-        # The socket's heartbeat (server/net/liveness.py): when its last frame came (loop
+        # The socket's heartbeat (server/net/heartbeat.py): when its last frame came (loop
         # time, set by the reader), and when it was pinged for being silent (None: not).
         self.heard_at = now
         self.pinged_at: float | None = None
@@ -193,7 +193,7 @@ class Hub:
         # Called with (reason) for every socket closed because its token ended (metrics).
         self._on_token_end = on_token_end
         self._closing: set[asyncio.Future[None]] = set()
-        # The keep-alive period now (server/net/liveness.py counts them): a socket pushed
+        # The keep-alive period now (server/net/heartbeat.py counts them): a socket pushed
         # nothing in the last whole period gets a keep-alive.
         self.period = 0
 
@@ -424,8 +424,3 @@ class Hub:
                 return f"ws://{host}:{port}/ws"
         return None
 
-    def flush_soon(self) -> None:
-        """Nothing waits: every push is written at once (kept for callers from timers)."""
-
-    async def flush(self) -> None:
-        """Everything pushed has already been handed to the sockets; returns at once."""
