@@ -163,7 +163,7 @@ class TableCreation:
         # each other. The address's place becomes the table's (creator_address) or is given
         # back below.
         address = network_key(actor.address)
-        self.life.hold_open(address)
+        self.life.reserve_open(address)
         self._creating += 1
         try:
             table_id = self.new_table_id()

@@ -114,7 +114,7 @@ class Finisher:
         self._ended_at = time.perf_counter()
         self._game_logs[settlement.game_id] = self.events.game_log(machine.game_starts,
                                                                    machine.version)
-        self.announcer.hold_from(machine.version - (1 if settlement.match_over
+        self.announcer.keep_back_from(machine.version - (1 if settlement.match_over
                                                     and machine.match is not None else 0))
         metrics = self.deps.metrics
         metrics.games.dec()
@@ -171,7 +171,7 @@ class Finisher:
         pushes = with_event_ids(pushes)
         # The record too, before game_over goes out: whoever saw the end can replay it.
         await self.retry(game_id, "the game record", self.save_record, settlement, pushes)
-        self.announcer.hold_from(None)
+        self.announcer.keep_back_from(None)
         # The rating events are settled in the rating store; each goes to its player's inbox
         # first, then live: the node that writes it to a socket takes it out of the inbox,
         # and a player connected nowhere gets it at the next connection (once).

@@ -433,7 +433,7 @@ class Lobby:
                 await self._on_node_message(messages[i])
                 i += 1
                 continue
-            outbox.hold_writes()
+            outbox.begin_gather()
             try:
                 while i < end and type(message := messages[i]) in _WRITES:
                     i += 1
@@ -447,7 +447,7 @@ class Lobby:
                     except Exception:
                         log.exception("bus: handling a %s message failed", type(message))
             finally:
-                outbox.release_writes()
+                outbox.end_gather()
 
     async def on_node_message(self, message: NodeMessage) -> None:
         """One message from another node (see :meth:`on_node_messages`)."""

@@ -164,7 +164,7 @@ class SocketHandler:
             )
         # The place is taken before the first await (the token look-up, the upgrade), so
         # concurrent upgrades from one address cannot all pass the check above.
-        self.hub.hold_address(address)
+        self.hub.reserve_address(address)
         try:
             token = bearer_token(request.headers.get("Authorization"))
             if token is not None:
