@@ -115,7 +115,7 @@ class Finisher:
         self._game_logs[settlement.game_id] = self.events.game_log(machine.game_starts,
                                                                    machine.version)
         self.announcer.keep_back_from(machine.version - (1 if settlement.match_over
-                                                    and machine.match is not None else 0))
+                                                         and machine.match is not None else 0))
         metrics = self.deps.metrics
         metrics.games.dec()
         metrics.games_finished.inc()

@@ -17,7 +17,7 @@ Window curve
 Rules (:func:`acceptable`)
     * never a player against themselves;
     * in rated pools never a guest, and never two tickets from the same network (IPv4 address,
-      or IPv6 /64 by default, see :func:`network_key`);
+      or IPv6 /64 by default, see :func:`server.protocol.ids.network_key`);
     * the rating gap must lie within BOTH players' current windows, so a newcomer is never
       handed a far-off opponent just because that opponent has waited long: the pair forms
       once the newer ticket's window has grown to the gap too;
@@ -73,7 +73,7 @@ __all__ = [
     "admit",
     "is_eligible",
     "is_window_waived",
-    "network_key",
+    "network_key",  # server.protocol.ids.network_key, named here too for server.tables.ratings
     "pairing_note",
     "plan_pass",
     "pool_by_id",
