@@ -15,7 +15,7 @@ correct node cannot skip:
 - once stored, send it to both players (each socket's frames of a commit in one write);
 - one alive key per node refreshed every 5 s, WebSocket heartbeats as the node's (one sweep
   every 5 s pings the sockets silent for 20 s and drops those silent 10 s after their ping:
-  ``server/net/liveness.py``), and a ``pong`` to the clients' ``ping`` (their silence watch
+  ``server/net/heartbeat.py``), and a ``pong`` to the clients' ``ping`` (their silence watch
   reconnects without it).
 
 Nothing else: no accounts (a token is the player's name), clocks, ratings, watchers, sync or
@@ -325,7 +325,7 @@ class Floor:
 
     def sweep(self) -> None:
         """The heartbeat: ping the sockets silent for HEARTBEAT, drop those that did not
-        answer within HEARTBEAT / 2 (the node's ``SocketLiveness``)."""
+        answer within HEARTBEAT / 2 (the node's ``SocketHeartbeat``)."""
         loop = asyncio.get_running_loop()
         now = loop.time()
         for player in list(self.players):

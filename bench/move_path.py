@@ -164,7 +164,7 @@ async def run(args: argparse.Namespace) -> dict[str, float]:
             conn = Connection(_OpenSocket(), session,  # type: ignore[arg-type]
                               f"10.{g // 250}.{g % 250}.{player.side + 1}", _Sink(player.inbox))
             conn.authenticated(Identity(name, name, False), settings.node_id)
-            hub.hold_address(conn.address)
+            hub.reserve_address(conn.address)
             hub.add(conn)
             hub.bind(conn)
             player.conn = conn

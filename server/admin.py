@@ -36,8 +36,9 @@ from rating_plugin.store import RatingStore
 from server.config import STORE_SETTINGS, Settings, SettingsError, add_arguments, settings_from_args
 from server.embedded_redis import EmbeddedRedisError, command_store
 from server.exits import EXIT_USAGE, CommandFailed, Parser, run_command, store_unreachable
+from server.protocol.ids import BOT_PREFIX, GUEST_PREFIX
 from server.protocol.text import printable
-from server.store.accounts import BOT_PREFIX, GUEST_PREFIX, Accounts
+from server.store.accounts import Accounts
 from server.store.games import GameRecords
 from server.store.keys import Keys
 from server.store.redis_client import redis_client

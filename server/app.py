@@ -44,9 +44,9 @@ from server.net.admission import Admission
 from server.net.connection import CLOSE_GOING_AWAY, Connection, Hub
 from server.net.cost_gate import CostGate
 from server.net.games_api import GameRoutes
+from server.net.heartbeat import SocketHeartbeat
 from server.net.http_api import AccountRoutes
 from server.net.http_middleware import http_middleware
-from server.net.liveness import SocketLiveness
 from server.net.load import LoadLimits, LoadMeter
 from server.net.load_watch import LoadWatch
 from server.net.matchmaking_api import MatchmakingRoute
@@ -84,7 +84,7 @@ HUB = web.AppKey("hub", Hub)
 LOBBY = web.AppKey("lobby", Lobby)
 MATCHMAKER = web.AppKey("matchmaker", Matchmaker)
 BRACKETS = web.AppKey("brackets", BracketDriver)
-LIVENESS = web.AppKey("liveness", SocketLiveness)
+SOCKET_HEARTBEAT = web.AppKey("socket_heartbeat", SocketHeartbeat)
 METRICS = web.AppKey("metrics", Metrics)
 ACCOUNT_ROUTES = web.AppKey("account_routes", AccountRoutes)
 COMPUTER = web.AppKey("computer", ComputerOpponents)
@@ -168,8 +168,8 @@ async def _services(app: web.Application) -> AsyncIterator[None]:
     app[BUS] = bus
     app[HUB] = hub
     app[LOBBY] = lobby
-    liveness = SocketLiveness(hub, tick, settings.heartbeat)
-    app[LIVENESS] = liveness
+    heartbeat = SocketHeartbeat(hub, tick, settings.heartbeat)
+    app[SOCKET_HEARTBEAT] = heartbeat
     # The heartbeat and the Redis probe run on a thread of their own: a busy loop is not
     # a dead node, nor a Redis outage (server/cluster/pulse.py).
     pulse = NodePulse(settings.redis_url, keys, settings.node_id,
@@ -224,12 +224,12 @@ async def _services(app: web.Application) -> AsyncIterator[None]:
     await ownership.start()
     await matchmaker.start()
     brackets.start()
-    liveness.start()
+    heartbeat.start()
     log.info("node %s ready (key prefix %r)", settings.node_id, settings.key_prefix)
     try:
         yield
     finally:
-        await liveness.stop()
+        await heartbeat.stop()
         await brackets.stop()
         await matchmaker.stop()
         await computer.stop()

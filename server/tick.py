@@ -25,11 +25,12 @@ from redis.exceptions import RedisError
 
 from server.schedule import Schedule
 
-__all__ = ["TICK", "Step", "Tick"]
+__all__ = ["TICK", "Duty", "Tick"]
 
 log = logging.getLogger(__name__)
 
-Step = Callable[[], Awaitable[object]]
+Duty = Callable[[], Awaitable[object]]
+"""A periodic duty of the node: one run of it, awaited."""
 
 
 class Tick:
@@ -37,7 +38,7 @@ class Tick:
 
     def __init__(self) -> None:
         self._schedule = Schedule()
-        self._steps: dict[str, tuple[Step, logging.Logger, str]] = {}
+        self._duties: dict[str, tuple[Duty, logging.Logger, str]] = {}
         self._runs: dict[str, asyncio.Task[None]] = {}
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
@@ -45,16 +46,16 @@ class Tick:
         self._armed: float | None = None  # the due time the task sleeps until
         self._halts: list[Callable[[], None]] = []
 
-    def add(self, name: str, period: float, step: Step, *, first: float | None = None,
+    def add(self, name: str, period: float, duty: Duty, *, first: float | None = None,
             logger: logging.Logger = log, what: str | None = None) -> None:
-        """Run ``step`` every ``period`` seconds, first ``first`` seconds from now (default one
+        """Run ``duty`` every ``period`` seconds, first ``first`` seconds from now (default one
         period; 0: at once). Failures are logged on ``logger`` as ``what`` (default
         ``name``) failed. Every duty of a tick shares one grid origin (the first added)."""
         now = asyncio.get_running_loop().time()
         if self._origin is None:
             self._origin = now
         self._schedule.add(name, period, now=now, first=first, origin=self._origin)
-        self._steps[name] = (step, logger, what or name)
+        self._duties[name] = (duty, logger, what or name)
         if self._task is None:
             self._task = asyncio.create_task(self._run(), name="tick")
         self._rearm()
@@ -69,7 +70,7 @@ class Tick:
         runs = []
         for name in names:
             self._schedule.remove(name)
-            self._steps.pop(name, None)
+            self._duties.pop(name, None)
             run = self._runs.pop(name, None)
             if run is not None:
                 run.cancel()
@@ -104,7 +105,7 @@ class Tick:
             run.cancel()
         self._runs.clear()
         self._schedule = Schedule()
-        self._steps.clear()
+        self._duties.clear()
         self._origin = None
 
     def running(self, name: str) -> bool:
@@ -135,9 +136,9 @@ class Tick:
                 self._runs[name] = asyncio.create_task(self._one(name), name=f"tick:{name}")
 
     async def _one(self, name: str) -> None:
-        step, logger, what = self._steps[name]
+        duty, logger, what = self._duties[name]
         try:
-            await step()
+            await duty()
         except (RedisError, OSError) as exc:
             logger.warning("%s failed: %s", what, exc)
         except asyncio.CancelledError:

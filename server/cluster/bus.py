@@ -11,7 +11,7 @@ clients recover with ``sync`` (versioned events are kept in Redis).
 
 **Nobody heard it.** ``PUBLISH`` answers how many subscribers got the message (the reply
 is read anyway). A message for a node that nobody heard (0: the node's listener is
-reconnecting, after a Redis restart say, or the node is gone) is held, with every later
+reconnecting, after a Redis restart say, or the node is gone) is kept, with every later
 message for that node behind it (order kept), and published again every
 :data:`UNHEARD_RESEND` seconds (or sent over the local link once that is up) for at most
 :data:`UNHEARD_FOR` seconds; past that it is given up. A message sent with a ``token`` (a
@@ -21,7 +21,7 @@ given up, or when it was still queued behind a ``PUBLISH`` that failed (it never
 ``retry_after``. A batch whose ``PUBLISH`` failed may or may not have gone out: its requests
 are left to ``forward_timeout`` (answered now, one could be sent again and done twice).
 On a Redis Cluster ``PUBLISH`` counts only the subscribers of the node it ran on, so there
-the count is not trusted and nothing is held.
+the count is not trusted and nothing is waiting.
 
 **Following a cluster.** On a Redis Cluster pub/sub goes through one node
 (``server/store/redis_client.py``); when that node fails (killed, failed over) the bus moves
@@ -79,7 +79,7 @@ UNHEARD_FOR = 3.0
 """Seconds a message nobody heard is published again before it is given up (the listener
 of a node whose Redis restarted is back within a second)."""
 UNHEARD_MAX = 10_000
-"""Messages held (nobody heard them) at most; past it the oldest is given up."""
+"""Messages kept (nobody heard them) at most; past it the oldest is given up."""
 
 Handler = Callable[[list[NodeMessage]], Awaitable[None]]
 Unheard = Callable[[Any], None]
@@ -134,10 +134,10 @@ class NodeBus:
         self._unheard_resend = unheard_resend
         # Messages nobody heard, per channel, in order: (item, loop time first unheard);
         # the node each channel is for.
-        self._held: dict[str, deque[tuple[_Item, float]]] = {}
-        self._held_node: dict[str, str] = {}
-        self._held_count = 0
-        self._held_wake = asyncio.Event()
+        self._unheard: dict[str, deque[tuple[_Item, float]]] = {}
+        self._unheard_node: dict[str, str] = {}
+        self._unheard_count = 0
+        self._unheard_wake = asyncio.Event()
         self.on_unheard: Unheard | None = None
         """Set by the owner of the tokens (the lobby's forwarding)."""
         self.on_resubscribed: Callable[[], None] | None = None
@@ -189,8 +189,8 @@ class NodeBus:
             await self._drain()
         if self.link is not None:
             await self.link.stop()
-        for channel in list(self._held):
-            self._give_up(channel, list(self._forget_held(channel)), "the node stops")
+        for channel in list(self._unheard):
+            self._give_up(channel, list(self._forget_unheard(channel)), "the node stops")
         await self.tick.remove(ALIVE)
         for task in self._tasks:
             task.cancel()
@@ -215,8 +215,8 @@ class NodeBus:
         up unheard or never sent (see the module)."""
         data = encode(message)
         channel = self._keys.node_channel(node)
-        if self._held and channel in self._held:  # behind those nobody heard yet: in order
-            self._hold(channel, (channel, data, token), asyncio.get_running_loop().time())
+        if self._unheard and channel in self._unheard:  # behind those nobody heard yet: in order
+            self._keep_unheard(channel, (channel, data, token), asyncio.get_running_loop().time())
             return
         link = self.link
         if link is not None and link.send(node, data):
@@ -230,9 +230,9 @@ class NodeBus:
         self._wake.set()
 
     @property
-    def unheard_held(self) -> int:
-        """Messages nobody heard, held to be published again."""
-        return self._held_count
+    def unheard_waiting(self) -> int:
+        """Messages nobody heard, kept to be published again."""
+        return self._unheard_count
 
     async def is_alive(self, node: str) -> bool:
         if node == self.node_id:
@@ -308,34 +308,34 @@ class NodeBus:
 
     def _hold_unheard(self, batch: list[_Item], counts: list[int]) -> None:
         """Hold the messages of ``batch`` for a node that nobody heard, to publish them
-        again; a later one for a node held already waits behind (order kept)."""
+        again; a later one for a node kept already waits behind (order kept)."""
         now = asyncio.get_running_loop().time()
         broadcast = self._keys.broadcast_channel
         for item, count in zip(batch, counts, strict=True):
             channel = item[0]
             if count or channel == broadcast:
                 continue
-            self._hold(channel, item, now)
-        self._held_wake.set()
+            self._keep_unheard(channel, item, now)
+        self._unheard_wake.set()
 
-    def _hold(self, channel: str, item: _Item, now: float) -> None:
-        if self._held_count >= UNHEARD_MAX:
-            self._give_up(channel, [(item, now)], "too many messages held")
+    def _keep_unheard(self, channel: str, item: _Item, now: float) -> None:
+        if self._unheard_count >= UNHEARD_MAX:
+            self._give_up(channel, [(item, now)], "too many messages kept")
             return
-        held = self._held.get(channel)
-        if held is None:
-            held = self._held[channel] = deque()
-            node = self._held_node[channel] = channel[len(self._keys.node_channel("")):]
+        waiting = self._unheard.get(channel)
+        if waiting is None:
+            waiting = self._unheard[channel] = deque()
+            node = self._unheard_node[channel] = channel[len(self._keys.node_channel("")):]
             log.info("bus: a message for node %s heard by nobody (its listener is away?): "
-                     "held and published again for up to %g s", node, self._unheard_for)
-        held.append((item, now))
-        self._held_count += 1
+                     "kept and published again for up to %g s", node, self._unheard_for)
+        waiting.append((item, now))
+        self._unheard_count += 1
 
-    def _forget_held(self, channel: str) -> deque[tuple[_Item, float]]:
-        del self._held_node[channel]
-        held = self._held.pop(channel)
-        self._held_count -= len(held)
-        return held
+    def _forget_unheard(self, channel: str) -> deque[tuple[_Item, float]]:
+        del self._unheard_node[channel]
+        waiting = self._unheard.pop(channel)
+        self._unheard_count -= len(waiting)
+        return waiting
 
     def _give_up(self, channel: str, items: list[tuple[_Item, float]], why: str) -> None:
         log.warning("bus: %d messages for %s heard by nobody, given up (%s)", len(items),
@@ -347,46 +347,46 @@ class NodeBus:
         over the local link once that is up); give up what waited past ``unheard_for``."""
         loop = asyncio.get_running_loop()
         while True:
-            await self._held_wake.wait()
+            await self._unheard_wake.wait()
             await asyncio.sleep(self._unheard_resend)
-            self._held_wake.clear()
-            for channel in list(self._held):
-                if channel in self._held:
+            self._unheard_wake.clear()
+            for channel in list(self._unheard):
+                if channel in self._unheard:
                     await self._resend(channel, loop.time())
-            if self._held:
-                self._held_wake.set()
+            if self._unheard:
+                self._unheard_wake.set()
 
     async def _resend(self, channel: str, now: float) -> None:
-        held = self._held[channel]
-        node = self._held_node[channel]
+        waiting = self._unheard[channel]
+        node = self._unheard_node[channel]
         link = self.link
         if link is not None and link.is_up(node):
-            for (_channel, data, _token), _since in self._forget_held(channel):
+            for (_channel, data, _token), _since in self._forget_unheard(channel):
                 link.send(node, data)
             return
-        if now - held[0][1] > self._unheard_for:
-            self._give_up(channel, list(self._forget_held(channel)),
+        if now - waiting[0][1] > self._unheard_for:
+            self._give_up(channel, list(self._forget_unheard(channel)),
                           f"not heard for {self._unheard_for:g} s")
             return
-        items = list(held)
+        items = list(waiting)
         try:
             counts = await self._publish([item for item, _since in items])
         except (RedisError, OSError) as exc:
             # The batch's tokens are told (_publish); those sent meanwhile too.
-            rest = list(self._forget_held(channel))[len(items):]
+            rest = list(self._forget_unheard(channel))[len(items):]
             self._tell_unheard(item for item, _since in rest)
             log.warning("bus: publishing again failed, %d messages dropped: %s",
                         len(items) + len(rest), exc)
             return
         # Those sent meanwhile (send() appends to the same deque) stay behind.
-        later = list(held)[len(items):]
+        later = list(waiting)[len(items):]
         still = [entry for entry, count in zip(items, counts, strict=True) if count == 0]
-        held.clear()
-        held.extend(still)
-        held.extend(later)
-        self._held_count -= len(items) - len(still)
-        if not held:
-            self._forget_held(channel)
+        waiting.clear()
+        waiting.extend(still)
+        waiting.extend(later)
+        self._unheard_count -= len(items) - len(still)
+        if not waiting:
+            self._forget_unheard(channel)
 
     async def _listen(self) -> None:
         assert self._pubsub is not None and self._handler is not None

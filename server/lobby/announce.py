@@ -2,9 +2,9 @@
 
 An event goes to the table's players and watchers only once Redis holds it, and so does every
 reply that carries the table's ``v`` (``ack``, ``sync``, ``resume``, ``watching``), after the
-events it follows: what waits is held, in order, until the write that stored it reports the
+events it follows: what waits is kept, in order, until the write that stored it reports the
 version (:meth:`Announcer.stored`). From a game's end on, the events wait for its settlement
-too (:meth:`Announcer.hold_from`). So what any client has seen is a prefix of the stored log.
+too (:meth:`Announcer.keep_back_from`). So what any client has seen is a prefix of the stored log.
 """
 
 from __future__ import annotations
@@ -20,8 +20,8 @@ from server.tables.machine import TableMachine
 
 __all__ = ["Announcer"]
 
-# A held announcement: (version it waits for, event or None, reply's actor, reply).
-_Held = tuple[int, Outgoing | None, Actor | None, dict[str, Any] | None]
+# An announcement waiting: (version it waits for, event or None, reply's actor, reply).
+_Waiting = tuple[int, Outgoing | None, Actor | None, dict[str, Any] | None]
 
 
 class Announcer:
@@ -34,22 +34,22 @@ class Announcer:
         self.machine = machine
         self.watchers = watchers
         self.stored_v = 0  # every version up to it is in Redis
-        self._held: deque[_Held] = deque()
-        self._hold_from: int | None = None
+        self._waiting: deque[_Waiting] = deque()
+        self._kept_back_from: int | None = None
         self.stopped = False  # the table is not this node's any more: nothing goes out
 
     def event(self, version: int, out: Outgoing) -> None:
         """Announce the event ``version`` once it is stored."""
-        self._held.append((version, out, None, None))
+        self._waiting.append((version, out, None, None))
 
     def reply(self, actor: Actor, message: dict[str, Any]) -> None:
         """Answer ``actor`` with a message that carries the table's ``v``: at once when
         everything up to it is stored and announced, else right after the events it follows."""
         version = int(message.get("v") or 0)
-        if not self._held and version <= self.stored_v:
+        if not self._waiting and version <= self.stored_v:
             self.delivery.reply(actor, message)
         else:
-            self._held.append((version, None, actor, message))
+            self._waiting.append((version, None, actor, message))
 
     def stored(self, version: int) -> None:
         """Every event of the table up to ``version`` is in Redis: announce what waited for
@@ -58,39 +58,39 @@ class Announcer:
             self.stored_v = version
         self._announce()
 
-    def hold_from(self, version: int | None) -> None:
-        """Hold the events from ``version`` on until a game's end is settled (None: that
+    def keep_back_from(self, version: int | None) -> None:
+        """Keep back the events from ``version`` on until a game's end is settled (None: that
         is done; announce what is stored)."""
-        self._hold_from = version
+        self._kept_back_from = version
         if version is None:
             self._announce()
 
     def _announce(self) -> None:
-        held = self._held
-        if not held or self.stopped:
+        waiting = self._waiting
+        if not waiting or self.stopped:
             return
         stored = self.stored_v
-        stop = self._hold_from
+        stop = self._kept_back_from
         delivery = self.delivery
         outbox = delivery.outbox
         # An event and the replies after it leave in one write per socket (one item alone
         # writes at most one frame to each socket: nothing to gather).
-        gather = len(held) > 1
+        gather = len(waiting) > 1
         if gather:
-            outbox.hold_writes()
+            outbox.begin_gather()
         try:
-            while held:
-                version, out, actor, message = held[0]
+            while waiting:
+                version, out, actor, message = waiting[0]
                 if version > stored or (stop is not None and version >= stop):
                     break
-                held.popleft()
+                waiting.popleft()
                 if out is not None:
                     self.broadcast(out)
                 elif actor is not None and message is not None:
                     delivery.reply(actor, message)
         finally:
             if gather:
-                outbox.release_writes()
+                outbox.end_gather()
 
     def broadcast(self, out: Outgoing) -> None:
         """Send ``out`` to the table's players wherever they are connected, and watchers."""
@@ -106,9 +106,9 @@ class Announcer:
         request still waiting for its answer one: ``unavailable``, to be sent again (it
         reaches the table's new owner)."""
         self.stopped = True
-        held, self._held = self._held, deque()
+        waiting, self._waiting = self._waiting, deque()
         table = self.machine.id
-        for _version, _out, actor, message in held:
+        for _version, _out, actor, message in waiting:
             if actor is not None and message is not None and message.get("ref") is not None:
                 self.delivery.reply(actor, error_message(retry_later(ProtocolError(
                     ErrorCode.UNAVAILABLE, f"table {table} moved to another node; send it again"),

@@ -25,7 +25,6 @@ from server.config import Settings
 from server.lobby.mutes import ChatMutes
 from server.lobby.ports import Clock, NodeSender, Outbox
 from server.lobby.table_deps import TableDeps
-from server.matchmaking.policy import network_key
 from server.metrics import Metrics
 from server.protocol import node_messages as ops
 from server.protocol.chat import (
@@ -38,6 +37,7 @@ from server.protocol.chat import (
 )
 from server.protocol.codec import Outgoing
 from server.protocol.errors import ErrorCode, ProtocolError, retry_later
+from server.protocol.ids import network_key
 from server.protocol.messages import Chat, Mute, Report, Unmute
 from server.protocol.node_messages import Actor
 from server.protocol.text import clean_text

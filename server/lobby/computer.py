@@ -43,12 +43,12 @@ from server.lobby.lobby import Lobby
 from server.lobby.ports import Clock, Outbox
 from server.lobby.refusals import error_reply, store_away
 from server.lobby.table import Table
-from server.matchmaking.policy import network_key
 from server.protocol.codec import Outgoing
 from server.protocol.errors import ErrorCode, ProtocolError
+from server.protocol.ids import BOT_ID, network_key
 from server.protocol.messages import MAX_VERSION, PlayComputer
 from server.protocol.node_messages import Actor
-from server.store.accounts import BOT_ID, Accounts, Identity
+from server.store.accounts import Accounts, Identity
 from server.tables.ratings import RatingPlan
 
 log = logging.getLogger(__name__)

@@ -24,13 +24,12 @@ from server.lobby.pair_limit import PairLimit
 from server.lobby.registry import TableRegistry
 from server.lobby.table import Table, TableStatus
 from server.lobby.table_deps import TableDeps
-from server.matchmaking.policy import network_key
 from server.protocol.errors import ErrorCode, ProtocolError, retry_later
+from server.protocol.ids import GUEST_PREFIX, is_bot_id, network_key
 from server.protocol.messages import CreateTable, TableMode
 from server.protocol.node_messages import Actor
 from server.protocol.visibility import Audience
 from server.ratelimit import RateLimiter
-from server.store.accounts import GUEST_PREFIX, is_bot_id
 from server.tables.machine import already_seated, check_new_table
 from server.tables.ratings import RatedPlayer, RatingPlan, plan_rating
 
@@ -164,7 +163,7 @@ class TableCreation:
         # each other. The address's place becomes the table's (creator_address) or is given
         # back below.
         address = network_key(actor.address)
-        self.life.hold_open(address)
+        self.life.reserve_open(address)
         self._creating += 1
         try:
             table_id = self.new_table_id()

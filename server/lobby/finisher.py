@@ -115,8 +115,8 @@ class Finisher:
         self._ended_at = time.perf_counter()
         self._game_logs[settlement.game_id] = self.events.game_log(machine.game_starts,
                                                                    machine.version)
-        self.announcer.hold_from(machine.version - (1 if settlement.match_over
-                                                    and machine.match is not None else 0))
+        self.announcer.keep_back_from(machine.version - (1 if settlement.match_over
+                                                         and machine.match is not None else 0))
         metrics = self.deps.metrics
         metrics.games.dec()
         metrics.games_finished.inc()
@@ -176,7 +176,7 @@ class Finisher:
         # (server/store/replicas.py): a failover then takes none of it back.
         await self.retry(game_id, "the replication", self._replicated, settlement,
                          settle_once, pushes, [])
-        self.announcer.hold_from(None)
+        self.announcer.keep_back_from(None)
         # The rating events are settled in the rating store; each goes to its player's inbox
         # first, then live: the node that writes it to a socket takes it out of the inbox,
         # and a player connected nowhere gets it at the next connection (once).

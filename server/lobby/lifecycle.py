@@ -50,7 +50,7 @@ class TableLife:
         """Open tables (and creations under way) of ``address``'s network here."""
         return self._open_by_address.get(address, 0)
 
-    def hold_open(self, address: str) -> None:
+    def reserve_open(self, address: str) -> None:
         """One more open table for ``address`` (its network key): taken before the creation
         awaits anything, so concurrent requests count each other."""
         self._open_by_address[address] = self._open_by_address.get(address, 0) + 1

@@ -71,6 +71,7 @@ from server.lobby.watches import SocketWatches
 from server.metrics import Metrics
 from server.protocol import node_messages as ops
 from server.protocol.codec import Outgoing
+from server.protocol.ids import BOT_PREFIX
 from server.protocol.messages import (
     AckEvents,
     Chat,
@@ -90,7 +91,6 @@ from server.protocol.messages import (
 from server.protocol.node_messages import Actor, NodeMessage
 from server.protocol.visibility import Audience
 from server.rules import DiceSource
-from server.store.accounts import BOT_PREFIX
 from server.store.games import GameRecords
 from server.store.persistence import Persistence
 from server.store.record_budget import RecordBudget
@@ -434,7 +434,7 @@ class Lobby:
                 await self._on_node_message(messages[i])
                 i += 1
                 continue
-            outbox.hold_writes()
+            outbox.begin_gather()
             try:
                 while i < end and type(message := messages[i]) in _WRITES:
                     i += 1
@@ -448,7 +448,7 @@ class Lobby:
                     except Exception:
                         log.exception("bus: handling a %s message failed", type(message))
             finally:
-                outbox.release_writes()
+                outbox.end_gather()
 
     async def on_node_message(self, message: NodeMessage) -> None:
         """One message from another node (see :meth:`on_node_messages`)."""

@@ -103,11 +103,11 @@ class Outbox(Protocol):
         """Write ``out`` once to each socket of ``players`` and of ``conn_ids``."""
         ...
 
-    def hold_writes(self) -> None:
-        """Gather the frames written until :meth:`release_writes` (no ``await`` between)."""
+    def begin_gather(self) -> None:
+        """Gather the frames written until :meth:`end_gather` (no ``await`` between)."""
         ...
 
-    def release_writes(self) -> None: ...
+    def end_gather(self) -> None: ...
 
     def players(self) -> Iterable[str]:
         """The players with a socket here."""

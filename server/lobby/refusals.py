@@ -4,7 +4,7 @@ matchmaking's, playing the computer's).
 
 - a :class:`ProtocolError` is the refusal itself;
 - a :class:`MatchmakingError` becomes one with the same code (``field`` only when it is one
-  the client sent: ``pool``);
+  the client sent: ``pool``), a :class:`RulesError` one with the same code;
 - Redis or the network away (``RedisError``, ``OSError``) is :func:`store_away`:
   ``unavailable`` with ``retry_after`` (this node's tables are held meanwhile);
 - anything else is a bug: logged with its traceback, answered ``internal_error``.
@@ -29,6 +29,7 @@ from server.protocol.errors import (
     error_message,
     retry_later,
 )
+from server.rules.errors import RulesError
 from server.tables.machine import HOLD_RETRY_AFTER
 
 log = logging.getLogger("server.lobby")
@@ -47,6 +48,8 @@ def refusal(exc: Exception, doing: str) -> ProtocolError:
         return exc
     if isinstance(exc, MatchmakingError):
         return ProtocolError(exc.code, str(exc), field=exc.field if exc.field == "pool" else None)
+    if isinstance(exc, RulesError):
+        return ProtocolError(exc.code, str(exc))
     if isinstance(exc, RedisError | OSError):
         log.warning("Redis error %s: %s", doing, exc)
         return store_away()

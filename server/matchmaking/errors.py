@@ -10,17 +10,20 @@
     ├── NotQueuedError                  code "not_queued"
     └── QueueFullError                  code "queue_full"
 
-Every error carries ``code`` (for the wire) and ``field`` (the request field at fault, or
+Every error carries ``code`` (for the wire: a member of the one vocabulary of refusals,
+:class:`server.protocol.errors.ErrorCode`) and ``field`` (the request field at fault, or
 ``None``); ``str(error)`` is a sentence a player can read.
 """
 
 from __future__ import annotations
 
+from server.protocol.errors import ErrorCode
+
 
 class MatchmakingError(ValueError):
     """Base of every matchmaking error; ``code`` is stable, ``field`` names the bad input."""
 
-    code: str = "matchmaking_error"
+    code: ErrorCode = ErrorCode.MATCHMAKING_ERROR
 
     def __init__(self, message: str, *, field: str | None = None) -> None:
         super().__init__(message)
@@ -30,40 +33,40 @@ class MatchmakingError(ValueError):
 class UnknownPoolError(MatchmakingError):
     """The requested pool does not exist."""
 
-    code = "unknown_pool"
+    code = ErrorCode.UNKNOWN_POOL
 
 
 class GuestNotAllowedError(MatchmakingError):
     """A guest asked for a rated pool; rated games need an account on both sides."""
 
-    code = "guest_not_allowed"
+    code = ErrorCode.GUEST_NOT_ALLOWED
 
 
 class InRankedGameError(MatchmakingError):
     """The player is in a ranked game or rated match and may not queue until it ends."""
 
-    code = "in_ranked_game"
+    code = ErrorCode.IN_RANKED_GAME
 
 
 class InvalidTicketError(MatchmakingError):
     """A ticket field is missing, of the wrong type or out of its limits."""
 
-    code = "invalid_ticket"
+    code = ErrorCode.INVALID_TICKET
 
 
 class NotQueuedError(MatchmakingError):
     """The player has no ticket to cancel."""
 
-    code = "not_queued"
+    code = ErrorCode.NOT_QUEUED
 
 
 class QueueFullError(MatchmakingError):
     """The pool holds as many tickets as it may; try again later."""
 
-    code = "queue_full"
+    code = ErrorCode.QUEUE_FULL
 
 
-ERROR_CODES: tuple[str, ...] = (
+ERROR_CODES: tuple[ErrorCode, ...] = (
     MatchmakingError.code,
     UnknownPoolError.code,
     GuestNotAllowedError.code,

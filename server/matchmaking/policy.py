@@ -17,7 +17,7 @@ Window curve
 Rules (:func:`acceptable`)
     * never a player against themselves;
     * in rated pools never a guest, and never two tickets from the same network (IPv4 address,
-      or IPv6 /64 by default, see :func:`network_key`);
+      or IPv6 /64 by default, see :func:`server.protocol.ids.network_key`);
     * the rating gap must lie within BOTH players' current windows, so a newcomer is never
       handed a far-off opponent just because that opponent has waited long: the pair forms
       once the newer ticket's window has grown to the gap too;
@@ -37,12 +37,9 @@ Pairing pass (:func:`plan_pass`)
 
 from __future__ import annotations
 
-import functools
 import heapq
-import ipaddress
 import math
 import operator
-import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import StrEnum
@@ -55,6 +52,7 @@ from server.matchmaking.errors import (
     InvalidTicketError,
     UnknownPoolError,
 )
+from server.protocol.ids import network_key
 
 __all__ = [
     "DEFAULT_SETTINGS",
@@ -75,7 +73,6 @@ __all__ = [
     "admit",
     "is_eligible",
     "is_window_waived",
-    "network_key",
     "pairing_note",
     "plan_pass",
     "pool_by_id",
@@ -242,37 +239,6 @@ def wait_for_gap(gap: float, settings: MatchmakingSettings = DEFAULT_SETTINGS) -
     if gap > settings.window_cap or settings.window_rate == 0:
         return None
     return (gap - settings.window_base) / settings.window_rate
-
-
-def network_key(address: str, *, ipv6_prefix: int = 64) -> str:
-    """What "the same network address" compares.
-
-    An IPv4 address is itself; an IPv4-mapped IPv6 address is its IPv4 address; any other IPv6
-    address stands for its ``/ipv6_prefix`` network (one household or host usually owns a whole
-    /64); text that is not an IP address (a proxy's client id, say) is compared lower-cased.
-    """
-    text = address.strip()
-    if _PLAIN_IPV4.fullmatch(text):
-        return text
-    return _parsed_network_key(text, ipv6_prefix)
-
-
-_OCTET = r"(?:25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])"
-_PLAIN_IPV4 = re.compile(rf"{_OCTET}(?:\.{_OCTET}){{3}}")
-"""A dotted-quad IPv4 address already in canonical form: the common case, kept cheap."""
-
-
-@functools.lru_cache(maxsize=65536)
-def _parsed_network_key(text: str, ipv6_prefix: int) -> str:
-    try:
-        ip = ipaddress.ip_address(text.split("%", 1)[0])
-    except ValueError:
-        return text.lower()
-    if isinstance(ip, ipaddress.IPv6Address):
-        if ip.ipv4_mapped is not None:
-            return str(ip.ipv4_mapped)
-        return str(ipaddress.IPv6Network((ip, ipv6_prefix), strict=False))
-    return str(ip)
 
 
 def _check_text(name: str, value: object, *, limit: int, allow_empty: bool = False) -> None:

@@ -2,7 +2,7 @@
 
 Table logic runs synchronously and pushes what it sends (:meth:`Hub.push`); a push writes the
 frame to the socket's transport at once, so frames leave in the order they were pushed. Between
-:meth:`Hub.hold_writes` and :meth:`Hub.release_writes` (one synchronous stretch, such as an
+:meth:`Hub.begin_gather` and :meth:`Hub.end_gather` (one synchronous stretch, such as an
 announcement of stored events and the replies after them) the frames for one socket are
 gathered and written together at the release, in order, one transport write (one ``send``)
 per socket. The sockets are opened with compression off and an unbounded
@@ -11,8 +11,8 @@ exceed ``max_send_buffer`` is a slow consumer and is closed (:meth:`Connection.d
 a close frame 4002 ``slow consumer`` after what it holds, then dropped if it still holds it
 ``SLOW_CLOSE_WAIT`` seconds later), so one stalled watcher cannot hold up a game nor grow
 the node's memory. A frame is built once per wire format (:meth:`Outgoing.wire`) and the same
-bytes go to every socket that reads that format. :meth:`Hub.flush` is kept for callers that
-want to be sure everything pushed so far has been handed to the sockets (it always has).
+bytes go to every socket that reads that format. Nothing is ever left to flush: a push
+returns with its frame handed to the socket (or gathered until the release).
 
 The hub is the lobby's outbox (:class:`server.lobby.ports.Outbox`): the lobby names sockets by
 id and players by id, and what a socket holds for the lobby (the tables it watches, the inbox
@@ -32,9 +32,9 @@ from aiohttp import web
 
 from server.lobby.clock import LoopClock
 from server.lobby.ports import Clock, Handle
-from server.matchmaking.policy import network_key
 from server.protocol.codec import Outgoing, WireFormat, wire_frame
 from server.protocol.delivered_ids import DeliveredIds
+from server.protocol.ids import network_key
 from server.protocol.node_messages import Actor
 from server.protocol.session import Session
 from server.store.accounts import Identity
@@ -104,7 +104,7 @@ class Connection:
         self.delivered = DeliveredIds(delivered_ids)
         self.token_digest: str | None = None  # the digest of the token it authenticated with
         self.expiry: Handle | None = None  # closes it when the token expires
-        # The socket's heartbeat (server/net/liveness.py): when its last frame came (loop
+        # The socket's heartbeat (server/net/heartbeat.py): when its last frame came (loop
         # time, set by the reader), and when it was pinged for being silent (None: not).
         self.heard_at = now
         self.pinged_at: float | None = None
@@ -188,18 +188,18 @@ class Hub:
         self.by_token: dict[str, set[Connection]] = {}
         self.by_address: dict[str, int] = {}
         self._max_send_buffer = max_send_buffer
-        self._held_writes: dict[Connection, list[bytes]] | None = None  # see hold_writes
-        self._hold_depth = 0
+        self._gathered: dict[Connection, list[bytes]] | None = None  # see begin_gather
+        self._gather_depth = 0
         # Called with (reason) for every socket closed because its token ended (metrics).
         self._on_token_end = on_token_end
         self._closing: set[asyncio.Future[None]] = set()
-        # The keep-alive period now (server/net/liveness.py counts them): a socket pushed
+        # The keep-alive period now (server/net/heartbeat.py counts them): a socket pushed
         # nothing in the last whole period gets a keep-alive.
         self.period = 0
 
     # registry -----------------------------------------------------------------------------
 
-    def hold_address(self, address: str) -> None:
+    def reserve_address(self, address: str) -> None:
         """Count one more socket from ``address``'s network now, before the upgrade awaits
         anything: concurrent upgrades see each other's place, so the cap holds. The place
         becomes the socket's (:meth:`add`) or is given back (:meth:`release_address`)."""
@@ -207,7 +207,7 @@ class Hub:
         self.by_address[key] = self.by_address.get(key, 0) + 1
 
     def release_address(self, address: str) -> None:
-        """Give back a place :meth:`hold_address` took for a socket that was never added."""
+        """Give back a place :meth:`reserve_address` took for a socket that was never added."""
         key = network_key(address)
         left = self.by_address.get(key, 0) - 1
         if left > 0:
@@ -216,7 +216,7 @@ class Hub:
             self.by_address.pop(key, None)
 
     def add(self, conn: Connection) -> None:
-        """Register ``conn``, whose address place :meth:`hold_address` took."""
+        """Register ``conn``, whose address place :meth:`reserve_address` took."""
         self.by_id[conn.id] = conn
 
     def address_count(self, address: str) -> int:
@@ -310,41 +310,41 @@ class Hub:
         conn.pushed = self.period
         session = conn.session
         frame = out.wire(session.format, session.lean)
-        held = self._held_writes
-        if held is None:
+        gathered = self._gathered
+        if gathered is None:
             transport.write(frame)
-        elif (frames := held.get(conn)) is None:
-            held[conn] = [frame]
+        elif (frames := gathered.get(conn)) is None:
+            gathered[conn] = [frame]
         else:
             frames.append(frame)
 
-    def hold_writes(self) -> None:
-        """Gather the frames pushed from now until :meth:`release_writes`, per socket. Only
+    def begin_gather(self) -> None:
+        """Gather the frames pushed from now until :meth:`end_gather`, per socket. Only
         for a stretch with no ``await`` in it: nothing waits past it."""
-        self._hold_depth += 1
-        if self._held_writes is None:
-            self._held_writes = {}
+        self._gather_depth += 1
+        if self._gathered is None:
+            self._gathered = {}
 
-    def release_writes(self) -> None:
-        """Write what :meth:`hold_writes` gathered: each socket's frames in push order, in
+    def end_gather(self) -> None:
+        """Write what :meth:`begin_gather` gathered: each socket's frames in push order, in
         one transport write."""
-        self._hold_depth -= 1
-        if self._hold_depth or self._held_writes is None:
+        self._gather_depth -= 1
+        if self._gather_depth or self._gathered is None:
             return
-        held, self._held_writes = self._held_writes, None
-        for conn, frames in held.items():
+        gathered, self._gathered = self._gathered, None
+        for conn, frames in gathered.items():
             transport = conn.transport
             if transport is None or not conn.is_writable():
                 continue
             transport.write(frames[0] if len(frames) == 1 else b"".join(frames))
 
     def gather_writes(self, on: bool) -> None:
-        """:meth:`hold_writes` (``on``) or :meth:`release_writes`: for a caller that brackets
+        """:meth:`begin_gather` (``on``) or :meth:`end_gather`: for a caller that brackets
         a stretch with one callable."""
         if on:
-            self.hold_writes()
+            self.begin_gather()
         else:
-            self.release_writes()
+            self.end_gather()
 
     def push_player(self, player: str, out: Outgoing) -> bool:
         """Write ``out`` to every socket of ``player`` here; False when there is none."""
@@ -424,8 +424,3 @@ class Hub:
                 return f"ws://{host}:{port}/ws"
         return None
 
-    def flush_soon(self) -> None:
-        """Nothing waits: every push is written at once (kept for callers from timers)."""
-
-    async def flush(self) -> None:
-        """Everything pushed has already been handed to the sockets; returns at once."""

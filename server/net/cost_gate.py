@@ -19,12 +19,12 @@ from aiohttp import web
 
 from server.config import Settings
 from server.cost_budget import CostBudget
-from server.matchmaking.policy import network_key
 from server.metrics import Metrics
 from server.net.addresses import client_address
 from server.net.http_api import limited
 from server.net.http_middleware import credential_key
 from server.protocol.errors import ErrorCode
+from server.protocol.ids import network_key
 from server.tables.ratings import SAME_NETWORK_IPV6_PREFIX
 
 REMEMBERED = 10_000

@@ -29,11 +29,11 @@ from aiohttp import web
 
 from server.bot.strategy import Level
 from server.config import Settings
-from server.matchmaking.policy import network_key
 from server.metrics import CONTENT_TYPE_LATEST, Metrics
 from server.net.addresses import client_address
 from server.net.ws import bearer_token
 from server.protocol.errors import ErrorCode, ProtocolError, http_error_body, wait_seconds
+from server.protocol.ids import network_key
 from server.protocol.messages import has_lone_surrogate
 from server.ratelimit import RateLimiter
 from server.store.accounts import AccountError, Accounts

@@ -37,11 +37,11 @@ from redis.exceptions import RedisError
 
 from server.config import Settings
 from server.logs import request_id
-from server.matchmaking.policy import network_key
 from server.metrics import Metrics
 from server.net.addresses import client_address
 from server.net.http_api import error_response
 from server.protocol.errors import ErrorCode, ProtocolError, http_error_body, wait_seconds
+from server.protocol.ids import network_key
 from server.ratelimit import RateLimiter
 from server.tables.ratings import SAME_NETWORK_IPV6_PREFIX
 

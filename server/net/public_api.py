@@ -51,7 +51,8 @@ from server.net.public_params import (
     stakes_argv,
 )
 from server.protocol.errors import ErrorCode, ProtocolError
-from server.store.accounts import GUEST_PREFIX, Accounts, Identity, bot_name, is_bot_id
+from server.protocol.ids import GUEST_PREFIX, bot_name, is_bot_id
+from server.store.accounts import Accounts, Identity
 
 Handler = Callable[[web.Request], Awaitable[web.Response]]
 OPENAPI = "openapi.json"

@@ -8,7 +8,7 @@ events. Authentication comes from ``Authorization: Bearer <token>`` on the upgra
 token. A bad header token is refused before the upgrade with HTTP 401.
 
 Limits set here: ``max_msg_size`` (a bigger frame closes the socket with 1009),
-``heartbeat`` (ping/pong: the node's tick pings silent sockets, ``server/net/liveness.py``;
+``heartbeat`` (ping/pong: the node's tick pings silent sockets, ``server/net/heartbeat.py``;
 the reader notes each frame and answers pings), ``auth_timeout`` (1008 if no valid
 ``hello`` in time), no compression and no writer-side flow control (the hub drops slow
 consumers instead).
@@ -164,7 +164,7 @@ class SocketHandler:
             )
         # The place is taken before the first await (the token look-up, the upgrade), so
         # concurrent upgrades from one address cannot all pass the check above.
-        self.hub.hold_address(address)
+        self.hub.reserve_address(address)
         try:
             token = bearer_token(request.headers.get("Authorization"))
             if token is not None:
@@ -186,7 +186,7 @@ class SocketHandler:
             fmt = WireFormat.MSGPACK if request.query.get("format") == "msgpack" \
                 else WireFormat.JSON
             # No heartbeat timer per socket and no automatic ping answers: the node's tick
-            # pings silent sockets (server/net/liveness.py), and _serve notes every frame.
+            # pings silent sockets (server/net/heartbeat.py), and _serve notes every frame.
             ws = web.WebSocketResponse(
                 autoping=False,
                 max_msg_size=settings.max_msg_size,
@@ -245,7 +245,7 @@ class SocketHandler:
                 ErrorCode.TOO_MANY_CONNECTIONS,
                 f"at most {self.settings.max_connections_per_player} sockets per player",
             )
-            await self._send(conn, error_message(err, ref))
+            self._send(conn, error_message(err, ref))
             await conn.close(CLOSE_POLICY_VIOLATION, "too many connections")
             return False
         conn.session.authenticate(identity.player)
@@ -257,7 +257,7 @@ class SocketHandler:
         # (the revoke is broadcast to every node, see Accounts.announce_revoked).
         self.hub.bind_token(conn, digest, expires_in)
         muted = await self.lobby.chat_state(identity.player)
-        await self._send(conn, welcome_message(identity, conn, self.settings, muted, ref))
+        self._send(conn, welcome_message(identity, conn, self.settings, muted, ref))
         await self.lobby.on_connect(actor, first_here=sockets_here == 1)
         return True
 
@@ -266,7 +266,7 @@ class SocketHandler:
         with ``retry_after``, then a clean close (1013, try again later)."""
         err = store_away()
         self.lobby.metrics.error(err.code)
-        await self._send(conn, error_message(err, ref))
+        self._send(conn, error_message(err, ref))
         await conn.close(CLOSE_TRY_AGAIN_LATER, "storage unavailable")
 
     async def _records_spent(self, conn: Connection, message: Any) -> ProtocolError | None:
@@ -294,10 +294,9 @@ class SocketHandler:
             ErrorCode.RATE_LIMITED, "this account or address finished as many games this hour "
             "as are recorded (records_per_hour); retry later"), wait)
 
-    async def _send(self, conn: Connection, message: dict[str, Any]) -> None:
-        # Through the hub, so it is ordered with everything else queued for the socket.
+    def _send(self, conn: Connection, message: dict[str, Any]) -> None:
+        # Through the hub, so it is ordered with everything else pushed to the socket.
         self.hub.push(conn, Outgoing(message))
-        await self.hub.flush()
 
     async def _serve(self, conn: Connection) -> None:
         ws = conn.ws
@@ -310,7 +309,7 @@ class SocketHandler:
         on_message = lobby.on_message
         text, binary = WSMsgType.TEXT, WSMsgType.BINARY
         while True:
-            # Silent from here until a frame comes (server/net/liveness.py): any frame is an
+            # Silent from here until a frame comes (server/net/heartbeat.py): any frame is an
             # answer, and a socket whose last frame is still being handled is not silent.
             conn.heard_at = loop.time()
             msg = await receive()
@@ -341,23 +340,23 @@ class SocketHandler:
                         if live is None:
                             err = ProtocolError(ErrorCode.AUTH_FAILED,
                                                 "unknown or expired token", field="token")
-                            await self._send(conn, error_message(err, message.ref))
+                            self._send(conn, error_message(err, message.ref))
                         elif not await self._authenticate(conn, live, message.ref):
                             return
                     elif conn.identity is None or conn.actor is None:  # ping before hello
-                        await self._send(conn, {"type": "pong", "ref": message.ref})
+                        self._send(conn, {"type": "pong", "ref": message.ref})
                     elif type(message) in NEW_WORK and self.admission is not None and \
                             (busy := await self.admission.message_refusal(
                                 conn.player, message)) is not None:
                         table = message.table if isinstance(message, TableMessage) else None
-                        await self._send(conn, error_message(busy, message.ref, table))
+                        self._send(conn, error_message(busy, message.ref, table))
                     elif type(message) in NEW_WORK and (
                             spent := await self._records_spent(conn, message)) is not None:
                         table = message.table if isinstance(message, TableMessage) else None
-                        await self._send(conn, error_message(spent, message.ref, table))
+                        self._send(conn, error_message(spent, message.ref, table))
                     elif isinstance(message, MATCHMAKING_MESSAGES) and self.matchmaker is not None:
                         if not lobby.persistence.redis_up:  # as the lobby does (Redis outage)
-                            await self._send(conn, error_reply(
+                            self._send(conn, error_reply(
                                 store_away(), message.ref, None, doing="queueing",
                                 metrics=lobby.metrics))
                         else:
@@ -373,7 +372,6 @@ class SocketHandler:
                     hub.push(conn, Outgoing(error_reply(outcome.error, outcome.ref, None,
                                                         doing="reading a message",
                                                         metrics=lobby.metrics)))
-                    await hub.flush()
                 elif isinstance(outcome, CloseConnection):
                     await conn.close(outcome.code, outcome.reason)
                     return

@@ -5,9 +5,11 @@ Exception tree::
     ProtocolError(ValueError)       code, message, field, close_code
       FrameError                    a frame could not be decoded at all (bad_frame)
 
-Every code is stable: clients and bots branch on it, ``PROTOCOL.md`` lists each one with its
-meaning. Rules errors raised by ``server.rules`` carry their own stable codes (``not_your_turn``,
-``illegal_play``, ``max_cube`` ...) and reach the client unchanged.
+:class:`ErrorCode` is the one vocabulary of refusals: every code the server sends is one of its
+members, and ``PROTOCOL.md`` §9 lists each one with its meaning (a test holds the two to each
+other). Every code is stable: clients and bots branch on it. The rules' errors
+(``server.rules.errors``) and matchmaking's (``server.matchmaking.errors``) carry members of it
+too, so what they refuse reaches the client unchanged.
 
 A refusal reaches the client in one shape, written here once: :func:`error_message` (the
 WebSocket ``error`` message, PROTOCOL.md §4) and :func:`http_error_body` (the HTTP body
@@ -40,7 +42,6 @@ class ErrorCode(StrEnum):
     TABLE_FULL = "table_full"
     ALREADY_SEATED = "already_seated"
     NOT_SEATED = "not_seated"
-    NOT_WATCHING = "not_watching"
     TOO_MANY_WATCHERS = "too_many_watchers"
     TOO_MANY_WATCHES = "too_many_watches"  # this socket watches socket_watch_max tables
     TOO_MANY_TABLES = "too_many_tables"
@@ -52,9 +53,28 @@ class ErrorCode(StrEnum):
     NOT_QUEUED = "not_queued"
     QUEUE_FULL = "queue_full"
     INVALID_TICKET = "invalid_ticket"
-    # Games (the server's own; rules errors add their codes)
+    MATCHMAKING_ERROR = "matchmaking_error"  # a matchmaking refusal no code above names
+    # Games
     NOT_PLAYING = "not_playing"  # the table has no game in progress
     GAME_OVER = "game_over"
+    # The rules (server.rules.errors)
+    NOT_YOUR_TURN = "not_your_turn"
+    WRONG_PHASE = "wrong_phase"
+    ILLEGAL_PLAY = "illegal_play"  # the message says which rule (IllegalPlayError.reason)
+    CANNOT_DOUBLE = "cannot_double"  # the opponent owns the cube
+    CUBE_DISABLED = "cube_disabled"  # Crawford game, 1-point match, cube off
+    MAX_CUBE = "max_cube"
+    NO_RESIGNATION = "no_resignation"  # nothing to accept or reject
+    INVALID_SIDE = "invalid_side"
+    INVALID_KIND = "invalid_kind"  # a resignation kind
+    INVALID_REASON = "invalid_reason"  # a forfeit reason
+    MATCH_OVER = "match_over"
+    GAME_IN_PROGRESS = "game_in_progress"  # the match's next game before this one ended
+    INVALID_POSITION_ID = "invalid_position_id"
+    INVALID_MATCH_ID = "invalid_match_id"
+    DICE_EXHAUSTED = "dice_exhausted"  # a ScriptedDice ran out
+    ILLEGAL_ACTION = "illegal_action"  # an action the rules refuse that no code above names
+    RULES_ERROR = "rules_error"  # a rules refusal that no code above names
     # Playing the computer
     TOO_MANY_BOT_GAMES = "too_many_bot_games"
     BOT_NOT_ALLOWED = "bot_not_allowed"
@@ -103,14 +123,14 @@ class ProtocolError(ValueError):
 
     def __init__(
         self,
-        code: ErrorCode | str,
+        code: ErrorCode,
         message: str,
         *,
         field: str | None = None,
         close_code: int | None = None,
     ) -> None:
         super().__init__(message)
-        self.code = str(code)
+        self.code = ErrorCode(code)  # a member, whatever str subclass came in
         self.message = message
         self.field = field
         self.close_code = close_code
@@ -141,7 +161,8 @@ def error_message(
     """The ``error`` message refusing a request (PROTOCOL.md §4): ``code``, ``message``, and
     when set ``field``, ``ref`` (the request's ``id``), ``table``, ``retry_after`` (seconds)
     and ``until`` (``chat_muted``: when the mute ends, Unix seconds)."""
-    message: dict[str, Any] = {"type": "error", "code": exc.code, "message": exc.message}
+    message: dict[str, Any] = {"type": "error", "code": str(exc.code),
+                               "message": exc.message}
     if exc.field is not None:
         message["field"] = exc.field
     if ref is not None:
@@ -158,7 +179,7 @@ def error_message(
 def http_error_body(exc: ProtocolError) -> dict[str, Any]:
     """The body of an HTTP error answer: ``{"error": {"code", "message", "field"?}}`` (the
     wait goes in the ``Retry-After`` header)."""
-    body: dict[str, Any] = {"code": exc.code, "message": exc.message}
+    body: dict[str, Any] = {"code": str(exc.code), "message": exc.message}
     if exc.field is not None:
         body["field"] = exc.field
     return {"error": body}

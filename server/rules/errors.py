@@ -3,14 +3,17 @@
 ::
 
     ValueError
-     └── RulesError                 .code: str (stable, safe to show a client)
-          ├── IllegalPlayError      code "illegal_play"; .reason says which rule (see below)
-          ├── IllegalActionError    code "not_your_turn", "wrong_phase", "game_over",
-          │                         "cannot_double", "max_cube", "cube_disabled",
-          │                         "no_resignation", "invalid_side", "invalid_kind",
-          │                         "invalid_reason", "match_over", "game_in_progress"
-          ├── InvalidIdError        code "invalid_position_id" or "invalid_match_id"
-          └── DiceExhaustedError    code "dice_exhausted" (ScriptedDice ran out)
+     └── RulesError                 .code: ErrorCode (stable, safe to show a client)
+          ├── IllegalPlayError      code ILLEGAL_PLAY; .reason says which rule (see below)
+          ├── IllegalActionError    code NOT_YOUR_TURN, WRONG_PHASE, GAME_OVER, CANNOT_DOUBLE,
+          │                         MAX_CUBE, CUBE_DISABLED, NO_RESIGNATION, INVALID_SIDE,
+          │                         INVALID_KIND, INVALID_REASON, MATCH_OVER, GAME_IN_PROGRESS
+          ├── InvalidIdError        code INVALID_POSITION_ID or INVALID_MATCH_ID
+          └── DiceExhaustedError    code DICE_EXHAUSTED (ScriptedDice ran out)
+
+Each code is a member of the server's one vocabulary of refusals,
+:class:`server.protocol.errors.ErrorCode` (a pure module: the rules import nothing else of the
+server), so a rules error reaches a client with its code unchanged.
 
 ``IllegalPlayError.reason`` is one of: ``"syntax"``, ``"too_long"``, ``"no_checker"``,
 ``"blocked"``, ``"must_enter"``, ``"not_all_home"``, ``"higher_checker"``, ``"dice"``,
@@ -19,13 +22,15 @@
 
 from __future__ import annotations
 
+from server.protocol.errors import ErrorCode
+
 
 class RulesError(ValueError):
     """Base class of every rules error; ``code`` is stable and machine-readable."""
 
-    code: str = "rules_error"
+    code: ErrorCode = ErrorCode.RULES_ERROR
 
-    def __init__(self, message: str, *, code: str | None = None) -> None:
+    def __init__(self, message: str, *, code: ErrorCode | None = None) -> None:
         super().__init__(message)
         if code is not None:
             self.code = code
@@ -34,7 +39,7 @@ class RulesError(ValueError):
 class IllegalPlayError(RulesError):
     """A checker play that the rules forbid; the message says why in words."""
 
-    code = "illegal_play"
+    code = ErrorCode.ILLEGAL_PLAY
 
     def __init__(self, message: str, *, reason: str = "syntax") -> None:
         super().__init__(message)
@@ -44,16 +49,16 @@ class IllegalPlayError(RulesError):
 class IllegalActionError(RulesError):
     """A game action at the wrong time or by the wrong side (see ``code``)."""
 
-    code = "illegal_action"
+    code = ErrorCode.ILLEGAL_ACTION
 
 
 class InvalidIdError(RulesError):
     """A GNU Backgammon Position ID or Match ID that cannot be decoded."""
 
-    code = "invalid_position_id"
+    code = ErrorCode.INVALID_POSITION_ID
 
 
 class DiceExhaustedError(RulesError):
     """A ``ScriptedDice`` was asked for more dice than it was given."""
 
-    code = "dice_exhausted"
+    code = ErrorCode.DICE_EXHAUSTED

@@ -47,6 +47,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
+from server.protocol.errors import ErrorCode
 from server.rules.dice import DiceSource, Roll, SecretDice
 from server.rules.errors import IllegalActionError
 from server.rules.moves import legal_plays, parse_play, play_texts
@@ -354,7 +355,7 @@ class Game:
         if self.phase not in (Phase.ROLL, Phase.MOVE):
             raise IllegalActionError(
                 f"a resignation can be offered only before rolling or moving (now {self.phase})",
-                code="wrong_phase",
+                code=ErrorCode.WRONG_PHASE,
             )
         level = _as_kind(kind)
         self.history.append(Record("resign", who, result=level))
@@ -410,7 +411,7 @@ class Game:
             self.start()
             return None
         if action.side is None:
-            raise IllegalActionError(f"{action.kind} needs a side", code="invalid_side")
+            raise IllegalActionError(f"{action.kind} needs a side", code=ErrorCode.INVALID_SIDE)
         if action.kind == "roll":
             self.roll(action.side)
             return None
@@ -423,7 +424,7 @@ class Game:
         if action.kind == "reject":
             self.reject_resignation(action.side)
             return None
-        raise IllegalActionError(f"unknown action {action.kind!r}", code="wrong_phase")
+        raise IllegalActionError(f"unknown action {action.kind!r}", code=ErrorCode.WRONG_PHASE)
 
     # -- snapshot ---------------------------------------------------------------------------
 
@@ -626,32 +627,33 @@ class Game:
 
     def _require_live(self) -> None:
         if self.phase == Phase.OVER:
-            raise IllegalActionError("the game is over", code="game_over")
+            raise IllegalActionError("the game is over", code=ErrorCode.GAME_OVER)
 
     def _require_phase(self, phase: Phase) -> None:
         self._require_live()
         if self.phase != phase:
             raise IllegalActionError(
-                f"that needs phase {phase}, the game is in phase {self.phase}", code="wrong_phase"
+                f"that needs phase {phase}, the game is in phase {self.phase}",
+                code=ErrorCode.WRONG_PHASE
             )
 
     def _require_turn(self, side: Side | int, phase: Phase) -> Side:
         who = as_side(side)
         self._require_phase(phase)
         if who != self.turn:
-            raise IllegalActionError(f"it is side {self.turn}'s turn", code="not_your_turn")
+            raise IllegalActionError(f"it is side {self.turn}'s turn", code=ErrorCode.NOT_YOUR_TURN)
         return who
 
     def _check_double(self, side: Side | int) -> Side:
         who = self._require_turn(side, Phase.ROLL)
         if not self.cube_enabled:
             why = "no doubling in the Crawford game" if self.crawford else "the cube is off"
-            raise IllegalActionError(why, code="cube_disabled")
+            raise IllegalActionError(why, code=ErrorCode.CUBE_DISABLED)
         if self.cube_owner is not None and self.cube_owner != who:
-            raise IllegalActionError("your opponent owns the cube", code="cannot_double")
+            raise IllegalActionError("your opponent owns the cube", code=ErrorCode.CANNOT_DOUBLE)
         if self.cube * 2 > self.max_cube:
             raise IllegalActionError(
-                f"the cube is at its maximum ({self.max_cube})", code="max_cube"
+                f"the cube is at its maximum ({self.max_cube})", code=ErrorCode.MAX_CUBE
             )
         return who
 
@@ -661,7 +663,7 @@ class Game:
         assert self.turn is not None
         if who != self.turn.opponent:
             raise IllegalActionError(
-                "only the side that was doubled can take or drop", code="not_your_turn"
+                "only the side that was doubled can take or drop", code=ErrorCode.NOT_YOUR_TURN
             )
         return who
 
@@ -669,10 +671,10 @@ class Game:
         who = as_side(side)
         self._require_live()
         if self.phase != Phase.RESIGN_OFFERED or self.resignation is None:
-            raise IllegalActionError("no resignation is on offer", code="no_resignation")
+            raise IllegalActionError("no resignation is on offer", code=ErrorCode.NO_RESIGNATION)
         if who != self.resignation.side.opponent:
             raise IllegalActionError(
-                "only the opponent of the resigning side can answer", code="not_your_turn"
+                "only the opponent of the resigning side can answer", code=ErrorCode.NOT_YOUR_TURN
             )
         return self.resignation
 
@@ -706,7 +708,7 @@ def forfeit_reason(reason: EndReason | str) -> EndReason:
     if why is None or not why.is_forfeit:
         raise IllegalActionError(
             f"forfeit reason must be timeout, disconnect or leave, got {reason!r}",
-            code="invalid_reason",
+            code=ErrorCode.INVALID_REASON,
         )
     return why
 
@@ -720,7 +722,7 @@ def _as_kind(kind: ResultKind | str) -> ResultKind:
     except ValueError:
         raise IllegalActionError(
             f"resignation kind must be single, gammon or backgammon, got {kind!r}",
-            code="invalid_kind",
+            code=ErrorCode.INVALID_KIND,
         ) from None
 
 

@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
+from server.protocol.errors import ErrorCode
 from server.rules.dice import Roll, check_roll
 from server.rules.errors import InvalidIdError
 from server.rules.game import EndReason, Game, Phase
@@ -72,7 +73,8 @@ def decode_position_id(pid: str) -> tuple[tuple[int, ...], tuple[int, ...]]:
     more than 15 checkers a side, or both sides on one point."""
     if not isinstance(pid, str) or len(pid) != 14 or not set(pid) <= _B64_CHARS:
         raise InvalidIdError(
-            f"position ID must be 14 base64 characters, got {pid!r}", code="invalid_position_id"
+            f"position ID must be 14 base64 characters, got {pid!r}",
+            code=ErrorCode.INVALID_POSITION_ID
         )
     value = int.from_bytes(base64.b64decode(pid + "=="), "little")
     sides: list[list[int]] = []
@@ -87,7 +89,8 @@ def decode_position_id(pid: str) -> tuple[tuple[int, ...], tuple[int, ...]]:
         total = sum(counts)
         if total > CHECKERS:
             raise InvalidIdError(
-                f"position ID {pid!r} has {total} checkers for one side", code="invalid_position_id"
+                f"position ID {pid!r} has {total} checkers for one side",
+                code=ErrorCode.INVALID_POSITION_ID
             )
         counts[0] = CHECKERS - total
         sides.append(counts)
@@ -95,7 +98,8 @@ def decode_position_id(pid: str) -> tuple[tuple[int, ...], tuple[int, ...]]:
     for point in range(1, 25):
         if on_roll[point] and not_on_roll[25 - point]:
             raise InvalidIdError(
-                f"position ID {pid!r} puts both sides on one point", code="invalid_position_id"
+                f"position ID {pid!r} puts both sides on one point",
+                code=ErrorCode.INVALID_POSITION_ID
             )
     return tuple(on_roll), tuple(not_on_roll)
 
@@ -203,15 +207,18 @@ def decode_match_id(mid: str) -> MatchState:
     """The fields of a 12-character Match ID; ``InvalidIdError`` when malformed."""
     if not isinstance(mid, str) or len(mid) != 12 or not set(mid) <= _B64_CHARS:
         raise InvalidIdError(
-            f"match ID must be 12 base64 characters, got {mid!r}", code="invalid_match_id"
+            f"match ID must be 12 base64 characters, got {mid!r}", code=ErrorCode.INVALID_MATCH_ID
         )
     value = int.from_bytes(base64.b64decode(mid), "little")
     f = {name: value >> at & ((1 << width) - 1) for name, at, width in _FIELDS}
     states = {v: k for k, v in _GAME_STATES.items()}
     if f["state"] not in states or f["owner"] == 2 or f["die1"] > 6 or f["die2"] > 6:
-        raise InvalidIdError(f"match ID {mid!r} has an impossible field", code="invalid_match_id")
+        raise InvalidIdError(
+            f"match ID {mid!r} has an impossible field",
+            code=ErrorCode.INVALID_MATCH_ID
+        )
     if (f["die1"] == 0) != (f["die2"] == 0):
-        raise InvalidIdError(f"match ID {mid!r} has only one die", code="invalid_match_id")
+        raise InvalidIdError(f"match ID {mid!r} has only one die", code=ErrorCode.INVALID_MATCH_ID)
     levels = {v: k for k, v in _RESIGN_LEVEL.items()}
     return MatchState(
         cube=1 << f["cube"],

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from server.protocol.errors import ErrorCode
 from server.rules.dice import DiceSource, SecretDice
 from server.rules.errors import IllegalActionError
 from server.rules.game import MAX_CUBE, EndReason, Game, Outcome, Phase, forfeit_reason
@@ -111,10 +112,13 @@ class Match:
     def next_game(self) -> Game:
         """Begin the next game (phase ``opening``); the previous one must be over."""
         if self.is_over:
-            raise IllegalActionError("the match is over", code="match_over")
+            raise IllegalActionError("the match is over", code=ErrorCode.MATCH_OVER)
         current = self.game
         if current is not None and current.phase != Phase.OVER:
-            raise IllegalActionError("the current game is not over", code="game_in_progress")
+            raise IllegalActionError(
+                "the current game is not over",
+                code=ErrorCode.GAME_IN_PROGRESS
+            )
         score = self.score
         crawford = (
             self.length > 1 and not self._crawford_played and self.length - 1 in score
@@ -137,7 +141,7 @@ class Match:
         cube (returned), and the opponent wins the match whatever the score."""
         who = as_side(side)
         if self.is_over:
-            raise IllegalActionError("the match is over", code="match_over")
+            raise IllegalActionError("the match is over", code=ErrorCode.MATCH_OVER)
         why = forfeit_reason(reason)
         outcome = None
         game = self.game

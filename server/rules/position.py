@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from enum import IntEnum, StrEnum
 from typing import NamedTuple
 
+from server.protocol.errors import ErrorCode
 from server.rules.errors import IllegalActionError
 
 CHECKERS = 15
@@ -78,7 +79,10 @@ def _point_name(point: int) -> str:
 def as_side(value: object, field: str = "side") -> Side:
     """``value`` as a ``Side``; a ValueError naming ``field`` for anything but 0 or 1."""
     if isinstance(value, bool) or not isinstance(value, int) or value not in (0, 1):
-        raise IllegalActionError(f"{field} must be 0 or 1, got {value!r}", code="invalid_side")
+        raise IllegalActionError(
+            f"{field} must be 0 or 1, got {value!r}",
+            code=ErrorCode.INVALID_SIDE
+        )
     return Side(value)
 
 

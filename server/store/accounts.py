@@ -41,6 +41,7 @@ from redis.asyncio.client import Pipeline
 from rating_plugin.store import Queued
 from server.config import Settings
 from server.protocol.errors import ErrorCode, ProtocolError
+from server.protocol.ids import BOT_PREFIX, GUEST_PREFIX, bot_name
 from server.protocol.messages import has_lone_surrogate
 from server.protocol.node_messages import Revoke, encode
 from server.protocol.text import clean_text
@@ -53,25 +54,6 @@ MIN_PASSWORD = 8
 MAX_PASSWORD = 128
 SALT_BYTES = 16
 KEY_BYTES = 32
-GUEST_PREFIX = "guest-"
-BOT_PREFIX = "bot-"
-"""A bot account's id: ``bot-<level>-<hex>``; only the server issues them (names cannot
-contain ``-``, so no account or guest id starts like this)."""
-
-
-BOT_ID = re.compile(r"bot-(random|basic|strong|expert)-[0-9a-f]{10}")
-"""The shape of every bot id the server issues (``bot-<level>-<10 hex digits>``)."""
-
-
-def is_bot_id(player: str) -> bool:
-    return player.startswith(BOT_PREFIX)
-
-
-def bot_name(player: str) -> str | None:
-    """The display name of a bot id the server could have issued ("Computer (basic)"), or
-    None when ``player`` is not shaped like one."""
-    match = BOT_ID.fullmatch(player)
-    return None if match is None else f"Computer ({match.group(1)})"
 
 
 class AccountError(ProtocolError):

@@ -30,18 +30,18 @@ class FairGate:
         self.per_client = per_client
         self.max_waiting = max_waiting
         self.running = 0
-        self._held: dict[str, int] = {}  # client -> work waiting or running
+        self._places: dict[str, int] = {}  # client -> work waiting or running
         self._queues: OrderedDict[str, deque[asyncio.Future[None]]] = OrderedDict()
         self._waiting = 0
 
     @asynccontextmanager
     async def slot(self, client: str) -> AsyncIterator[None]:
-        held = self._held.get(client, 0)
-        if held >= self.per_client:
+        places = self._places.get(client, 0)
+        if places >= self.per_client:
             raise GateFull(per_client=True)
         if self.running >= self.slots and self._waiting >= self.max_waiting:
             raise GateFull(per_client=False)
-        self._held[client] = held + 1
+        self._places[client] = places + 1
         try:
             if self.running < self.slots and not self._waiting:
                 self.running += 1
@@ -52,11 +52,11 @@ class FairGate:
             finally:
                 self._release()
         finally:
-            left = self._held[client] - 1
+            left = self._places[client] - 1
             if left:
-                self._held[client] = left
+                self._places[client] = left
             else:
-                del self._held[client]
+                del self._places[client]
 
     async def _wait(self, client: str) -> None:
         future: asyncio.Future[None] = asyncio.get_running_loop().create_future()

@@ -14,7 +14,8 @@ from redis.asyncio.client import Pipeline
 from redis.commands.core import AsyncScript
 
 from server.config import Settings
-from server.matchmaking.policy import DEFAULT_SETTINGS, network_key
+from server.matchmaking.policy import DEFAULT_SETTINGS
+from server.protocol.ids import network_key
 from server.store.keys import Keys
 
 ADDRESS_FIELD = "address"

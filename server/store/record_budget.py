@@ -33,8 +33,7 @@ from typing import NamedTuple
 import redis.asyncio as aioredis
 
 from server.config import Settings
-from server.matchmaking.policy import network_key
-from server.store.accounts import is_bot_id
+from server.protocol.ids import is_bot_id, network_key
 from server.store.keys import Keys
 from server.store.scripts import load_script
 

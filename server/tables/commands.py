@@ -170,7 +170,7 @@ class TableCommands(TableState):
                     # Checked first: with the cube at its maximum the server rolls for the
                     # player at once, so a double can only ever arrive in the wrong phase.
                     raise ProtocolError(
-                        "max_cube", f"the cube is at its maximum ({game.max_cube})"
+                        ErrorCode.MAX_CUBE, f"the cube is at its maximum ({game.max_cube})"
                     )
                 game.double(side)
                 kind = "doubled"

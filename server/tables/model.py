@@ -11,14 +11,10 @@ from enum import StrEnum
 from typing import Any
 
 from server.protocol.codec import Outgoing
+from server.protocol.ids import BOT_PREFIX, GUEST_PREFIX
 from server.protocol.messages import TableMode
 from server.rules import DiceSource, Game, Match, Outcome, Phase, Side
 from server.tables.ratings import FIBS, TABLE42, RatingPlan
-
-GUEST_PREFIX = "guest-"
-"""Player ids of guests start with it (``server.store.accounts`` issues them)."""
-BOT_PREFIX = "bot-"
-"""Player ids of computer players start with it (``server.store.accounts``)."""
 
 CLOCK = "clock"
 GRACE = "grace"

@@ -29,7 +29,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from server.matchmaking.policy import DEFAULT_SETTINGS, network_key
+from server.matchmaking.policy import DEFAULT_SETTINGS
+from server.protocol.ids import network_key
 from server.protocol.messages import TableMode
 
 if TYPE_CHECKING:  # the store is I/O; the table machine uses this module and stays pure
@@ -46,7 +47,7 @@ SAME_NETWORK_IPV6_PREFIX: int = DEFAULT_SETTINGS.ipv6_prefix
 def same_network(a: str, b: str) -> bool:
     """Whether two client addresses count as one network address (see the module docstring).
 
-    The same comparison as matchmaking's (:func:`server.matchmaking.policy.network_key` at
+    The same comparison as matchmaking's (:func:`server.protocol.ids.network_key` at
     :data:`SAME_NETWORK_IPV6_PREFIX`), so a pair matchmaking allows is never refused a rating
     for it, and the other way round.
     """

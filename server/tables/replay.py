@@ -32,7 +32,7 @@ from server.protocol.messages import (
     TableMode,
     Take,
 )
-from server.rules import DiceSource, EndReason, RulesError, Side
+from server.rules import DiceExhaustedError, DiceSource, EndReason, RulesError, Side
 from server.tables.commands import TableCommands
 from server.tables.model import (
     BOT_PREFIX,
@@ -65,7 +65,7 @@ class ReplayDice:
 
     def roll_die(self) -> int:
         if not self.values:
-            raise RulesError("the log recorded no dice for this roll", code="replay")
+            raise DiceExhaustedError("the log recorded no dice for this roll")
         return self.values.pop(0)
 
 

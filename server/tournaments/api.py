@@ -30,7 +30,8 @@ from redis.exceptions import RedisError
 from server.net.http_api import error_response, json_body
 from server.net.ws import bearer_token
 from server.protocol.errors import UNAVAILABLE_MESSAGE, ErrorCode, ProtocolError, http_error_body
-from server.store.accounts import Identity, is_bot_id
+from server.protocol.ids import is_bot_id
+from server.store.accounts import Identity
 from server.tournaments import spec
 from server.tournaments.bracket import Bracket, build
 from server.tournaments.events import bracket_view, public_tournament, tournament_summary

@@ -85,7 +85,7 @@ class BracketDriver:
         self.tick = tick if tick is not None else Tick()
         self.lease = lease
         self.call = call
-        self._held: set[str] = set()
+        self._leased: set[str] = set()
 
     def start(self) -> None:
         self.tick.add(DUTY, self.period, self.run_once, first=0, logger=log,
@@ -94,17 +94,17 @@ class BracketDriver:
     async def stop(self) -> None:
         """Stop stepping and give the leases back (another node takes over at once)."""
         await self.tick.remove(DUTY)
-        for tid in list(self._held):
+        for tid in list(self._leased):
             with contextlib.suppress(RedisError, OSError):
                 await self.store.release_lease(tid, self.node_id)
-        self._held.clear()
+        self._leased.clear()
 
     async def run_once(self) -> None:
         for tid in await self.store.running():
             if not await self.store.take_lease(tid, self.node_id, self.lease):
-                self._held.discard(tid)
+                self._leased.discard(tid)
                 continue
-            self._held.add(tid)
+            self._leased.add(tid)
             await self.step(tid)
 
     async def step(self, tid: str) -> None:
@@ -174,7 +174,7 @@ class BracketDriver:
             status = "finished" if awarded else "running"
             if not await self.store.save_bracket(tid, self.node_id, new_state, status):
                 log.warning("tournament %s: lease lost; step not saved", tid)
-                self._held.discard(tid)
+                self._leased.discard(tid)
                 return
         await self.service.deliver(results, inbox=False)
         if awarded:

@@ -22,7 +22,6 @@ from server.matchmaking import (
     UnknownPoolError,
     acceptable,
     admit,
-    network_key,
     plan_pass,
     pool_by_id,
     ticket_status,
@@ -30,6 +29,7 @@ from server.matchmaking import (
     window,
 )
 from server.matchmaking.errors import ERROR_CODES
+from server.protocol.ids import network_key
 
 NOW = 1_000_000.0
 COMPETITIVE = pool_by_id("competitive")

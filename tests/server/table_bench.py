@@ -59,10 +59,10 @@ class FakeOutbox:
         for conn_id in set(conn_ids):
             self.push_conn_id(conn_id, out)
 
-    def hold_writes(self) -> None:
+    def begin_gather(self) -> None:
         pass
 
-    def release_writes(self) -> None:
+    def end_gather(self) -> None:
         pass
 
     def players(self) -> list[str]:

@@ -51,13 +51,13 @@ async def test_a_message_nobody_heard_is_published_again_in_order(
     await sender.start(Inbox())
     try:
         sender.send("n-b", deliver(0), token=("conn", 1))  # n-b does not listen yet
-        await eventually(lambda: sender.unheard_held == 1)
+        await eventually(lambda: sender.unheard_waiting == 1)
         sender.send("n-b", deliver(1))  # behind the held one, not before it
-        assert sender.unheard_held == 2
+        assert sender.unheard_waiting == 2
         await receiver.start(inbox)
         await eventually(lambda: len(inbox.messages) == 2)
         assert inbox.messages == [deliver(0), deliver(1)]
-        await eventually(lambda: sender.unheard_held == 0)
+        await eventually(lambda: sender.unheard_waiting == 0)
         sender.send("n-b", deliver(2))  # heard at once now
         await eventually(lambda: len(inbox.messages) == 3)
         assert inbox.messages[2] == deliver(2)
@@ -78,7 +78,7 @@ async def test_a_message_nobody_hears_is_given_up_and_its_token_told(
         sender.send("n-gone", deliver(0), token=("conn", 7))
         sender.send("n-gone", deliver(1))  # no token: given up with a log line
         await eventually(lambda: unheard == [("conn", 7)])
-        assert sender.unheard_held == 0
+        assert sender.unheard_waiting == 0
     finally:
         await sender.stop()
 
@@ -107,7 +107,7 @@ async def test_a_join_forwarded_while_the_owner_does_not_listen_gets_an_answer(
         await _listen(one, False)  # n1, the owner, is not listening: nobody hears the join
         join = asyncio.ensure_future(bob.request({"type": "join", "table": table}))
         if comes_back:
-            await eventually(lambda: two.lobby.bus.unheard_held >= 1)
+            await eventually(lambda: two.lobby.bus.unheard_waiting >= 1)
             await _listen(one, True)
             assert (await join)["type"] != "error"  # published again once n1 listened
         else:

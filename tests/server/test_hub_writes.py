@@ -1,4 +1,4 @@
-"""The hub's held writes: frames pushed between ``hold_writes`` and ``release_writes`` leave
+"""The hub's gathered writes: frames pushed between ``begin_gather`` and ``end_gather`` leave
 in push order, one transport write per socket, and a socket closed meanwhile gets none; the
 tables stored by one flush announce together."""
 
@@ -54,14 +54,14 @@ def test_held_writes_leave_together_in_order() -> None:
     a, ta = _conn(hub, "a")
     b, tb = _conn(hub, "b")
     first, second = Outgoing({"type": "moved", "v": 1}), Outgoing({"type": "ack", "v": 1})
-    hub.hold_writes()
-    hub.hold_writes()  # nested: only the outer release writes
+    hub.begin_gather()
+    hub.begin_gather()  # nested: only the outer release writes
     hub.push(a, first)
     hub.push(b, first)
     hub.push(a, second)
-    hub.release_writes()
+    hub.end_gather()
     assert ta.writes == [] and tb.writes == []
-    hub.release_writes()
+    hub.end_gather()
     assert ta.writes == [first.wire(WireFormat.JSON, False) + second.wire(WireFormat.JSON, False)]
     assert tb.writes == [first.wire(WireFormat.JSON, False)]
     hub.push(a, first)  # not held: written at once
@@ -71,10 +71,10 @@ def test_held_writes_leave_together_in_order() -> None:
 def test_a_socket_closed_while_held_gets_nothing() -> None:
     hub = Hub(1 << 20)
     a, ta = _conn(hub, "a")
-    hub.hold_writes()
+    hub.begin_gather()
     hub.push(a, Outgoing({"type": "moved", "v": 1}))
     a.abort()
-    hub.release_writes()
+    hub.end_gather()
     assert ta.writes == []
 
 

@@ -1,4 +1,4 @@
-"""Keep-alives (PROTOCOL.md §1, server/net/liveness.py): a socket that asks for them hears
+"""Keep-alives (PROTOCOL.md §1, server/net/heartbeat.py): a socket that asks for them hears
 ``alive`` from its node at least every 2 s while nothing else comes, one that does not never
 does, and a socket pushed something every period gets none; the client library and its
 silence watch ask for them and never need to ping."""
@@ -15,9 +15,9 @@ from aiohttp import WSMsgType
 from server_helpers import StartServer, connect, guest
 from test_hub_writes import _conn
 
-from server.app import LIVENESS
+from server.app import SOCKET_HEARTBEAT
 from server.net.connection import Hub
-from server.net.liveness import ALIVE, SocketLiveness
+from server.net.heartbeat import ALIVE, SocketHeartbeat
 from server.protocol.codec import Outgoing, WireFormat
 from server.tick import Tick
 
@@ -79,14 +79,14 @@ async def test_the_client_library_asks_and_needs_no_ping(start_server: StartServ
     client.ws.send = counting  # type: ignore[method-assign,assignment]
     await asyncio.sleep(5.0)  # past the silence watch's 3.3 s of quiet
     assert sent == 0  # no ping: the keep-alives were heard
-    assert server.app[LIVENESS].keepalives >= 2
+    assert server.app[SOCKET_HEARTBEAT].keepalives >= 2
     assert all(m["type"] != "alive" for m in client.messages)  # not handed on
     await client.close()
 
 
 def test_only_quiet_sockets_that_asked_get_one_every_second_period() -> None:
     hub = Hub(1 << 20)
-    liveness = SocketLiveness(hub, Tick(), heartbeat=20.0)
+    liveness = SocketHeartbeat(hub, Tick(), heartbeat=20.0)
     quiet, tquiet = _conn(hub, "quiet")
     busy, tbusy = _conn(hub, "busy")
     _deaf, tdeaf = _conn(hub, "deaf")

@@ -29,7 +29,8 @@ from rating_plugin import stakes
 from rating_plugin.store import RatingStore
 from server.app import MATCHMAKER
 from server.lobby.matchmaker import Matchmaker
-from server.matchmaking import Ticket, acceptable, network_key, pool_by_id, wait_for_gap
+from server.matchmaking import Ticket, acceptable, pool_by_id, wait_for_gap
+from server.protocol.ids import network_key
 from server.protocol.messages import TableMode
 from server.store.queue import MatchmakingQueue
 from server.tables.ratings import RatedPlayer, plan_rating, same_network

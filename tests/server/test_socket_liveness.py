@@ -1,4 +1,4 @@
-"""The WebSocket heartbeat on the node's tick (server/net/liveness.py), over real sockets: a
+"""The WebSocket heartbeat on the node's tick (server/net/heartbeat.py), over real sockets: a
 silent socket is pinged and, not answering, dropped; one that answers (or keeps talking)
 stays; the node answers a client's WebSocket ping and its application ``ping``."""
 
@@ -11,7 +11,7 @@ import aiohttp
 from aiohttp import WSMsgType
 from server_helpers import StartServer
 
-from server.app import HUB, LIVENESS
+from server.app import HUB, SOCKET_HEARTBEAT
 
 HEARTBEAT = 0.4  # a sweep every 0.1 s, a ping answered within 0.2 s
 
@@ -40,12 +40,12 @@ async def test_a_silent_socket_is_pinged_then_dropped(start_server: StartServer)
             break
         await asyncio.sleep(0.02)
     assert not server.app[HUB].by_id  # the node let it go
-    assert server.app[LIVENESS].dropped >= 1
+    assert server.app[SOCKET_HEARTBEAT].dropped >= 1
 
 
 async def test_a_socket_that_answers_pings_stays(start_server: StartServer) -> None:
     server = await start_server(heartbeat=HEARTBEAT, auth_timeout=30.0)
-    liveness = server.app[LIVENESS]
+    liveness = server.app[SOCKET_HEARTBEAT]
     async with aiohttp.ClientSession() as session:
         ws = await _open(server.port, session, autoping=True)  # pongs every ping
         reader = asyncio.ensure_future(ws.receive())
@@ -71,7 +71,7 @@ async def test_a_talking_socket_is_not_pinged(start_server: StartServer) -> None
                 assert msg.json()["type"] == "pong"
             await asyncio.sleep(HEARTBEAT / 4)
         assert kinds and set(kinds) == {WSMsgType.TEXT}  # pongs only, never a node's ping
-        assert server.app[LIVENESS].pings == 0
+        assert server.app[SOCKET_HEARTBEAT].pings == 0
         await ws.close()
 
 

@@ -381,8 +381,8 @@ def test_the_machine_imports_no_io() -> None:
 
 
 def test_the_machine_knows_the_player_id_prefixes_the_accounts_issue() -> None:
-    from server.store import accounts
+    from server.protocol import ids
     from server.tables import machine
 
-    assert machine.GUEST_PREFIX == accounts.GUEST_PREFIX
-    assert machine.BOT_PREFIX == accounts.BOT_PREFIX
+    assert machine.GUEST_PREFIX == ids.GUEST_PREFIX
+    assert machine.BOT_PREFIX == ids.BOT_PREFIX

@@ -29,11 +29,11 @@ from server.net.connection import Hub
 from server.protocol.codec import Outgoing, WireFormat
 from server.tick import Tick
 
-__all__ = ["ALIVE", "KEEPALIVE", "KEEPALIVE_PERIOD", "PING_FRAME", "SWEEP", "SocketLiveness"]
+__all__ = ["ALIVE", "KEEPALIVE", "KEEPALIVE_PERIOD", "PING_FRAME", "SWEEP", "SocketHeartbeat"]
 
 log = logging.getLogger(__name__)
 
-SWEEP = "socket-liveness"
+SWEEP = "socket-heartbeat"
 """The name of the sweep on the node's tick."""
 KEEPALIVE = "socket-keepalive"
 """The name of the keep-alive sweep on the node's tick."""
@@ -49,7 +49,7 @@ SLACK = 0.01
 (the sweeps fall on a grid; the wait is a whole number of sweeps)."""
 
 
-class SocketLiveness:
+class SocketHeartbeat:
     """Pings silent sockets and drops those that do not answer (see the module docstring)."""
 
     def __init__(self, hub: Hub, tick: Tick, heartbeat: float) -> None:
@@ -64,7 +64,7 @@ class SocketLiveness:
         self._frames: dict[WireFormat, bytes] = {}
 
     def start(self) -> None:
-        self.tick.add(SWEEP, self.period, self._sweep, logger=log, what="socket liveness")
+        self.tick.add(SWEEP, self.period, self._sweep, logger=log, what="socket heartbeat")
         self.tick.add(KEEPALIVE, KEEPALIVE_PERIOD, self._keep_alive, logger=log,
                       what="socket keep-alives")
 
