@@ -170,6 +170,7 @@ class GameRecords:
         self._online = redis.register_script(load_script("online_count.lua"))
         self._chat_append = redis.register_script(load_script("chat_append.lua"))
         self._update = redis.register_script(load_script("served_update.lua"))
+        self._write = redis.register_script(load_script("served_write.lua"))
         self.reports = ChatReports(redis, keys, settings)
         # Served forms being made on this node (a record converted, a body rebuilt), by game.
         self._making: dict[str, asyncio.Future[Any]] = {}
@@ -218,15 +219,13 @@ class GameRecords:
         if record.get("mat_match") is not None:
             fields["mat_match"] = pack_text(str(record["mat_match"]))
         key = self._served_key(game_id)
-        async with self.redis.pipeline(transaction=True) as pipe:
-            # Fields replaced, not the hash: a review kept by an earlier save stays.
-            pipe.hset(key, mapping=fields)
-            if "mat_match" not in fields:
-                pipe.hdel(key, "mat_match")
-            pipe.pexpire(key, ttl_ms)
-            if drop_old:
-                pipe.delete(self.keys.game_record(game_id))
-            await pipe.execute()
+        # One script (served_write.lua), as a cluster client takes no MULTI: fields replaced,
+        # not the hash, so a review kept by an earlier save stays.
+        args: list[bytes | str | int] = [ttl_ms, "1" if drop_old else "0",
+                                          "0" if "mat_match" in fields else "1"]
+        for name, value in fields.items():
+            args += [name, value]
+        await self._write(keys=[key, self.keys.game_record(game_id)], args=args)
         return ServedRecord(meta, body)
 
     async def exists(self, game_id: str) -> bool:

@@ -356,3 +356,21 @@ async def test_table_summaries_name_every_seated_player(start_server: StartServe
     # The stake line after a reload: the game's rating plan, as game_start gave it.
     assert resume["state"]["rating"] == start["rating"]
     assert resume["summary"]["names"] == [welcome["name"], "bob"]
+
+
+async def test_a_record_is_kept_on_a_redis_cluster(
+    start_server: StartServer, redis_cluster_url: str, redis_cluster: aioredis.RedisCluster,
+) -> None:
+    """A cluster client takes no MULTI: the served record is written by one script of its
+    slot, and is read back as on one Redis."""
+    server = await start_server(
+        dice_factory=scripted(7),
+        redis_url="redis+cluster://" + redis_cluster_url.removeprefix("redis://"))
+    ta, tb = await register(server, "alice"), await register(server, "bob")
+    a, b = await connect(server, ta), await connect(server, tb)
+    table, _ = await seat_two(server, a, b)
+    game_id = (await play_out({0: a, 1: b}, table))["game_id"]
+    status, record, _ = await get(server, f"/api/games/{game_id}")
+    assert status == 200 and record["game_id"] == game_id
+    status, page, _ = await get(server, "/api/players/alice/games")
+    assert status == 200 and [g["game_id"] for g in page["games"]] == [game_id]
