@@ -121,6 +121,7 @@ class Persistence(ResultRecords, OwnerRecords, EventLogReads, LobbyIndex, Player
         # False from a failed Redis check or write until a check answers again: new actions
         # are refused with ``unavailable`` and /readyz, /healthz say so (see redis_up).
         self._redis_up = True
+        self.metrics.redis_up.set(1)  # as _redis_up, from the start (the gauge follows it)
         self.on_health = on_health
         self._confirming: asyncio.Future[bool] | None = None
         # The node's pulse thread (server/cluster/pulse.py), when it probes Redis instead of
@@ -187,6 +188,7 @@ class Persistence(ResultRecords, OwnerRecords, EventLogReads, LobbyIndex, Player
         if up == self._redis_up:
             return
         self._redis_up = up
+        self.metrics.redis_up.set(1 if up else 0)
         if not up:
             self._away_at = time.monotonic()
             if self.probe is not None:
