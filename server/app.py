@@ -9,7 +9,9 @@ order:
    one of them takes each table over at once (``Lobby.hand_over``), and every WebSocket is
    closed with 1012 (service restart: reconnect, to another node). With no live peer every
    WebSocket is closed with 1001 (going away); the lobby stops its timers first, so closing
-   sockets forfeits nobody, and a node that starts later takes the tables over;
+   sockets forfeits nobody, and a node that starts later takes the tables over. The node's
+   own bots stop before all this, and their sockets are closed with the others (the web
+   server reads no frame once it shuts down: a bot's own close would go unanswered);
 2. cleanup: matchmaking stops pairing and removes this node's tickets; in-flight game
    settlements are awaited (``shutdown_timeout``), the write-behind
    buffer is flushed, the node says it is gone (peers clean up after it), the node bus says
@@ -273,9 +275,11 @@ async def _close_sockets(app: web.Application) -> None:
     if lobby is None or hub is None:
         return
     lobby.closing = True
+    # The bots stop first (they start nothing more), and their sockets are closed with all
+    # the others below: the web server reads no frame once it shuts down, so a bot's own
+    # close frame would wait unanswered until the socket liveness dropped it.
     computer = app.get(COMPUTER)
-    if computer is not None:
-        await computer.stop()
+    bots = computer.halt() if computer is not None else []
     ownership = app.get(OWNERSHIP)
     peers: list[str] = []
     if ownership is not None:
@@ -295,6 +299,8 @@ async def _close_sockets(app: web.Application) -> None:
             table.shutdown()
         code, reason = CLOSE_GOING_AWAY, "server shutting down"
     await close_all(hub.all(), code, reason, app[SETTINGS].shutdown_timeout)
+    if bots:
+        await asyncio.gather(*bots, return_exceptions=True)
 
 
 async def close_all(conns: list[Connection], code: int, reason: str, timeout: float) -> None:

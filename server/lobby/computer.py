@@ -375,11 +375,20 @@ class ComputerOpponents:
 
     # --- shutdown ----------------------------------------------------------------------------
 
-    async def stop(self) -> None:
+    def halt(self) -> list[asyncio.Task[None]]:
+        """Start no game and stop every bot: each bot's task is cancelled and closes its
+        socket on its way out. A stopping node reads no more frames (the web server stops
+        reading when it shuts down), so a bot's close is answered by the node closing its
+        sockets (``server/app.py``), not by a reply to the bot's close frame; the bots'
+        tasks are returned, to be awaited after that."""
         self._closing = True
         tasks = [g.task for g in self.games.values() if g.task is not None]
         for task in tasks:
             task.cancel()
+        return tasks
+
+    async def stop(self) -> None:
+        tasks = self.halt()
         if tasks:
             await asyncio.gather(*tasks, return_exceptions=True)
         if self._executor is not None:
