@@ -124,17 +124,23 @@ class FakeBus:
 
 
 class OnePeer:
-    """A node alone: every node counts as alive."""
+    """The node's view of the others: every node counts as alive until the test says when
+    its heartbeat ran out (:meth:`died`)."""
 
     def __init__(self) -> None:
         self.peers: dict[str, float] = {}
         self.dead_nodes: set[str] = set()
 
+    def died(self, node: str, at: float) -> None:
+        """``node``'s heartbeat ran out at Unix time ``at``."""
+        self.peers[node] = at
+        self.dead_nodes.add(node)
+
     def is_live(self, node: str) -> bool:
-        return True
+        return node not in self.dead_nodes
 
     def is_fresh(self, node: str) -> bool:
-        return True
+        return node not in self.dead_nodes
 
     def mark_dead(self, node: str) -> bool:
         return False
@@ -179,20 +185,24 @@ class TableBench:
     """See the module docstring."""
 
     def __init__(self, settings: Settings, persistence: Persistence, deps: TableDeps,
-                 clock: VirtualClock, outbox: FakeOutbox, spawned: Spawned) -> None:
+                 clock: VirtualClock, outbox: FakeOutbox, spawned: Spawned,
+                 peers: OnePeer) -> None:
         self.settings = settings
         self.persistence = persistence
         self.deps = deps
         self.clock = clock
         self.outbox = outbox
         self.spawned = spawned
+        self.peers = peers
+        self.node = settings.node_id
         self.host = RecordingHost()
         self.actors: dict[str, Actor] = {}
 
     @classmethod
-    async def open(cls, redis: aioredis.Redis, key_prefix: str, **settings: Any
-                   ) -> TableBench:
-        config = Settings(redis_url="redis://unused", key_prefix=key_prefix, node_id=NODE,
+    async def open(cls, redis: aioredis.Redis, key_prefix: str, *, node: str = NODE,
+                   **settings: Any) -> TableBench:
+        """A bench as node ``node`` (two benches on one Redis and prefix are two nodes)."""
+        config = Settings(redis_url="redis://unused", key_prefix=key_prefix, node_id=node,
                           **settings)
         keys = Keys(key_prefix)
         metrics = Metrics(enabled=False)
@@ -213,7 +223,7 @@ class TableBench:
             record_budget=RecordBudget(redis, keys, config), ratings=ratings,
             pair_limit=PairLimit(config, ratings, clock), peers=peers,
             dice_factory=lambda: ScriptedDice([3, 1] * 500))
-        return cls(config, persistence, deps, clock, outbox, spawned)
+        return cls(config, persistence, deps, clock, outbox, spawned, peers)
 
     async def table(self, table_id: str, players: tuple[str, str] = ("alice", "bob"),
                     mode: TableMode = TableMode.PRIVATE, *, match_length: int = 0,
@@ -221,14 +231,32 @@ class TableBench:
                     guests: tuple[bool, bool] = (False, False)) -> Table:
         """A table of ``mode`` owned here, both players seated (on this node, from
         ``addresses``, guests or not) and playing."""
-        epoch, _ = await self.persistence.claim(table_id, NODE, new=True)
+        node = self.node
+        epoch, _ = await self.persistence.claim(table_id, node, new=True)
         self.persistence.adopt(table_id, epoch)
         table = Table(self.deps, self.host, table_id=table_id, mode=mode,
                       match_length=match_length, tournament_id=None)
         for player, address, guest in zip(players, addresses, guests, strict=True):
-            self.actors[player] = Actor(player, player, guest, address, NODE, f"c-{player}")
+            self.actors[player] = Actor(player, player, guest, address, node, f"c-{player}")
             self.outbox.connect(player, f"c-{player}")
-        table.seat_pair([(self.actors[p], {NODE}) for p in players])
+            await self.persistence.presence_join(player, node, address)
+        table.seat_pair([(self.actors[p], {node}) for p in players])
+        await self.settle()
+        return table
+
+    async def take_over(self, table_id: str) -> Table:
+        """Claim ``table_id`` from its owner (found dead, see :meth:`OnePeer.died`) and
+        rebuild it here from its stored log, as a node's takeover does."""
+        lease = await self.persistence.lease(table_id)
+        assert lease is not None
+        epoch, _ = await self.persistence.claim(table_id, self.node, new=False,
+                                                epoch=lease.epoch)
+        assert epoch, "not claimed"
+        self.persistence.adopt(table_id, epoch)
+        table = await Table.restore(self.deps, self.host, table_id,
+                                    await self.persistence.snapshot(table_id),
+                                    await self.persistence.events_since(table_id, 0),
+                                    self.clock.now())
         await self.settle()
         return table
 
