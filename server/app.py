@@ -9,7 +9,9 @@ order:
    one of them takes each table over at once (``Lobby.hand_over``), and every WebSocket is
    closed with 1012 (service restart: reconnect, to another node). With no live peer every
    WebSocket is closed with 1001 (going away); the lobby stops its timers first, so closing
-   sockets forfeits nobody, and a node that starts later takes the tables over;
+   sockets forfeits nobody, and a node that starts later takes the tables over. The node's
+   own bots stop before all this, and their sockets are closed with the others (the web
+   server reads no frame once it shuts down: a bot's own close would go unanswered);
 2. cleanup: matchmaking stops pairing and removes this node's tickets; in-flight game
    settlements are awaited (``shutdown_timeout``), the write-behind
    buffer is flushed, the node says it is gone (peers clean up after it), the node bus says
@@ -116,7 +118,7 @@ def create_app(settings: Settings, *, dice_factory: DiceFactory | None = None) -
         client_max_size=settings.http_max_body,
         middlewares=[http_middleware(settings, metrics=metrics)],
     )
-    admission = Admission(load, metrics, seat_of=lambda player: app[PERSISTENCE].seat_of(player))
+    admission = Admission(load, metrics)  # its sockets' door reads seats (see _services)
     app.middlewares.append(admission.middleware())
     app[LOAD] = load
     app[ADMISSION] = admission
@@ -124,7 +126,6 @@ def create_app(settings: Settings, *, dice_factory: DiceFactory | None = None) -
     app[METRICS] = metrics
     app[DICE_FACTORY] = dice_factory if dice_factory is not None else SecretDice
     app[TICK] = Tick()  # every periodic duty of the node runs on it
-    app.cleanup_ctx.append(_load_watch)
     app.cleanup_ctx.append(_services)
     app.on_shutdown.append(_stop_brackets)
     app.on_shutdown.append(_close_sockets)
@@ -177,10 +178,16 @@ async def _services(app: web.Application) -> AsyncIterator[None]:
                       check_interval=settings.redis_check_interval,
                       stuck_limit=settings.loop_stuck_limit)
     app[PULSE] = pulse
-    ownership = Ownership(settings, persistence, lobby, tick=tick, pulse=pulse)
+    # The node's load is sampled with the pulse thread's reading of the loop's lag.
+    load_watch = LoadWatch(app[LOAD], settings.load_sample_interval, metrics,
+                           lag_reading=pulse.lag, burn_file=settings.load_test_burn_file)
+    ownership = Ownership(settings, persistence, lobby.registry, lobby.takeover,
+                          peers=lobby.liveness, bus=bus, clock=clock, requests=lobby.requests,
+                          online_players=lobby.online_players, tick=tick, pulse=pulse)
     app[OWNERSHIP] = ownership
-    matchmaker = Matchmaker(settings, redis, lobby, hub, ratings, persistence, clock=clock,
-                            tick=tick)
+    matchmaker = Matchmaker(settings, redis, lobby.creation, hub, ratings, persistence,
+                            registry=lobby.registry, peers=lobby.liveness,
+                            players=lobby.delivery, metrics=metrics, clock=clock, tick=tick)
     app[MATCHMAKER] = matchmaker
     account_routes = AccountRoutes(accounts, persistence, settings.node_id,
                                    settings.list_limit, settings=settings, metrics=metrics,
@@ -207,7 +214,8 @@ async def _services(app: web.Application) -> AsyncIterator[None]:
                              period=settings.tournament_tick, lease=settings.tournament_lease,
                              tick=tick, call=settings.tournament_call)
     app[BRACKETS] = brackets
-    computer = ComputerOpponents(settings, accounts, lobby, hub, clock, hub.own_url)
+    computer = ComputerOpponents(settings, accounts, lobby.creation, lobby.registry,
+                                 persistence, hub, clock, metrics, hub.own_url)
     app[COMPUTER] = computer
     listeners.seated.append(matchmaker.players_seated)
     listeners.node_dead.append(matchmaker.node_died)
@@ -216,7 +224,9 @@ async def _services(app: web.Application) -> AsyncIterator[None]:
     listeners.released.append(ownership.tables_released)
     app.router.add_post("/api/bot", account_routes.limited_by("guest", account_routes.bot_token))
     app.router.add_get("/ws", SocketHandler(settings, accounts, lobby, hub, matchmaker,
-                                            computer, admission=app[ADMISSION]).handle)
+                                            computer,
+                                            admission=app[ADMISSION].with_seats(
+                                                persistence.seat_of)).handle)
     await persistence.load_scripts()
     await persistence.claim_store()
     persistence.start(probed=True)  # by the pulse thread, from ownership.start()
@@ -225,10 +235,12 @@ async def _services(app: web.Application) -> AsyncIterator[None]:
     await matchmaker.start()
     brackets.start()
     heartbeat.start()
+    load_watch.start()
     log.info("node %s ready (key prefix %r)", settings.node_id, settings.key_prefix)
     try:
         yield
     finally:
+        load_watch.stop()
         await heartbeat.stop()
         await brackets.stop()
         await matchmaker.stop()
@@ -240,20 +252,6 @@ async def _services(app: web.Application) -> AsyncIterator[None]:
         await bus.stop()
         await redis.aclose()
         log.info("node %s stopped", settings.node_id)
-
-
-async def _load_watch(app: web.Application) -> AsyncIterator[None]:
-    """Sample the node's load (server/net/load_watch.py) while the app runs."""
-    settings = app[SETTINGS]
-    # One reading of the loop's lag for the node: the pulse thread's (server/cluster/pulse.py,
-    # made by _services, which starts after this).
-    watch = LoadWatch(app[LOAD], settings.load_sample_interval, app[METRICS],
-                      lag_reading=lambda: app[PULSE].lag(), burn_file=settings.load_test_burn_file)
-    watch.start()
-    try:
-        yield
-    finally:
-        watch.stop()
 
 
 async def _stop_brackets(app: web.Application) -> None:
@@ -273,9 +271,11 @@ async def _close_sockets(app: web.Application) -> None:
     if lobby is None or hub is None:
         return
     lobby.closing = True
+    # The bots stop first (they start nothing more), and their sockets are closed with all
+    # the others below: the web server reads no frame once it shuts down, so a bot's own
+    # close frame would wait unanswered until the socket liveness dropped it.
     computer = app.get(COMPUTER)
-    if computer is not None:
-        await computer.stop()
+    bots = computer.halt() if computer is not None else []
     ownership = app.get(OWNERSHIP)
     peers: list[str] = []
     if ownership is not None:
@@ -295,6 +295,8 @@ async def _close_sockets(app: web.Application) -> None:
             table.shutdown()
         code, reason = CLOSE_GOING_AWAY, "server shutting down"
     await close_all(hub.all(), code, reason, app[SETTINGS].shutdown_timeout)
+    if bots:
+        await asyncio.gather(*bots, return_exceptions=True)
 
 
 async def close_all(conns: list[Connection], code: int, reason: str, timeout: float) -> None:

@@ -39,16 +39,18 @@ from server.bot.strategy import Level
 from server.client import Client, ClientError, Format
 from server.config import Settings
 from server.exits import leave_interrupts_to_parent
-from server.lobby.lobby import Lobby
-from server.lobby.ports import Clock, Outbox
+from server.lobby.ports import Clock, GameStarter, Outbox
 from server.lobby.refusals import error_reply, store_away
+from server.lobby.registry import TableRegistry
 from server.lobby.table import Table
+from server.metrics import Metrics
 from server.protocol.codec import Outgoing
 from server.protocol.errors import ErrorCode, ProtocolError
 from server.protocol.ids import BOT_ID, network_key
 from server.protocol.messages import MAX_VERSION, PlayComputer
 from server.protocol.node_messages import Actor
 from server.store.accounts import Accounts, Identity
+from server.store.persistence import Persistence
 from server.tables.ratings import RatingPlan
 
 log = logging.getLogger(__name__)
@@ -76,11 +78,15 @@ class ComputerOpponents:
     WebSocket URL the bots connect to (this node's; None while it is not known: then the
     one its settings name)."""
 
-    def __init__(self, settings: Settings, accounts: Accounts, lobby: Lobby, outbox: Outbox,
-                 clock: Clock, own_url: Callable[[], str | None]) -> None:
+    def __init__(self, settings: Settings, accounts: Accounts, games: GameStarter,
+                 registry: TableRegistry, persistence: Persistence, outbox: Outbox,
+                 clock: Clock, metrics: Metrics, own_url: Callable[[], str | None]) -> None:
         self.settings = settings
         self.accounts = accounts
-        self.lobby = lobby
+        self.starter = games
+        self.registry = registry
+        self.persistence = persistence
+        self.metrics = metrics
         self.outbox = outbox
         self.clock = clock
         self.own_url = own_url
@@ -108,7 +114,7 @@ class ComputerOpponents:
             reply = await self._start(identity, actor, msg)
         except Exception as exc:
             reply = error_reply(exc, msg.ref, None, doing=f"starting a game against the "
-                                f"computer for {actor.player}", metrics=self.lobby.metrics)
+                                f"computer for {actor.player}", metrics=self.metrics)
         if reply is not None:
             self.outbox.push_conn_id(actor.conn, Outgoing(reply))
 
@@ -119,7 +125,7 @@ class ComputerOpponents:
                                 "a computer player cannot ask for a computer opponent")
         most = settings.bot_games_per_address
         if settings.limits and most and self._by_address[address] >= most:
-            self.lobby.metrics.refused("bot_games_per_address")
+            self.metrics.refused("bot_games_per_address")
             raise ProtocolError(ErrorCode.TOO_MANY_BOT_GAMES,
                                 f"at most {most} games against the computer from one address "
                                 "at once; retry later")
@@ -148,9 +154,9 @@ class ComputerOpponents:
 
     async def _start(self, identity: Identity, actor: Actor, msg: PlayComputer
                      ) -> dict[str, object] | None:
-        if self._closing or self.lobby.closing:
+        if self._closing or self.registry.closing:
             raise ProtocolError(ErrorCode.UNAVAILABLE, "the server is shutting down")
-        if not self.lobby.persistence.redis_up:  # as the lobby does while Redis is away
+        if not self.persistence.redis_up:  # as the lobby does while Redis is away
             raise store_away()
         now = self.clock.monotonic()
         address = network_key(actor.address)
@@ -211,7 +217,7 @@ class ComputerOpponents:
             self.outbox.push_conn_id(actor.conn, Outgoing({**reply, "table": table}))
 
         try:
-            table = await self.lobby.start_rated_game(
+            table = await self.starter.start_rated_game(
                 identity.player, bot.player,
                 match_length=msg.match_length or None,
                 names=(identity.name, bot.name),
@@ -237,7 +243,7 @@ class ComputerOpponents:
         """``table`` was rebuilt here after its node drained or died: a computer player
         seated at it (its id is a bot id) plays on from this node, under a new token for
         the same id (its old bot task went with the old node)."""
-        if self._closing or self.lobby.closing or table.id in self.games:
+        if self._closing or self.registry.closing or table.id in self.games:
             return
         players = [None if s is None else s.player for s in table.seats]
         for side, player in enumerate(players):
@@ -358,16 +364,16 @@ class ComputerOpponents:
     async def _forfeit(self, game: BotGame, client: Client | None) -> None:
         """The bot leaves its table (a loss at the current cube): through its socket if it
         still has one, else directly at the table (this node owns it)."""
-        if self._closing or self.lobby.closing:
+        if self._closing or self.registry.closing:
             return
         if client is not None and not client.is_closed:
             with contextlib.suppress(ClientError, OSError):
                 await client.request({"type": "leave", "table": game.table}, timeout=5.0)
                 return
-        table = self.lobby.tables.get(game.table)
+        table = self.registry.tables.get(game.table)
         if table is None:
             return
-        actor = Actor(game.bot, game.bot, False, f"bot:{game.bot}", self.lobby.node_id, "")
+        actor = Actor(game.bot, game.bot, False, f"bot:{game.bot}", self.settings.node_id, "")
         try:
             await table.leave(actor)
         except Exception:
@@ -375,11 +381,20 @@ class ComputerOpponents:
 
     # --- shutdown ----------------------------------------------------------------------------
 
-    async def stop(self) -> None:
+    def halt(self) -> list[asyncio.Task[None]]:
+        """Start no game and stop every bot: each bot's task is cancelled and closes its
+        socket on its way out. A stopping node reads no more frames (the web server stops
+        reading when it shuts down), so a bot's close is answered by the node closing its
+        sockets (``server/app.py``), not by a reply to the bot's close frame; the bots'
+        tasks are returned, to be awaited after that."""
         self._closing = True
         tasks = [g.task for g in self.games.values() if g.task is not None]
         for task in tasks:
             task.cancel()
+        return tasks
+
+    async def stop(self) -> None:
+        tasks = self.halt()
         if tasks:
             await asyncio.gather(*tasks, return_exceptions=True)
         if self._executor is not None:

@@ -24,8 +24,8 @@ script makes sure nobody is handed two games) and the statuses (``queue_status``
 player waiting through this node each ``matchmaking_status_interval``);
 :meth:`Matchmaker.stop` takes both off.
 
-On each pair (:meth:`Matchmaker.on_pass`): start the game on this node (``start_rated_game``
-for the Competitive and rated-match pools, ``start_boosted_game`` for ``boosted``); once both
+On each pair (:meth:`Matchmaker.on_pass`): start the game on this node (the table creation's
+``start_rated_game``, in Boosted mode for ``boosted``); once both
 seats are held, each player is sent ``match_found`` (table, opponent, stake preview), then
 ``seated`` and ``game_start`` follow. If one of them already sits at another table
 (``already_seated``), that player's ticket is dropped and the other one is put back with its
@@ -45,9 +45,9 @@ from rating_plugin import table42
 from rating_plugin.store import RatingStore
 from server.config import Settings
 from server.lobby.clock import LoopClock
-from server.lobby.lobby import Lobby
-from server.lobby.ports import Clock, Outbox
+from server.lobby.ports import Clock, GameStarter, Outbox, Peers, PlayerPush
 from server.lobby.refusals import error_reply
+from server.lobby.registry import TableRegistry
 from server.lobby.table import TableStatus
 from server.matchmaking import (
     GameMode,
@@ -64,9 +64,10 @@ from server.matchmaking import (
     ticket_status,
 )
 from server.matchmaking.messages import QUEUED
+from server.metrics import Metrics
 from server.protocol.codec import Outgoing
 from server.protocol.errors import ErrorCode, ProtocolError
-from server.protocol.messages import CancelQueue, JoinQueue, Message, QueueStatus
+from server.protocol.messages import CancelQueue, JoinQueue, Message, QueueStatus, TableMode
 from server.protocol.node_messages import Actor
 from server.store.accounts import Identity
 from server.store.persistence import Persistence
@@ -98,18 +99,24 @@ def queue_settings(settings: Settings) -> QueueSettings:
 
 
 class Matchmaker:
-    """Matchmaking for one node. Needs the node's Redis client, lobby, the sockets here
-    (``outbox``), rating store and persistence; ``clock`` reads Unix time (``now()``)."""
+    """Matchmaking for one node. Needs the node's Redis client, the table creation
+    (``games``), the sockets here (``outbox``), rating store and persistence, the tables here
+    (``registry``), its view of the other nodes (``peers``) and the delivery to players on
+    any node (``players``); ``clock`` reads Unix time (``now()``)."""
 
     def __init__(
         self,
         settings: Settings,
         redis: aioredis.Redis,
-        lobby: Lobby,
+        games: GameStarter,
         outbox: Outbox,
         ratings: RatingStore,
         persistence: Persistence,
         *,
+        registry: TableRegistry,
+        peers: Peers,
+        players: PlayerPush,
+        metrics: Metrics,
         clock: Clock | None = None,
         tick: Tick | None = None,
     ) -> None:
@@ -128,7 +135,11 @@ class Matchmaker:
             queue_settings=queue_settings(settings),
             clock=clock.now,
         )
-        self.lobby = lobby
+        self.games = games
+        self.registry = registry
+        self.peers = peers
+        self.players = players
+        self.metrics = metrics
         self.outbox = outbox
         self.ratings = ratings
         self.persistence = persistence
@@ -178,7 +189,7 @@ class Matchmaker:
     async def _is_connected(self, ticket: Ticket) -> bool:
         """Whether the ticket's player may be handed a game: the node that queued them is
         alive and the player has a socket on a live node (a ticket dies with its session)."""
-        is_live = self.lobby.liveness.is_live
+        is_live = self.peers.is_live
         if ticket.node and not is_live(ticket.node):
             return False
         if ticket.node == self.node_id:
@@ -208,7 +219,7 @@ class Matchmaker:
             reply["ref"] = msg.ref
         except Exception as exc:
             reply = error_reply(exc, msg.ref, None, doing=f"handling {msg.TYPE} from "
-                                f"{actor.player}", metrics=self.lobby.metrics)
+                                f"{actor.player}", metrics=self.metrics)
         self.outbox.push_conn_id(actor.conn, Outgoing(reply))
 
     async def _join(self, identity: Identity, actor: Actor, msg: JoinQueue) -> dict[str, Any]:
@@ -256,7 +267,7 @@ class Matchmaker:
         seat = await self.persistence.seat_of(player)
         if seat is None:
             return None, False
-        table = self.lobby.tables.get(seat)
+        table = self.registry.tables.get(seat)
         if table is not None:
             if table.status in (TableStatus.FINISHED, TableStatus.CLOSED):
                 return None, False
@@ -325,7 +336,7 @@ class Matchmaker:
                 log.warning("matchmaking: removing %s's ticket on seating: %s", player, exc)
                 continue
             if removed is not None:
-                await self.lobby.push_to_player(player, self._cancelled(removed, "seated"))
+                await self.players.push_to_player(player, self._cancelled(removed, "seated"))
 
     # --- pairing -------------------------------------------------------------------------
 
@@ -353,18 +364,18 @@ class Matchmaker:
                               pair.first.player, pair.second.player, result.pool.id)
         for ticket in result.expired:
             self._waiting.discard(ticket.player)
-            await self.lobby.push_to_player(ticket.player, expired_message(ticket, result.now))
+            await self.players.push_to_player(ticket.player, expired_message(ticket, result.now))
 
     async def _start(self, pool: Pool, pair: Pairing, now: float) -> None:
         first, second = pair.first, pair.second
-        if self._stopping or self.lobby.closing:
+        if self._stopping or self.registry.closing:
             # This node is going away; the other node's player keeps waiting, with the time
             # already waited (this node's tickets are removed by stop()).
             for ticket in (first, second):
                 await self.queue.requeue(ticket)
             return
 
-        if not all(self.lobby.liveness.is_fresh(t.node) for t in (first, second) if t.node):
+        if not all(self.peers.is_fresh(t.node) for t in (first, second) if t.node):
             # A node that queued one of them missed a heartbeat: wait until it is known
             # alive again (or dead, and its tickets gone) before handing anyone a game.
             for ticket in (first, second):
@@ -378,7 +389,7 @@ class Matchmaker:
                 self._waiting.discard(ticket.player)
                 log.info("matchmaking: %s not connected any more; ticket dropped",
                          ticket.player)
-                if ticket.node and not self.lobby.liveness.is_live(ticket.node):
+                if ticket.node and not self.peers.is_live(ticket.node):
                     await self.node_died(ticket.node)
             for ticket in (first, second):
                 if ticket not in gone:
@@ -391,7 +402,7 @@ class Matchmaker:
                         pair, table=table, now=now,
                         unrated_reason=plan.unrated_reason if pool.is_rated else None,
                 ).items():
-                    await self.lobby.push_to_player(player, message)
+                    await self.players.push_to_player(player, message)
             except Exception:  # the game starts all the same; the seats are held already
                 log.exception("matchmaking: announcing table %s failed", table)
 
@@ -399,12 +410,12 @@ class Matchmaker:
         addresses = (first.address, second.address)
         try:
             if pool.mode is GameMode.BOOSTED:
-                await self.lobby.start_boosted_game(
+                await self.games.start_rated_game(
                     first.player, second.player, names=names, addresses=addresses,
-                    announce=announce,
+                    mode=TableMode.BOOSTED, announce=announce,
                 )
             else:
-                await self.lobby.start_rated_game(
+                await self.games.start_rated_game(
                     first.player,
                     second.player,
                     match_length=None if pool.mode is GameMode.COMPETITIVE

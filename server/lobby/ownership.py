@@ -62,12 +62,18 @@ import contextlib
 import logging
 import random
 import time
+from collections.abc import Callable
+from typing import Any, Protocol
 
 from redis.exceptions import RedisError
 
+from server.cluster.liveness import NodeLiveness
 from server.cluster.pulse import NodePulse, PulseNews
 from server.config import Settings
-from server.lobby.lobby import Lobby
+from server.lobby.ports import Clock, NodeSender
+from server.lobby.registry import TableRegistry
+from server.lobby.requests import ForwardedRequests
+from server.lobby.table import Table
 from server.protocol.node_messages import Released
 from server.store.persistence import Lease, Persistence
 from server.tick import Tick
@@ -84,10 +90,28 @@ SCAN = "takeover-scan"
 """The names of the ownership duties on the node's tick."""
 
 
-class Ownership:
-    """The ownership duties of one node. Needs the node's settings, persistence and lobby."""
+class TableTakeover(Protocol):
+    """What the ownership loops hand over to the lobby's takeover
+    (:class:`~server.lobby.takeover.Takeover`)."""
 
-    def __init__(self, settings: Settings, persistence: Persistence, lobby: Lobby, *,
+    async def restore_table(self, table_id: str, snapshot: dict[str, Any] | None,
+                            events: list[dict[str, Any]]) -> Table | None: ...
+
+    async def node_died(self, node: str, *, stopped: bool = False) -> None: ...
+
+    async def reattach(self) -> None: ...
+
+    async def wind_up_at_stop(self) -> None: ...
+
+
+class Ownership:
+    """The ownership duties of one node. Needs the node's settings and persistence, the
+    tables here (``registry``), the lobby's takeover, the node's view of its peers, its bus,
+    clock and forwarded requests, and how many players are online here."""
+
+    def __init__(self, settings: Settings, persistence: Persistence, registry: TableRegistry,
+                 takeover: TableTakeover, *, peers: NodeLiveness, bus: NodeSender,
+                 clock: Clock, requests: ForwardedRequests, online_players: Callable[[], int],
                  tick: Tick | None = None, pulse: NodePulse | None = None) -> None:
         """``tick``: the node's tick, which runs the scan (one of its own if not given);
         ``pulse``: the node's pulse thread, which beats the heart and probes Redis off the
@@ -98,7 +122,13 @@ class Ownership:
         self.tick = tick if tick is not None else Tick()
         self.node_id = settings.node_id
         self.persistence = persistence
-        self.lobby = lobby
+        self.registry = registry
+        self.takeover = takeover
+        self.peers = peers
+        self.bus = bus
+        self.clock = clock
+        self.requests = requests
+        self.online_players = online_players
         self._claiming: set[str] = set()
         self._handed: set[str] = set()  # peers that said they handed tables over
         self._emptied: set[str] = set()  # dead nodes whose table set was found empty
@@ -118,8 +148,8 @@ class Ownership:
         self._started = True
         pulse = self.pulse
         if pulse is not None:
-            pulse.online_count = self.lobby.online_players
-            pulse.online = self.lobby.online_players()
+            pulse.online_count = self.online_players
+            pulse.online = self.online_players()
             pulse.beat_at = self._beat_at
             self.persistence.probe = pulse
             pulse.start(self._news)
@@ -142,13 +172,13 @@ class Ownership:
         if self._late_task is not None:
             self._late_task.cancel()
         with contextlib.suppress(RedisError, OSError):
-            await self.lobby.takeover.wind_up_at_stop()
+            await self.takeover.wind_up_at_stop()
         with contextlib.suppress(RedisError, OSError):
             await self.persistence.node_gone(self.node_id)
 
     async def peers_alive(self) -> list[str]:
         """Other nodes that count as alive now (fresh from Redis)."""
-        now = self.lobby.clock.now()
+        now = self.clock.now()
         return [n for n, until in (await self.persistence.nodes()).items()
                 if n != self.node_id and until > now]
 
@@ -158,7 +188,7 @@ class Ownership:
         """Beat once; if this node had been dead for its peers, let go of what they took."""
         try:
             late = await self.persistence.heartbeat(self.node_id, self.settings.lease_ttl,
-                                                      self.lobby.online_players())
+                                                      self.online_players())
         except (RedisError, OSError):
             self._beat_failed_at = time.monotonic()
             raise
@@ -200,7 +230,7 @@ class Ownership:
         # Its peers took its players off their seats: attach them again now that it knows
         # who is alive (a peer's ``reattach``, which also comes, may have found it still
         # with its old view of them).
-        await self.lobby.takeover.reattach()
+        await self.takeover.reattach()
 
     # --- takeover ----------------------------------------------------------------------------
 
@@ -212,10 +242,10 @@ class Ownership:
     async def scan_once(self) -> list[str]:
         """Look at the node set once; claim the tables of dead nodes and the ones handed
         over. Returns the tables this node claimed."""
-        if self.lobby.closing:
+        if self.registry.closing:
             return []  # a draining node hands its tables over: it never claims them back
         dead = await self._check_nodes()
-        self.lobby.requests.sweep()
+        self.requests.sweep()
         claimed: list[str] = []
         if not self._own_checked:
             # Started again under the same id: what the previous run left unclaimed (or a
@@ -230,7 +260,7 @@ class Ownership:
             self._handed |= handed  # looked at once this node may claim again
             return claimed
         for node in dict.fromkeys([*dead, *handed]):
-            if self.lobby.closing:
+            if self.registry.closing:
                 break
             if node in self._emptied and node not in handed:
                 continue
@@ -261,8 +291,8 @@ class Ownership:
         the lobby (dead only while this node's view of the store is steady). Returns the
         dead peers."""
         nodes = await self.persistence.nodes()
-        now = self.lobby.clock.now()
-        liveness = self.lobby.liveness
+        now = self.clock.now()
+        liveness = self.peers
         steady = self._steady_for_deaths()
         # A peer that left the node set stopped cleanly with nothing left for anyone.
         left = [n for n in liveness.peers if n not in nodes]
@@ -271,7 +301,7 @@ class Ownership:
             left = []
         liveness.peers = {n: until for n, until in nodes.items() if n != self.node_id}
         for node in left:
-            await self.lobby.node_died(node, stopped=True)
+            await self.takeover.node_died(node, stopped=True)
         dead: list[str] = []
         stopped: set[str] | None = None
         for node, until in liveness.peers.items():
@@ -283,7 +313,7 @@ class Ownership:
                 if node not in liveness.dead_nodes:
                     if stopped is None:
                         stopped = await self.persistence.stopped_nodes()
-                    await self.lobby.node_died(node, stopped=node in stopped)
+                    await self.takeover.node_died(node, stopped=node in stopped)
         # Long dead, and nothing of theirs left to claim (a node that stopped last keeps
         # its games for whichever node starts next, however much later).
         stale = [n for n, until in nodes.items()
@@ -301,10 +331,10 @@ class Ownership:
             self._emptied.add(node)
             return []
         random.shuffle(tables)  # live peers start at different places of a dead node's set
-        dead = own or node in self.lobby.liveness.dead_nodes
+        dead = own or node in self.peers.dead_nodes
         claimed: list[str] = []
         for at in range(0, len(tables), READ_CHUNK):
-            if self.lobby.closing:
+            if self.registry.closing:
                 return claimed
             chunk = tables[at:at + READ_CHUNK]
             leases = await self.persistence.leases(chunk)
@@ -331,10 +361,10 @@ class Ownership:
         """Whether ``node``, seen dead, counts as alive again now (read just before each
         claim from it: a node only late loses no table it beats again in time for)."""
         until = await self.persistence.node_until(node)
-        return until is not None and until > self.lobby.clock.now()
+        return until is not None and until > self.clock.now()
 
     def _claimable(self, table_id: str, *, own: bool) -> bool:
-        if table_id in self.lobby.tables or table_id in self._claiming:
+        if table_id in self.registry.tables or table_id in self._claiming:
             return False
         return not (own and table_id in self.persistence.epochs)
 
@@ -349,21 +379,21 @@ class Ownership:
             if not epoch:
                 return False
             self.persistence.adopt(table_id, epoch)
-            if self.lobby.closing:  # the drain began during the claim: hand it on at once
+            if self.registry.closing:  # the drain began during the claim: hand it on at once
                 await self.persistence.release(table_id, done=False)
                 self.persistence.disown(table_id)
-                self.lobby.bus.broadcast(Released(node=self.node_id))
+                self.bus.broadcast(Released(node=self.node_id))
                 return False
             log.info("table %s claimed from node %s (epoch %d)", table_id, previous or "?",
                      epoch)
             try:
                 snapshot = await self.persistence.snapshot(table_id)
                 events = await self.persistence.events_since(table_id, 0)
-                await self.lobby.restore_table(table_id, snapshot, events)
+                await self.takeover.restore_table(table_id, snapshot, events)
             except BaseException:
                 # Still this node's by its record (and in its table set): the next scan
                 # claims it again (as a node started again under the same id does).
-                if table_id not in self.lobby.tables:
+                if table_id not in self.registry.tables:
                     self.persistence.disown(table_id)
                     self._own_checked = False
                 raise

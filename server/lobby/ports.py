@@ -17,9 +17,13 @@ from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping
 from typing import Any, Protocol
 
 from server.protocol.codec import Outgoing
+from server.protocol.messages import TableMode
 from server.protocol.node_messages import Actor, NodeMessage
+from server.protocol.visibility import Audience
+from server.tables.ratings import RatingPlan
 
-__all__ = ["Clock", "Handle", "NodeSender", "Outbox", "Peers", "Spawner"]
+__all__ = ["Clock", "GameStarter", "Handle", "NodeSender", "Outbox", "Peers", "PlayerPush",
+           "Spawner"]
 
 
 class Handle(Protocol):
@@ -143,3 +147,27 @@ class Outbox(Protocol):
         ...
 
     def end_all_tokens(self, reason: str) -> int: ...
+
+
+class GameStarter(Protocol):
+    """Opens a table owned by this node and seats two players at it, playing (the lobby's
+    :class:`~server.lobby.creation.TableCreation`; matchmaking and the computer players)."""
+
+    async def start_rated_game(
+        self, first: str, second: str, *, match_length: int | None = None,
+        names: tuple[str, str] | None = None, addresses: tuple[str, str] | None = None,
+        mode: TableMode = TableMode.COMPETITIVE,
+        announce: Callable[[str, RatingPlan], Awaitable[None]] | None = None,
+        tournament_id: str | None = None, audience: Audience | None = None,
+    ) -> str:
+        """The new table's id (see :meth:`server.lobby.lobby.Lobby.start_rated_game`)."""
+        ...
+
+
+class PlayerPush(Protocol):
+    """Sends a message to every socket of a player, on any node (the lobby's
+    :class:`~server.lobby.delivery.Delivery`)."""
+
+    async def push_to_player(self, player: str, message: Mapping[str, Any]) -> bool:
+        """False when the player has no socket anywhere (nothing is kept)."""
+        ...

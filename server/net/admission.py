@@ -71,6 +71,11 @@ class Admission:
         self.metrics.error(ErrorCode.BUSY)
         return retry_later(ProtocolError(ErrorCode.BUSY, BUSY_MESSAGE), meter.retry_after())
 
+    def with_seats(self, seat_of: SeatOf) -> Admission:
+        """The same door (its meter and metrics) that reads players' seats with ``seat_of``
+        (the sockets' door: the HTTP one, made before the store, reads none)."""
+        return Admission(self.meter, self.metrics, seat_of=seat_of)
+
     async def message_refusal(self, player: str | None, message: Message) -> ProtocolError | None:
         """The refusal of a WebSocket message of :data:`NEW_WORK`, or None when let in."""
         if not self.meter.busy():

@@ -22,7 +22,6 @@ Bounds (``h`` = ``heartbeat``, 20 s by default): a silent socket is pinged after
 
 from __future__ import annotations
 
-import asyncio
 import logging
 
 from server.net.connection import Hub
@@ -105,7 +104,7 @@ class SocketHeartbeat:
     def sweep(self, now: float | None = None) -> tuple[int, int]:
         """One look at every socket: (pinged, dropped)."""
         if now is None:
-            now = asyncio.get_running_loop().time()
+            now = self.hub.clock.monotonic()
         silent_since = now - self.heartbeat
         unanswered_since = now - self.pong_wait + SLACK
         pinged = dropped = 0

@@ -16,10 +16,8 @@ consumers instead).
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import logging
-import time
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
@@ -29,6 +27,7 @@ from redis.exceptions import RedisError
 from server.config import Settings
 from server.lobby.lobby import Lobby
 from server.lobby.matchmaker import Matchmaker
+from server.lobby.ports import Handle
 from server.lobby.refusals import error_reply, store_away
 from server.net.addresses import client_address
 from server.net.admission import NEW_WORK as REFUSED_WHEN_BUSY
@@ -100,7 +99,8 @@ def session_limits(settings: Settings) -> SessionLimits:
 
 
 def welcome_message(identity: Identity, conn: Connection, settings: Settings,
-                    muted: Iterable[str] = (), ref: Any = None) -> dict[str, Any]:
+                    muted: Iterable[str] = (), ref: Any = None, *,
+                    now: float) -> dict[str, Any]:
     return {
         "type": "welcome",
         "ref": ref,
@@ -109,7 +109,7 @@ def welcome_message(identity: Identity, conn: Connection, settings: Settings,
         "protocol": conn.session.protocol,
         "keepalive": conn.keepalive,
         "node": settings.node_id,
-        "server_time": time.time(),
+        "server_time": now,
         "limits": {
             "max_msg_size": settings.max_msg_size,
             "rate_limit": settings.rate_limit,
@@ -197,8 +197,8 @@ class SocketHandler:
         except BaseException:
             self.hub.release_address(address)
             raise
-        loop = asyncio.get_running_loop()
-        opened = loop.time()
+        clock = self.hub.clock
+        opened = clock.monotonic()
         session = Session(self.limits, now=opened, fmt=fmt,
                           protocol=requested_protocol(request.query.get("protocol")))
         conn = Connection(ws, session, address, request.transport, now=opened,
@@ -208,13 +208,13 @@ class SocketHandler:
         metrics = self.lobby.metrics
         metrics.connections.inc()
         metrics.connections_opened.inc()
-        auth_timer: asyncio.TimerHandle | None = None
+        auth_timer: Handle | None = None
         try:
             if live is not None:
                 if not await self._authenticate(conn, live, None):
                     return ws
             else:
-                auth_timer = loop.call_later(
+                auth_timer = clock.call_later(
                     settings.auth_timeout, self._auth_expired, conn
                 )
             await self._serve(conn)
@@ -257,7 +257,8 @@ class SocketHandler:
         # (the revoke is broadcast to every node, see Accounts.announce_revoked).
         self.hub.bind_token(conn, digest, expires_in)
         muted = await self.lobby.chat_state(identity.player)
-        self._send(conn, welcome_message(identity, conn, self.settings, muted, ref))
+        self._send(conn, welcome_message(identity, conn, self.settings, muted, ref,
+                                         now=self.hub.clock.now()))
         await self.lobby.on_connect(actor, first_here=sockets_here == 1)
         return True
 
@@ -301,7 +302,7 @@ class SocketHandler:
     async def _serve(self, conn: Connection) -> None:
         ws = conn.ws
         session = conn.session
-        loop = asyncio.get_running_loop()
+        monotonic = self.hub.clock.monotonic
         lobby = self.lobby
         hub = self.hub
         receive = ws.receive
@@ -311,11 +312,11 @@ class SocketHandler:
         while True:
             # Silent from here until a frame comes (server/net/heartbeat.py): any frame is an
             # answer, and a socket whose last frame is still being handled is not silent.
-            conn.heard_at = loop.time()
+            conn.heard_at = monotonic()
             msg = await receive()
             kind = msg.type
             if kind is text or kind is binary:
-                outcome = judge(msg.data, binary=kind is binary, now=loop.time())
+                outcome = judge(msg.data, binary=kind is binary, now=monotonic())
                 if type(outcome) is Accepted:
                     message = outcome.message
                     if type(message) in TO_LOBBY and conn.actor is not None:

@@ -6,12 +6,20 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import time
 from collections.abc import Callable
 from typing import Any
 
 import pytest
-from server_helpers import StartServer, connect, default_decision, register, scripted
+from server_helpers import (
+    StartServer,
+    connect,
+    default_decision,
+    eventually,
+    register,
+    scripted,
+)
 from tournament_helpers import call, new_runner_key, new_tournament
 
 from server.bot import player as bot_player
@@ -419,3 +427,32 @@ async def test_a_human_plays_the_expert_computer_in_a_match(start_server: StartS
     assert over["rating"]["unrated_reason"] == "bot"
     assert human.of_type("error") == []
     await human.close()
+
+
+async def test_a_node_stopped_during_a_game_against_the_computer_closes_the_bots_socket_cleanly(
+    start_server: StartServer, monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # The node stops while its own bot plays: the bot's socket and the human's end with the
+    # node's close code (1001, going away), answered at once, not dropped by the socket
+    # liveness as unanswered (1006) after a stop that waited for it.
+    closed: list[int | None] = []  # the close codes of the bots' sockets
+    close = Client.close
+
+    async def close_and_note(client: Client) -> None:
+        await close(client)
+        if (client.player or "").startswith("bot-"):
+            closed.append(client.close_code)
+
+    monkeypatch.setattr(Client, "close", close_and_note)
+    server = await start_server(dice_factory=scripted(3))
+    human = await connect(server, await register(server, "human"))
+    answer = await human.request({"type": "play_computer", "level": "random"})
+    bot = answer["bot"]
+    await eventually(lambda: server.hub.count(bot) == 1)
+    await human.expect("game_start", table=answer["table"])
+    caplog.set_level(logging.INFO, logger="server.net.liveness")
+    await server.stop()
+    assert closed == [1001]
+    assert human.close_code == 1001
+    assert "did not answer a ping" not in caplog.text

@@ -249,23 +249,6 @@ async def test_heavy_week_player_gets_k16_while_opponent_gets_k32(
     assert (kb["k"], kb["recent_games"]) == (32, 0)
 
 
-async def test_rated_match_to_three_settles_fibs_once(start_server: StartServer) -> None:
-    server, a, b = await two_players(start_server)
-    table, start = await seat_two(server, a, b, match_length=3)
-    assert start["rating"]["ladder"] == "fibs"
-    over = await play_out({0: a, 1: b}, table, until="match_over")
-    assert max(over["score"]) >= 3
-    games = [m for m in a.messages if m.get("type") == "game_over"]
-    assert len(games) >= 2 or games[0]["points"] >= 3
-    event_a = await a.expect("rating")
-    event_b = await b.expect("rating")
-    assert event_a["ladder"] == "fibs" and event_a["match_length"] == 3
-    assert event_a["game_id"] == event_b["game_id"] == f"{table}-m"
-    assert event_a["change"] == -event_b["change"]  # both new players: equal multipliers
-    await asyncio.sleep(0.05)
-    assert len(a.of_type("rating")) == 1
-
-
 async def test_boosted_game_earns_points_not_elo(start_server: StartServer) -> None:
     server, a, b = await two_players(start_server)
     table, start = await seat_two(server, a, b, mode="boosted")

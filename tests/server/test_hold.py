@@ -1,17 +1,17 @@
-"""A table holds while Redis is away: a private redis-server of the test (never the shared one)
-is paused (SIGSTOP) or killed and started again from its append-only file during a live game,
-for longer than the decision clock. Nobody gets a strike or an automatic move, the players are
-told (``held``, then ``resumed``), requests and ``hello`` are refused with ``unavailable`` and
-``retry_after``, a socket closed meanwhile counts as gone once Redis is back, and the game is
-played to its end.
+"""A table holds while Redis is away, over sockets: a private redis-server of the test (never
+the shared one) is paused (SIGSTOP) during a live game. The players are told (``held``, then
+``resumed``), requests and ``hello`` are refused with ``unavailable`` and ``retry_after``, a
+socket closed meanwhile counts as gone once Redis is back, nobody gets a strike, and the game
+is played to its end.
 
-The clocks are short (the hold is what must be longer than the decision clock), and every
-wait but the hold itself waits for a message.
+The rules about time (a hold longer than the decision clock costs nobody a strike, a clock
+running out before the outage is noticed costs nothing, Redis killed and started again from
+its file) are tested below the socket in virtual time: tests/server/test_table_hold.py.
+Every wait here waits for a message.
 """
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Callable
 from typing import Any
 
@@ -22,7 +22,6 @@ from server_helpers import (
     Reachable,
     StartServer,
     connect,
-    latest_state,
     play_out,
     register,
     scripted,
@@ -31,10 +30,7 @@ from server_helpers import (
 
 from server.client import ClientError
 
-DECISION = 4.0
-HOLD = 2.5 * DECISION  # the outage: longer than a decision's clock
-OPTIONS: dict[str, Any] = {"decision_time": DECISION, "max_strikes": 3, "grace_period": 3.0,
-                           "hold_allowance": 2.0, "redis_check_interval": 0.2}
+OPTIONS: dict[str, Any] = {"redis_check_interval": 0.2}
 
 
 async def _a_few_moves(a: Client, b: Client, table: str) -> None:
@@ -71,7 +67,6 @@ async def _outage(server: Reachable, stop: Callable[[], object],
         held = await client.expect("held", timeout=10.0, table=at)
         assert held["retry_after"] >= 1, held
     await dave.close()
-    await asyncio.sleep(HOLD)  # the hold outlasts the clock of the player to act
     await _refused_while_held(server, carol, tokens["alice"])
     back()
 
@@ -87,49 +82,12 @@ async def _outage(server: Reachable, stop: Callable[[], object],
         assert client.of_type("timeout") == [], client.of_type("timeout")
 
 
-async def test_redis_paused_longer_than_the_clock_costs_nobody_a_strike(
+async def test_a_paused_redis_holds_the_tables_and_the_game_goes_on(
     private_redis: PrivateRedis, start_server: StartServer
 ) -> None:
     server = await start_server(dice_factory=scripted(5), redis_url=private_redis.url,
                                 **OPTIONS)
     await _outage(server, private_redis.pause, private_redis.cont)
-
-
-async def test_redis_killed_and_restarted_from_its_file_costs_nobody_a_strike(
-    private_redis: PrivateRedis, start_server: StartServer
-) -> None:
-    server = await start_server(dice_factory=scripted(6), redis_url=private_redis.url,
-                                **OPTIONS)
-    await _outage(server, private_redis.kill, private_redis.start)
-
-
-async def test_a_clock_running_out_before_the_outage_is_noticed_costs_nothing(
-    private_redis: PrivateRedis, start_server: StartServer
-) -> None:
-    """The health check is rare here (every 5 s), the clock short (1.5 s, one strike
-    forfeits): the clock runs out after Redis stopped answering and before a check noticed.
-    The server reads the store before charging the player, finds it away and holds the
-    table instead."""
-    server = await start_server(dice_factory=scripted(7), redis_url=private_redis.url,
-                                decision_time=1.5, max_strikes=1, grace_period=3.0,
-                                hold_allowance=3.0, redis_check_interval=5.0)
-    alice = await connect(server, await register(server, "alice"))
-    bob = await connect(server, await register(server, "bob"))
-    table, _ = await seat_two(server, alice, bob)
-    private_redis.pause()
-    await alice.expect("held", timeout=30.0, table=table)
-    private_redis.cont()
-    await alice.expect("resumed", timeout=30.0, table=table)
-    state = latest_state(alice, table)
-    assert state is not None and state["clock"]["strikes"] == [0, 0], state
-    side = state["game"]["to_act"]
-    players = {0: alice, 1: bob}
-    await players[side].send({"type": "resign", "table": table, "kind": "single"})
-    await players[1 - side].expect("resign_offered", timeout=20.0, table=table)
-    await players[1 - side].send({"type": "accept_resign", "table": table})
-    over = await alice.expect("game_over", timeout=20.0, table=table)
-    assert over["reason"] == "resign", over
-    assert alice.of_type("timeout") == [] and bob.of_type("timeout") == []
 
 
 async def test_a_server_process_holds_through_a_paused_redis(
