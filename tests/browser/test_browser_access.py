@@ -377,7 +377,7 @@ async def test_words_after_a_language_switch_and_a_practice_game(
     page = player.page
     # The badge is written once the page has learned it is signed out.
     await page.wait_for_function(
-        "document.querySelector('#conn').textContent === 'not signed in'", timeout=10_000)
+        "() => document.querySelector('#conn').textContent === 'not signed in'", timeout=10_000)
     await page.select_option("select.lang", "ro")
     await page.wait_for_function("() => document.documentElement.lang === 'ro'")
     assert await page.get_attribute("#nav", "aria-label") == "Principală"
