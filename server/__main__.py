@@ -30,7 +30,8 @@ from aiohttp import web
 from redis.exceptions import RedisError
 
 from server.app import METRICS, create_app
-from server.config import Settings, SettingsError, settings_from
+from server.config import Settings, SettingsError
+from server.config_args import settings_from
 from server.embedded_redis import EmbeddedRedis, EmbeddedRedisError
 from server.exits import (
     EXIT_STORE_FAILED,

@@ -33,7 +33,8 @@ from typing import Any, TextIO, TypeVar
 from redis.exceptions import RedisError
 
 from rating_plugin.store import RatingStore
-from server.config import STORE_SETTINGS, Settings, SettingsError, add_arguments, settings_from_args
+from server.config import Settings, SettingsError
+from server.config_args import STORE_SETTINGS, add_arguments, settings_from_args
 from server.embedded_redis import EmbeddedRedisError, command_store
 from server.exits import EXIT_USAGE, CommandFailed, Parser, run_command, store_unreachable
 from server.protocol.ids import BOT_PREFIX, GUEST_PREFIX

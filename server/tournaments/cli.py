@@ -20,7 +20,8 @@ from collections.abc import Mapping, Sequence
 
 from redis.exceptions import RedisError
 
-from server.config import STORE_SETTINGS, SettingsError, add_arguments, settings_from_args
+from server.config import SettingsError
+from server.config_args import STORE_SETTINGS, add_arguments, settings_from_args
 from server.embedded_redis import EmbeddedRedisError, command_store
 from server.exits import EXIT_USAGE, CommandFailed, Parser, run_command, store_unreachable
 from server.store.redis_client import redis_client

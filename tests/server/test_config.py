@@ -12,11 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from server.config import (
-    OPTIONS,
+from server.config import OPTIONS, Settings, SettingsError
+from server.config_args import (
     STORE_SETTINGS,
-    Settings,
-    SettingsError,
     add_arguments,
     settings_from,
     settings_from_args,

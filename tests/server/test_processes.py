@@ -8,7 +8,8 @@ import os
 
 import pytest
 
-from server.config import SettingsError, settings_from
+from server.config import SettingsError
+from server.config_args import settings_from
 from server.net.connection import writable
 from server.net.event_loop import loop_factory
 from server.workers import worker_args

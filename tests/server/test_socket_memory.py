@@ -19,7 +19,8 @@ import redis.asyncio as aioredis
 from flood_helpers import ACK_IDS, FLOODS, MAX_MSG_SIZE, Clients, flood, start_node
 from server_helpers import StartServer, connect, eventually, register, seat_two
 
-from server.config import SettingsError, settings_from
+from server.config import SettingsError
+from server.config_args import settings_from
 from server.lobby.clock import VirtualClock
 from server.lobby.computer import STARTED_KEPT, ComputerOpponents
 from server.lobby.watches import SocketWatches
