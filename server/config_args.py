@@ -34,7 +34,7 @@ def add_arguments(parser: argparse.ArgumentParser,
 
 def settings_from_args(args: argparse.Namespace,
                        environ: Mapping[str, str] | None = None) -> Settings:
-    """Settings from the environment (``os.environ`` when None), overridden by the flags
+    """Settings from the environment (the process's own when None), overridden by the flags
     :func:`add_arguments` added to ``args``'s parser and that were given."""
     overrides: dict[str, Any] = {}
     for option in OPTIONS:
@@ -105,7 +105,7 @@ def short_help(width: int = 100) -> str:
 
 def settings_from(argv: Sequence[str] | None,
                   environ: Mapping[str, str] | None = None) -> Settings:
-    """The server's settings: the environment (``os.environ`` when None), overridden by flags
+    """The server's settings: the environment (the process's own when None), overridden by flags
     in ``argv`` (``sys.argv`` when None). ``--help`` prints :func:`short_help`,
     ``--help-all`` every setting."""
     parser = Parser(
