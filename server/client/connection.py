@@ -306,6 +306,12 @@ class Client(CatchUp, Commands):
             if self._lost:
                 raise ConnectionLost(f"{self.url} closed the socket at once "
                                      f"({self.close_code})")
+        except asyncio.CancelledError:
+            # Given up before welcome: nothing reads this socket any more, so it goes now
+            # (a close handshake could wait on a server that stopped reading).
+            self._reader.cancel()
+            self.ws.transport.abort()
+            raise
         finally:
             self._opening = False
         self._connected = True

@@ -445,13 +445,25 @@ async def test_a_node_stopped_during_a_game_against_the_computer_closes_the_bots
             closed.append(client.close_code)
 
     monkeypatch.setattr(Client, "close", close_and_note)
+    bots: list[Client] = []  # the bots' clients, once their connect returned
+    real_connect = Client.connect
+
+    async def connect_and_note(*args: Any, **kwargs: Any) -> Client:
+        client = await real_connect(*args, **kwargs)
+        if (client.player or "").startswith("bot-"):
+            bots.append(client)
+        return client
+
+    monkeypatch.setattr(Client, "connect", connect_and_note)
     server = await start_server(dice_factory=scripted(3))
     human = await connect(server, await register(server, "human"))
     answer = await human.request({"type": "play_computer", "level": "random"})
     bot = answer["bot"]
     await eventually(lambda: server.hub.count(bot) == 1)
     await human.expect("game_start", table=answer["table"])
-    caplog.set_level(logging.INFO, logger="server.net.liveness")
+    # The bot's own side has its client (a bot stopped inside its connect has none to close).
+    await eventually(lambda: len(bots) == 1)
+    caplog.set_level(logging.INFO, logger="server.net.heartbeat")
     await server.stop()
     assert closed == [1001]
     assert human.close_code == 1001
