@@ -146,7 +146,7 @@ async def _services(app: web.Application) -> AsyncIterator[None]:
               on_token_end=lambda reason: metrics.tokens_ended.labels(reason).inc(), clock=clock)
     persistence = Persistence(redis, keys, settings, metrics,
                               gather_writes=hub.gather_writes, tick=tick)
-    accounts = Accounts(redis, keys, settings)
+    accounts = Accounts(redis, keys, settings, now=clock.now)
     ratings = RatingStore(redis, settings.key_prefix)
     bus = NodeBus(redis, keys, settings.node_id, alive_ttl=settings.lease_ttl,
                   alive_refresh=settings.lease_renew, tick=tick,
@@ -191,7 +191,7 @@ async def _services(app: web.Application) -> AsyncIterator[None]:
     app[MATCHMAKER] = matchmaker
     account_routes = AccountRoutes(accounts, persistence, settings.node_id,
                                    settings.list_limit, settings=settings, metrics=metrics,
-                                   busy=app[LOAD].busy)
+                                   busy=app[LOAD].busy, monotonic=clock.monotonic)
     account_routes.add_to(app)
     app[ACCOUNT_ROUTES] = account_routes
     MatchmakingRoute(matchmaker).add_to(app)

@@ -133,7 +133,8 @@ class Lobby:
         self.outbox = outbox
         self.clock = clock
         self.ratings = ratings
-        self.records = GameRecords(persistence.redis, persistence.keys, settings)
+        self.records = GameRecords(persistence.redis, persistence.keys, settings,
+                                   now=clock.now)
         self.record_budget = RecordBudget(persistence.redis, persistence.keys, settings)
         self.node_id = settings.node_id
         self.listeners = listeners = listeners if listeners is not None else LobbyListeners()

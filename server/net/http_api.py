@@ -129,7 +129,9 @@ class AccountRoutes:
         self, accounts: Accounts, persistence: Persistence, node_id: str, list_limit: int,
         *, settings: Settings | None = None, metrics: Metrics | None = None,
         busy: Callable[[], bool] | None = None,
+        monotonic: Callable[[], float] = time.monotonic,
     ) -> None:
+        self.monotonic = monotonic  # the node's clock, for the rate limits
         self.accounts = accounts
         self.persistence = persistence
         self.node_id = node_id
@@ -169,7 +171,7 @@ class AccountRoutes:
         return network_key(address, ipv6_prefix=SAME_NETWORK_IPV6_PREFIX)
 
     def _take(self, kind: str, address: str) -> web.Response | None:
-        wait = self._limits[kind].take(address, time.monotonic())
+        wait = self._limits[kind].take(address, self.monotonic())
         if wait <= 0:
             return None
         self.metrics.refused(f"{kind}_per_address")

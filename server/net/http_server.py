@@ -27,6 +27,7 @@ import os
 import resource
 import signal
 import threading
+from collections.abc import Callable
 from typing import Any
 
 from aiohttp import web
@@ -69,8 +70,11 @@ class ConnectionGuard:
     """Installed on an aiohttp ``web.Server``: header timeout and connection cap."""
 
     def __init__(self, server: web.Server, settings: Settings, metrics: Metrics, *,
-                 tick: Tick | None = None) -> None:
-        """``tick``: the node's tick, which runs the sweep (one of its own if not given)."""
+                 tick: Tick | None = None,
+                 monotonic: Callable[[], float] | None = None) -> None:
+        """``tick``: the node's tick, which runs the sweep (one of its own if not given);
+        ``monotonic``: the clock idle times are read on (the running loop's if not given)."""
+        self.monotonic = monotonic
         self.server = server
         self.tick = tick if tick is not None else Tick()
         self.cap = connection_cap(settings)
@@ -87,7 +91,7 @@ class ConnectionGuard:
 
     def _connection_made(self, handler: RequestHandler, transport: asyncio.Transport) -> None:
         self._original(handler, transport)
-        now = asyncio.get_running_loop().time()
+        now = self._now()
         self._idle_since[handler] = now
         connections = self._connections()
         self.metrics.http_connections.set(len(connections))
@@ -112,10 +116,14 @@ class ConnectionGuard:
         if transport is not None:
             transport.close()
 
+    def _now(self) -> float:
+        return self.monotonic() if self.monotonic is not None else \
+            asyncio.get_running_loop().time()
+
     def sweep(self) -> int:
         """Close every connection idle (no request in progress) for longer than the header
         timeout; the number closed."""
-        now = asyncio.get_running_loop().time()
+        now = self._now()
         connections = self._connections()
         idle = self._idle_since
         closed = 0

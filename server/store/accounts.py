@@ -32,6 +32,7 @@ import re
 import secrets
 import time
 import unicodedata
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -197,7 +198,10 @@ def player_id_for(name: str) -> str:
 class Accounts:
     """Register, log in, issue guest tokens and resolve tokens. Talks to Redis."""
 
-    def __init__(self, redis: aioredis.Redis, keys: Keys, settings: Settings) -> None:
+    def __init__(self, redis: aioredis.Redis, keys: Keys, settings: Settings, *,
+                 now: Callable[[], float] = time.time) -> None:
+        """``now``: the wall clock (seconds) this store reads, the node's clock."""
+        self.now = now
         self._redis = redis
         self._keys = keys
         self._settings = settings
@@ -232,7 +236,7 @@ class Accounts:
         record = {
             "name": name, "salt": salt.hex(), "hash": digest.hex(),
             "n": self._cost.n, "r": self._cost.r, "p": self._cost.p,
-            "created_at": time.time(),
+            "created_at": self.now(),
         }
         player = player_id_for(name)
         created = await self._redis.set(self._keys.account(player), json.dumps(record), nx=True)
@@ -249,7 +253,7 @@ class Accounts:
             return 0.0
         reply = await self._throttle(
             keys=[self._keys.login_failures(player), self._keys.login_known(player)],
-            args=[mode, address or "-", repr(time.time()), s.login_free_failures,
+            args=[mode, address or "-", repr(self.now()), s.login_free_failures,
                   s.login_delay_base, s.login_lock_after, s.login_lock_time,
                   s.login_account_lock_after, s.login_fail_window],
         )
@@ -428,7 +432,7 @@ class Accounts:
 
     async def _issue(self, identity: Identity, ttl: float) -> IssuedToken:
         token = secrets.token_urlsafe(32)
-        expires_at = time.time() + ttl
+        expires_at = self.now() + ttl
         digest = token_digest(token)
         ttl_ms = max(1, int(ttl * 1000))
         async with self._redis.pipeline(transaction=False) as pipe:

@@ -161,7 +161,10 @@ def unpack_record(raw: bytes) -> dict[str, Any]:
 class GameRecords:
     """Finished games' records and per-player history (see the module docstring)."""
 
-    def __init__(self, redis: aioredis.Redis, keys: Keys, settings: Settings) -> None:
+    def __init__(self, redis: aioredis.Redis, keys: Keys, settings: Settings, *,
+                 now: Callable[[], float] = time.time) -> None:
+        """``now``: the wall clock (seconds) this store reads, the node's clock."""
+        self.now = now
         self.redis = redis
         self.keys = keys
         self.settings = settings
@@ -198,7 +201,7 @@ class GameRecords:
         chat = await self._chat(str(record["table"]), int(record.get("game_no") or 1))
         await self._write_served(record, chat, self._ttl_ms)
         public = "1" if record_audience(record).listed else "0"
-        cutoff = time.time() - self.settings.game_record_ttl
+        cutoff = self.now() - self.settings.game_record_ttl
         for player in dict.fromkeys(record["players"]):
             row = pack_row(game_row(record, player))
             await self._index(
@@ -331,7 +334,7 @@ class GameRecords:
         the unlisted games too (private rooms, private tournaments: only for the player
         themself, :func:`server.protocol.visibility.sees_hidden_rows`)."""
         keys = self.keys
-        cutoff = time.time() - self.settings.game_record_ttl
+        cutoff = self.now() - self.settings.game_record_ttl
         reply = await self._page(
             keys=[keys.player_games(player, public=not private), keys.player_game_rows(player)],
             args=[offset, limit, cutoff],
@@ -393,7 +396,7 @@ class GameRecords:
         """An operator mutes ``player``'s chat until ``until`` (Unix s; 0 lifts it), and
         every node is told at once (their sockets of ``player`` refuse chat from now on)."""
         key = self.keys.chat_mute(player)
-        if until <= time.time():
+        if until <= self.now():
             until = 0.0
             await self.redis.delete(key)
         else:
@@ -405,4 +408,4 @@ class GameRecords:
     async def online(self) -> int:
         """Authenticated players connected over the live nodes (each node's own count)."""
         return int(await self._online(keys=[self.keys.nodes, self.keys.online],
-                                      args=[int(time.time() * 1000)]))
+                                      args=[int(self.now() * 1000)]))

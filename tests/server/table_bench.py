@@ -219,7 +219,7 @@ class TableBench:
                             requests=ForwardedRequests(config, outbox, clock, peers))
         deps = TableDeps(
             settings=config, persistence=persistence, delivery=delivery, clock=clock,
-            tasks=spawned, metrics=metrics, records=GameRecords(redis, keys, config),
+            tasks=spawned, metrics=metrics, records=GameRecords(redis, keys, config, now=clock.now),
             record_budget=RecordBudget(redis, keys, config), ratings=ratings,
             pair_limit=PairLimit(config, ratings, clock), peers=peers,
             dice_factory=lambda: ScriptedDice([3, 1] * 500))
