@@ -12,6 +12,7 @@ players again (:meth:`NodeLiveness.back` sends ``reattach``).
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 
 from server.cluster.bus import NodeBus
 from server.protocol.node_messages import Reattach
@@ -22,7 +23,9 @@ class NodeLiveness:
     (seconds) and the bus (to ask a node back from the dead to attach its players again)."""
 
     def __init__(self, node_id: str, lease_ttl: float, lease_renew: float,
-                 bus: NodeBus) -> None:
+                 bus: NodeBus, *, now: Callable[[], float] = time.time) -> None:
+        """``now``: the wall clock (seconds) the peers' heartbeats are compared with."""
+        self.now = now
         self.node_id = node_id
         self.lease_ttl = lease_ttl
         self.lease_renew = lease_renew
@@ -40,7 +43,7 @@ class NodeLiveness:
         if node in self.dead_nodes:
             return False
         until = self.peers.get(node)
-        return until is None or until > time.time()
+        return until is None or until > self.now()
 
     def is_fresh(self, node: str) -> bool:
         """Whether ``node`` renewed its heartbeat within the last two renewal periods: a
@@ -53,7 +56,7 @@ class NodeLiveness:
         if until is None:
             return True
         heard = until - self.lease_ttl
-        return heard + 2 * self.lease_renew > time.time()
+        return heard + 2 * self.lease_renew > self.now()
 
     def mark_dead(self, node: str) -> bool:
         """Count ``node`` as dead; True the first time (clean up after it once)."""

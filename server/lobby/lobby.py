@@ -141,7 +141,7 @@ class Lobby:
         self.tasks = tasks = Tasks()
         self.registry = registry = TableRegistry(self.node_id, metrics)
         self.liveness = peers = NodeLiveness(self.node_id, settings.lease_ttl,
-                                             settings.lease_renew, bus)
+                                             settings.lease_renew, bus, now=clock.now)
         self.mutes = mutes = ChatMutes()
         self.requests = requests = ForwardedRequests(settings, outbox, clock, peers)
         bus.on_unheard = requests.unheard  # a forwarded request nobody heard
