@@ -28,6 +28,7 @@ log = logging.getLogger(__name__)
 
 COMPILED: tuple[str, ...] = (
     "server/rules/moves.py",
+    "server/rules/game_values.py",
     "server/rules/game.py",
     "server/rules/gnubg.py",
     "server/protocol/lean.py",

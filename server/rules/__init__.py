@@ -2,10 +2,10 @@
 
 A pure package (no I/O, no asyncio, no Redis): the server feeds it actions and reads back
 values. Modules: ``position`` (``Side``, ``Position``, ``Step``, ``Play``), ``dice``,
-``moves`` (the legal-play generator, play text), ``game`` (``Game``, the state machine;
-its docstring documents ``Game.to_dict()`` and the default time-out actions), ``match``
-(``Match``), ``gnubg`` (Position ID / Match ID, ``legal_position_ids``) and ``mat``
-(``export_mat``).
+``moves`` (the legal-play generator, play text), ``game_values`` (phases, outcomes,
+resignations, actions), ``game`` (``Game``, the state machine; its docstring documents
+``Game.to_dict()`` and the default time-out actions), ``match`` (``Match``), ``gnubg``
+(Position ID / Match ID, ``legal_position_ids``) and ``mat`` (``export_mat``).
 
 Errors (all ``ValueError``; ``.code`` is stable and safe to send to a client)::
 

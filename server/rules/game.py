@@ -1,5 +1,5 @@
 """One game of backgammon as a state machine: opening roll, rolls, plays, cube, resignation.
-(Pure and compiled as one unit with the table core, so it stays one file past 700 lines.)
+(Pure, compiled with the table core; its values are ``server/rules/game_values.py``.)
 
 Phases (``Game.phase``) and who acts (``Game.to_act``)::
 
@@ -43,123 +43,29 @@ slow click, too harsh); resignation offered → reject.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
-from enum import StrEnum
 from typing import Any
 
 from server.protocol.errors import ErrorCode
 from server.rules.dice import DiceSource, Roll, SecretDice
 from server.rules.errors import IllegalActionError
+from server.rules.game_values import (
+    MAX_CUBE,
+    Action,
+    EndReason,
+    Outcome,
+    Phase,
+    Record,
+    Resignation,
+    as_kind,
+    check_max_cube,
+    forfeit_reason,
+)
 from server.rules.moves import legal_plays, parse_play, play_texts
 from server.rules.position import Play, Position, ResultKind, Side, as_side
-
-MAX_CUBE = 64
-"""The highest cube value; no double is offered beyond it."""
-
-
-class Phase(StrEnum):
-    OPENING = "opening"
-    ROLL = "roll"
-    DOUBLE_OFFERED = "double_offered"
-    MOVE = "move"
-    RESIGN_OFFERED = "resign_offered"
-    OVER = "over"
-
-
-class EndReason(StrEnum):
-    NORMAL = "normal"
-    RESIGN = "resign"
-    DROP = "drop"
-    TIMEOUT = "timeout"
-    DISCONNECT = "disconnect"
-    LEAVE = "leave"
-
-    @property
-    def is_forfeit(self) -> bool:
-        return self in (EndReason.TIMEOUT, EndReason.DISCONNECT, EndReason.LEAVE)
-
-
-@dataclass(frozen=True, slots=True)
-class Outcome:
-    """How a game ended: ``points == kind.multiplier * cube`` always."""
-
-    winner: Side
-    kind: ResultKind
-    reason: EndReason
-    cube: int
-    points: int
-
-    def __post_init__(self) -> None:
-        if self.points != self.kind.multiplier * self.cube:
-            raise ValueError(f"points must be kind x cube, got {self.points} for {self}")
-
-    @classmethod
-    def of(cls, winner: Side, kind: ResultKind, reason: EndReason, cube: int) -> Outcome:
-        return cls(winner, kind, reason, cube, kind.multiplier * cube)
-
-    @property
-    def loser(self) -> Side:
-        return self.winner.opponent
-
-    def to_dict(self) -> dict[str, object]:
-        return {
-            "winner": int(self.winner),
-            "kind": str(self.kind),
-            "reason": str(self.reason),
-            "cube": self.cube,
-            "points": self.points,
-        }
-
-
-@dataclass(frozen=True, slots=True)
-class Resignation:
-    """A resignation on offer: ``side`` gives up a ``kind`` win to its opponent."""
-
-    side: Side
-    kind: ResultKind
-
-
-@dataclass(frozen=True, slots=True)
-class Record:
-    """One entry of ``Game.history``.
-
-    ``kind`` is ``"play"`` (with ``dice`` and ``play``; the empty play when the roll could
-    not be played, the opening play carries the opening dice), ``"double"``, ``"take"``,
-    ``"drop"``, ``"resign"`` (with ``result``), ``"accept"``, ``"reject"`` or
-    ``"forfeit"``.
-    """
-
-    kind: str
-    side: Side
-    dice: Roll | None = None
-    play: Play | None = None
-    result: ResultKind | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class Action:
-    """A decision for ``side``: ``kind`` is ``"start"``, ``"roll"``, ``"play"`` (with
-    ``play``), ``"take"`` or ``"reject"``; see ``Game.default_action``."""
-
-    kind: str
-    side: Side | None
-    play: Play | None = None
-
 
 _Inputs = tuple[Position, Phase, Side | None, Roll | None, int, Side | None,
                 Resignation | None, Outcome | None, list[Play], tuple[bool, bool, int]]
 """What a game's snapshot is built from (``Game._inputs``)."""
-
-
-def _check_max_cube(max_cube: object) -> int:
-    if (
-        isinstance(max_cube, bool)
-        or not isinstance(max_cube, int)
-        or not 1 <= max_cube <= MAX_CUBE
-        or max_cube & (max_cube - 1)
-    ):
-        raise ValueError(f"max_cube must be a power of two in 1..{MAX_CUBE}, got {max_cube!r}")
-    return max_cube
 
 
 class Game:
@@ -183,7 +89,7 @@ class Game:
         score: tuple[int, int] = (0, 0),
     ) -> None:
         self._dice_source: DiceSource = dice if dice is not None else SecretDice()
-        self.max_cube = _check_max_cube(max_cube)
+        self.max_cube = check_max_cube(max_cube)
         self.crawford = bool(crawford)
         self.cube_enabled = bool(cube_enabled) and not self.crawford
         self.match_length = match_length
@@ -357,7 +263,7 @@ class Game:
                 f"a resignation can be offered only before rolling or moving (now {self.phase})",
                 code=ErrorCode.WRONG_PHASE,
             )
-        level = _as_kind(kind)
+        level = as_kind(kind)
         self.history.append(Record("resign", who, result=level))
         self.resignation = Resignation(who, level)
         self._phase_before_resign = self.phase
@@ -699,31 +605,6 @@ def _put(part: dict[str, object], before: Mapping[str, object], key: str,
     old = before[key]
     if old is not value and (old != value or type(old) is not type(value)):
         part[key] = value
-
-
-def forfeit_reason(reason: EndReason | str) -> EndReason:
-    """``reason`` as a forfeit ``EndReason`` (timeout, disconnect, leave), else
-    ``IllegalActionError`` with code ``invalid_reason``."""
-    why = EndReason(reason) if reason in _REASONS else None
-    if why is None or not why.is_forfeit:
-        raise IllegalActionError(
-            f"forfeit reason must be timeout, disconnect or leave, got {reason!r}",
-            code=ErrorCode.INVALID_REASON,
-        )
-    return why
-
-
-_REASONS = frozenset(reason.value for reason in EndReason)
-
-
-def _as_kind(kind: ResultKind | str) -> ResultKind:
-    try:
-        return ResultKind(kind)
-    except ValueError:
-        raise IllegalActionError(
-            f"resignation kind must be single, gammon or backgammon, got {kind!r}",
-            code=ErrorCode.INVALID_KIND,
-        ) from None
 
 
 __all__ = [

@@ -7,7 +7,8 @@ from dataclasses import dataclass
 from server.protocol.errors import ErrorCode
 from server.rules.dice import DiceSource, SecretDice
 from server.rules.errors import IllegalActionError
-from server.rules.game import MAX_CUBE, EndReason, Game, Outcome, Phase, forfeit_reason
+from server.rules.game import Game
+from server.rules.game_values import MAX_CUBE, EndReason, Outcome, Phase, forfeit_reason
 from server.rules.position import Side, as_side
 
 MAX_MATCH_LENGTH = 99
