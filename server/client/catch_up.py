@@ -28,6 +28,7 @@ from typing import Any
 
 from server.client.accounts import ClientError, ConnectionLost, RequestFailed, RequestTimeout
 from server.client.wire import Message, TableState
+from server.protocol.lean import apply_event
 
 log = logging.getLogger("server.client.connection")
 
@@ -57,6 +58,59 @@ class TableView:
 
     def typed_state(self) -> TableState | None:
         return None if self.state is None else TableState.from_dict(self.state)
+
+    def apply(self, message: Message, player: str, full_states: bool) -> bool:
+        """Take the versioned event ``message`` into the view (its state, or its changes
+        applied; ``full_states``: the state written into a change-only event too); False
+        when it was seen already."""
+        v = message.get("v")
+        if not isinstance(v, int) or v <= self.v:
+            return False
+        self.v = v
+        state = message.get("state")
+        if isinstance(state, dict):
+            self.state = state
+        elif "changes" in message and self.state is not None:
+            self.state = apply_event(self.state, message)
+            if full_states:
+                message["state"] = self.state
+        kind = message.get("type")
+        if kind == "seated" and message.get("player") == player:
+            self.seated = True
+        elif kind == "table_closed":
+            self.seated = self.watching = False
+        return True
+
+    def served(self, kind: str, v: object, state: object, catch_up: bool) -> bool:
+        """A ``resume`` or ``watching`` at version ``v``: the view starts there, or takes its
+        state; True when the table moved on past the view, so a ``sync`` must catch up."""
+        if kind == "resume":
+            self.seated = True
+        else:
+            self.watching = True
+        if not isinstance(v, int) or not isinstance(state, dict):
+            return False
+        if self.syncing:
+            self.poke.set()  # the table is served again: a waiting sync goes now
+        elif self.v == 0:  # the first word of this table: the versions start here
+            self.v, self.state = v, state
+        elif v > self.v:
+            return catch_up  # the table moved on without us
+        elif v == self.v:
+            self.state = state
+        return False
+
+    def side_of(self, player: str) -> int | None:
+        """``player``'s side in the latest state, or None."""
+        for i, seat in enumerate((self.state or {}).get("seats") or ()):
+            if seat is not None and seat.get("player") == player:
+                return i
+        return None
+
+    def game(self) -> Message | None:
+        """The latest state's game, or None."""
+        game = None if self.state is None else self.state.get("game")
+        return game if isinstance(game, dict) and game else None
 
 
 class CatchUp:

@@ -37,7 +37,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import inspect
-import itertools
 import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
@@ -60,30 +59,26 @@ from server.client.accounts import (
 from server.client.catch_up import CatchUp, TableView
 from server.client.commands import Commands
 from server.client.pacing import SendPace
+from server.client.requests import Requests
 from server.client.resend import (
-    RATE_RETRIES,
     UNAVAILABLE_RETRIES,
     UNAVAILABLE_RETRY_FOR,
-    UnavailableResend,
-    rate_retry_wait,
 )
 from server.client.wire import (
     TABLE_EVENTS,
     Event,
     Format,
     Message,
-    ServerError,
     Welcome,
     decode,
     encode,
     parse_event,
 )
-from server.protocol.lean import PROTOCOL_LEAN, apply_event
+from server.protocol.lean import PROTOCOL_LEAN
 
 log = logging.getLogger(__name__)
 
-# The library's errors and account calls live in server.client.accounts; importable from
-# here too.
+# The errors and account calls (server.client.accounts) are importable from here too.
 __all__ = [
     "Client",
     "ClientError",
@@ -195,8 +190,7 @@ class Client(CatchUp, Commands):
         self.reconnects = 0  # reconnects that succeeded
         self.arrived = asyncio.Event()
         self._events: asyncio.Queue[Event | None] = asyncio.Queue()
-        self._pending: dict[Any, asyncio.Future[Message]] = {}
-        self._ids = itertools.count(1)
+        self.requests = Requests(self.send)
         self._reader: asyncio.Task[None] | None = None
         self._welcomed: asyncio.Future[Welcome] | None = None
         self._closing = False
@@ -379,10 +373,7 @@ class Client(CatchUp, Commands):
             self.close_code = ws.close_code
             self._lost = True
             self._connected = False
-            for future in self._pending.values():
-                if not future.done():
-                    future.set_exception(ConnectionLost(f"socket closed ({self.close_code})"))
-            self._pending.clear()
+            self.requests.lose_all(self.close_code)
             self.arrived.set()
             if asyncio.get_running_loop().time() - self._opened_at >= STABLE_CONNECTION:
                 self._streak = 0
@@ -490,12 +481,9 @@ class Client(CatchUp, Commands):
         elif kind == "error" and message.get("code") == "rate_limited":
             self.rate_refusals += 1
             self.pacing.refused(asyncio.get_running_loop().time())
-            refused = self._pending.pop(ref, None) if isinstance(ref, int) else None
-            if refused is not None:
+            if self.requests.answer(ref, message):
                 # A request of the library's: it is sent again after ``retry_after``
-                # (_ask), so the refusal is no event of the application's.
-                if not refused.done():
-                    refused.set_result(message)
+                # (Requests.ask), so the refusal is no event of the application's.
                 if self.keep_messages:
                     self.messages.append(message)
                 self.arrived.set()
@@ -513,9 +501,7 @@ class Client(CatchUp, Commands):
         elif self.queue_events:
             self._events.put_nowait(parse_event(message))
         if ref is not None:
-            future = self._pending.pop(ref, None)
-            if future is not None and not future.done():
-                future.set_result(message)
+            self.requests.answer(ref, message)
         self.arrived.set()
 
     # --- one table's events, in order, once --------------------------------------------------
@@ -544,20 +530,8 @@ class Client(CatchUp, Commands):
         elif kind == "sync":
             self._synced(view, message)
         elif kind == "resume" or kind == "watching":
-            if kind == "resume":
-                view.seated = True
-            else:
-                view.watching = True
-            if isinstance(v, int) and isinstance(state, dict):
-                if view.syncing:
-                    view.poke.set()  # the table is served again: a waiting sync goes now
-                elif view.v == 0:  # the first word of this table: the versions start here
-                    view.v = v
-                    view.state = state
-                elif v > view.v and self.catch_up:
-                    self._start_sync(view)  # the table moved on without us: catch up
-                elif v == view.v:
-                    view.state = state
+            if view.served(kind, v, state, self.catch_up):
+                self._start_sync(view)
         elif kind == "table_created":
             view.seated = True
         if self.queue_events:
@@ -576,23 +550,7 @@ class Client(CatchUp, Commands):
         self._deliver(view, message)
 
     def _deliver(self, view: TableView, message: Message) -> None:
-        v = message.get("v")
-        if not isinstance(v, int) or v <= view.v:
-            return  # seen already
-        view.v = v
-        state = message.get("state")
-        if isinstance(state, dict):
-            view.state = state
-        elif "changes" in message and view.state is not None:
-            view.state = apply_event(view.state, message)
-            if self.full_states:
-                message["state"] = view.state
-        kind = message.get("type")
-        if kind == "seated" and message.get("player") == self.player:
-            view.seated = True
-        elif kind == "table_closed":
-            view.seated = view.watching = False
-        if self.queue_events:
+        if view.apply(message, self.player, self.full_states) and self.queue_events:
             self._events.put_nowait(parse_event(message))
 
     # --- sending ---------------------------------------------------------------------------
@@ -649,56 +607,14 @@ class Client(CatchUp, Commands):
         not final: the same request is sent again (a fresh ``id``) after ``retry_after``
         seconds, at most ``unavailable_retries`` times and ``unavailable_retry_for`` seconds
         of waiting in all; past that the last refusal is raised."""
-        retries = 0
-        waited = 0.0
-        while True:
-            try:
-                return await self._ask(message, timeout)
-            except RequestFailed as exc:
-                wait = UnavailableResend(self.unavailable_retries,
-                                         self.unavailable_retry_for).wait(
-                    exc.error.raw, retries, waited)
-                if wait is None:
-                    raise
-                log.info("%s refused unavailable, sent again in %g s",
-                         message.get("type"), wait)
-            retries += 1
-            waited += wait
-            await asyncio.sleep(wait)
+        return await self.requests.request(
+            message, timeout or self.request_timeout, retries=self.unavailable_retries,
+            retry_for=self.unavailable_retry_for)
 
     async def _ask(self, message: Mapping[str, Any], timeout: float | None = None) -> Message:
-        """:meth:`request` as the library itself uses it (a subclass may change ``request``).
-        A ``rate_limited`` refusal is waited out (its ``retry_after``) and the message sent
-        again, with the same ``id``, at most ``RATE_RETRIES`` times (server/client/resend.py)."""
-        ref = next(self._ids)
-        retries = 0
-        while True:
-            answer = await self._ask_once(message, ref, timeout)
-            wait = rate_retry_wait(answer)
-            if wait is None or retries >= RATE_RETRIES:
-                break
-            retries += 1
-            log.info("%s (id %s) refused rate_limited: sent again in %.1f s",
-                     message.get("type"), ref, wait)
-            await asyncio.sleep(wait)
-        if answer.get("type") == "error":
-            error = parse_event(answer)
-            assert isinstance(error, ServerError)
-            raise RequestFailed(error)
-        return answer
-
-    async def _ask_once(self, message: Mapping[str, Any], ref: int,
-                        timeout: float | None) -> Message:
-        future: asyncio.Future[Message] = asyncio.get_running_loop().create_future()
-        self._pending[ref] = future
-        try:
-            await self.send({**message, "id": ref})
-            async with asyncio.timeout(timeout or self.request_timeout):
-                return await future
-        except TimeoutError:
-            raise RequestTimeout(f"no answer to {message.get('type')} (id {ref})") from None
-        finally:
-            self._pending.pop(ref, None)
+        """:meth:`request` as the library itself uses it (a subclass may change ``request``):
+        ``rate_limited`` waited out, no resend after ``unavailable`` (Requests.ask)."""
+        return await self.requests.ask(message, timeout or self.request_timeout)
 
     # --- receiving -------------------------------------------------------------------------
 
@@ -730,28 +646,24 @@ class Client(CatchUp, Commands):
 
     def side(self, table: str) -> int | None:
         """This player's side at ``table`` (from the latest state), or None."""
-        state = self.state(table)
-        if state is None:
-            return None
-        for i, seat in enumerate(state.get("seats") or ()):
-            if seat is not None and seat.get("player") == self.player:
-                return i
-        return None
+        view = self.tables.get(table)
+        return None if view is None else view.side_of(self.player)
 
     def legal_plays(self, table: str) -> list[list[list[int]]]:
         """The legal plays of the current roll at ``table`` (``[]`` when not moving)."""
-        state = self.state(table)
-        game = None if state is None else state.get("game")
-        if not game or game.get("phase") != "move":
+        view = self.tables.get(table)
+        game = None if view is None else view.game()
+        if game is None or game.get("phase") != "move":
             return []
         return list(game.get("legal_plays") or [])
 
     def my_turn(self, table: str) -> bool:
         """Whether ``table``'s latest state awaits this player's decision."""
-        state = self.state(table)
-        game = None if state is None else state.get("game")
-        return bool(game) and state is not None and state.get("status") == "playing" \
-            and game is not None and game.get("to_act") == self.side(table)
+        view = self.tables.get(table)
+        game = None if view is None else view.game()
+        return view is not None and game is not None and view.state is not None \
+            and view.state.get("status") == "playing" \
+            and game.get("to_act") == view.side_of(self.player)
 
     def forget(self, table: str) -> None:
         """Stop tracking ``table`` (its view and state), e.g. when its game is over; a

@@ -200,7 +200,7 @@ async def test_a_request_nobody_answers_times_out() -> None:
             await client.request({"type": "ping"})
         with pytest.raises(RequestTimeout):
             await client.request({"type": "ping"}, timeout=0.05)
-        assert client._pending == {}
+        assert client.requests.waiting == 0
         await client.close()
     finally:
         await runner.cleanup()
