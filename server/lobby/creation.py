@@ -76,7 +76,24 @@ class TableCreation:
         tournament_id: str | None = None,
         audience: Audience | None = None,
     ) -> str:
-        """See :meth:`server.lobby.lobby.Lobby.start_rated_game`."""
+        """Seat ``first`` (side 0) and ``second`` (side 1) at a new Competitive table owned by
+        this node and start play: a single game (Table42) when ``match_length`` is None, else a
+        rated match to ``match_length`` points (FIBS). Both must hold no other seat.
+        ``mode=TableMode.BOOSTED`` makes it a Boosted table instead (see
+        :meth:`server.lobby.lobby.Lobby.start_boosted_game`); ``mode=TableMode.TOURNAMENT``
+        with ``tournament_id`` a tournament table (never rated), ``audience`` who may see it
+        (by default, as its ``mode`` has it: a private tournament gives its own).
+        ``announce(table_id, plan)`` is awaited once both seats are held and the rating decided (``plan``, as
+        ``game_start`` will carry it: a game the pair limit refuses is unrated with
+        ``pair_limit``), before anyone is seated, so what it sends arrives before ``seated``.
+
+        ``names`` default to the player ids; ``addresses`` default to the players' latest
+        connection addresses (same address -> unrated); a guest id makes the game unrated
+        (``game_start`` says why). Returns the table id; both players
+        receive ``seated`` and ``game_start`` events on every socket they have.
+        Raises ProtocolError: ``same_player``, ``bad_field`` (match_length),
+        ``already_seated`` (``field`` names the player's slot: ``first``/``second``).
+        """
         length = check_new_table(mode, match_length, tournament_id, (first, second),
                                  max_match_length=self.settings.max_match_length,
                                  by_player=False)

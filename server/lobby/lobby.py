@@ -32,9 +32,9 @@ each is one short dispatch.
 Parts built after the lobby hear of its events through the :class:`LobbyListeners` given at
 construction (``listeners.py``).
 
-For matchmaking: :meth:`Lobby.start_rated_game` seats two players at a new Competitive table
-(a single game or a match to n), :meth:`Lobby.start_boosted_game` at a new Boosted one, and
-:meth:`Lobby.push_to_player` sends any message to a player wherever they are connected.
+For matchmaking: ``Lobby.start_rated_game`` (:meth:`TableCreation.start_rated_game`) seats
+two players at a new Competitive table (a single game or a match to n),
+:meth:`Lobby.start_boosted_game` at a new Boosted one, and :meth:`Lobby.push_to_player` sends any message to a player wherever they are connected.
 """
 
 from __future__ import annotations
@@ -89,7 +89,6 @@ from server.protocol.messages import (
     Watch,
 )
 from server.protocol.node_messages import Actor, NodeMessage
-from server.protocol.visibility import Audience
 from server.rules import DiceSource
 from server.store.games import GameRecords
 from server.store.persistence import Persistence
@@ -168,6 +167,8 @@ class Lobby:
         bus.on_resubscribed = self.takeover.bus_back  # node messages may have been lost
         self.creation = TableCreation(deps, registry=registry, life=life, listing=listing,
                                       pair_limit=pair_limit)
+        # Seat two players at a new rated (or Boosted, or tournament) table and start play.
+        self.start_rated_game = self.creation.start_rated_game
         self.chat = LobbyChat(settings, records=self.records, mutes=mutes, outbox=outbox,
                               bus=bus, clock=clock, metrics=metrics)
         self.watches = SocketWatches(settings.socket_watch_max, registry,
@@ -214,41 +215,6 @@ class Lobby:
         """Send ``message`` (a dict with a ``type``) to every socket of ``player``, on any
         node. Returns False when the player has no socket anywhere (nothing is kept)."""
         return await self.delivery.push_to_player(player, message)
-
-    async def start_rated_game(
-        self,
-        first: str,
-        second: str,
-        *,
-        match_length: int | None = None,
-        names: tuple[str, str] | None = None,
-        addresses: tuple[str, str] | None = None,
-        mode: TableMode = TableMode.COMPETITIVE,
-        announce: Callable[[str, RatingPlan], Awaitable[None]] | None = None,
-        tournament_id: str | None = None,
-        audience: Audience | None = None,
-    ) -> str:
-        """Seat ``first`` (side 0) and ``second`` (side 1) at a new Competitive table owned by
-        this node and start play: a single game (Table42) when ``match_length`` is None, else a
-        rated match to ``match_length`` points (FIBS). Both must hold no other seat.
-        ``mode=TableMode.BOOSTED`` makes it a Boosted table instead (see
-        :meth:`start_boosted_game`); ``mode=TableMode.TOURNAMENT`` with ``tournament_id`` a
-        tournament table (never rated), ``audience`` who may see it (by default, as its
-        ``mode`` has it: a private tournament gives its own). ``announce(table_id, plan)``
-        is awaited once both seats are held and the rating decided (``plan``, as
-        ``game_start`` will carry it: a game the pair limit refuses is unrated with
-        ``pair_limit``), before anyone is seated, so what it sends arrives before ``seated``.
-
-        ``names`` default to the player ids; ``addresses`` default to the players' latest
-        connection addresses (same address -> unrated); a guest id makes the game unrated
-        (``game_start`` says why). Returns the table id; both players
-        receive ``seated`` and ``game_start`` events on every socket they have.
-        Raises ProtocolError: ``same_player``, ``bad_field`` (match_length),
-        ``already_seated`` (``field`` names the player's slot: ``first``/``second``).
-        """
-        return await self.creation.start_rated_game(
-            first, second, match_length=match_length, names=names, addresses=addresses,
-            mode=mode, announce=announce, tournament_id=tournament_id, audience=audience)
 
     async def start_boosted_game(
         self,

@@ -160,7 +160,7 @@ class GameStarter(Protocol):
         announce: Callable[[str, RatingPlan], Awaitable[None]] | None = None,
         tournament_id: str | None = None, audience: Audience | None = None,
     ) -> str:
-        """The new table's id (see :meth:`server.lobby.lobby.Lobby.start_rated_game`)."""
+        """The new table's id (see :meth:`server.lobby.creation.TableCreation.start_rated_game`)."""
         ...
 
 
