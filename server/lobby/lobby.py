@@ -34,7 +34,8 @@ construction (``listeners.py``).
 
 For matchmaking: ``Lobby.start_rated_game`` (:meth:`TableCreation.start_rated_game`) seats
 two players at a new Competitive table (a single game or a match to n),
-:meth:`Lobby.start_boosted_game` at a new Boosted one, and :meth:`Lobby.push_to_player` sends any message to a player wherever they are connected.
+:meth:`Lobby.start_boosted_game` at a new Boosted one, and :meth:`Lobby.push_to_player`
+sends any message to a player wherever they are connected.
 """
 
 from __future__ import annotations
