@@ -84,8 +84,9 @@ class TableCreation:
         with ``tournament_id`` a tournament table (never rated), ``audience`` who may see it
         (by default, as its ``mode`` has it: a private tournament gives its own).
         ``announce(table_id, plan)`` is awaited once both seats are held and the rating
-        decided (``plan``, as ``game_start`` will carry it: a game the pair limit refuses is unrated with
-        ``pair_limit``), before anyone is seated, so what it sends arrives before ``seated``.
+        decided (``plan``, as ``game_start`` will carry it: a game the pair limit refuses is
+        unrated with ``pair_limit``), before anyone is seated, so what it sends arrives
+        before ``seated``.
 
         ``names`` default to the player ids; ``addresses`` default to the players' latest
         connection addresses (same address -> unrated); a guest id makes the game unrated
