@@ -26,19 +26,20 @@ import aiohttp
 
 from server.bot.player import BotPlayer, GameLog
 from server.bot.strategy import Level
-from server.client import Client, ClientError, Format, RequestFailed, guest_token, http_base
-from server.client.connection import post_json
+from server.client import Client, ClientError, Format, RequestFailed, guest_token
+from server.client.accounts import bot_token as account_token
 from server.exits import CommandFailed, Parser, run_command
 
 PROG = "python -m server.bot"
 
 
 async def bot_token(url: str, level: Level) -> str:
-    status, body = await post_json(http_base(url) + "/api/bot", {"level": str(level)})
-    if status != 200:
-        raise CommandFailed(f"the server refused a bot account (POST /api/bot: {status} "
-                            f"{body}); give a token with --token")
-    return str(body["token"])
+    """A bot account's token; a 429 with a short ``Retry-After`` is waited out first."""
+    try:
+        return await account_token(url, str(level))
+    except ClientError as exc:
+        raise CommandFailed(f"the server refused a bot account ({exc}); give a token with "
+                            "--token") from None
 
 
 BUSY_TRIES = 60

@@ -90,6 +90,11 @@ async def guest_token(ws_url: str) -> str:
     return await _token(ws_url, "/api/guest", 200)
 
 
+async def bot_token(ws_url: str, level: str) -> str:
+    """A fresh computer player's token (``POST /api/bot``, marked ``bot: true``)."""
+    return await _token(ws_url, "/api/bot", 200, {"level": level})
+
+
 async def register(ws_url: str, name: str, password: str) -> str:
     """Create an account (``POST /api/register``) and return its token."""
     return await _token(ws_url, "/api/register", 201, {"name": name, "password": password})
