@@ -85,6 +85,10 @@ READ_CHUNK = 256
 DEAD_NODE_KEEP = 3600.0
 """Seconds a dead node stays in the node set at least (so every peer sees it dead once); it
 stays longer while its table set still names tables."""
+STEADY_LEASES = 2
+"""A node counts a peer dead only when its own view of the store was healthy for this many
+``lease_ttl``: a peer cut off by the same outage or failover gets a whole lease of its own to
+beat again after this node found the store back."""
 HEARTBEAT = "heartbeat"
 SCAN = "takeover-scan"
 """The names of the ownership duties on the node's tick."""
@@ -268,21 +272,24 @@ class Ownership:
         return claimed
 
     def store_steady(self) -> bool:
-        """Whether this node's view of the store was healthy for the last ``lease_ttl``: no
-        heartbeat of its own failed, and no probe or write found Redis away. Only then is a
-        peer whose heartbeat ran out meanwhile counted dead (it may have been cut off from
-        the store as this node was: a failover, an outage)."""
+        """Whether this node's view of the store was healthy for the last
+        :data:`STEADY_LEASES` ``lease_ttl``: no heartbeat of its own failed, and no probe or
+        write found Redis away. Only then is a peer whose heartbeat ran out meanwhile counted
+        dead (it may have been cut off from the store as this node was: a failover, an
+        outage; and it finds the store again later than this node may: its client learns the
+        new master on its own, its heartbeat comes at another moment, the cluster may refuse
+        it for a while longer)."""
         pulse_failed = self.pulse.failed_at if self.pulse is not None else -float("inf")
         failed = max(self._beat_failed_at, pulse_failed, self.persistence.away_at)
         return self.persistence.redis_up and \
-            time.monotonic() - failed >= self.settings.lease_ttl
+            time.monotonic() - failed >= STEADY_LEASES * self.settings.lease_ttl
 
     def _steady_for_deaths(self) -> bool:
         steady = self.store_steady()
         if not steady and not self._unsteady_logged:
             log.warning("ownership: this node's own view of the store was not healthy "
                         "within the last %gs: no peer is counted dead meanwhile",
-                        self.settings.lease_ttl)
+                        STEADY_LEASES * self.settings.lease_ttl)
         self._unsteady_logged = not steady
         return steady
 

@@ -1,8 +1,8 @@
 """A store outage is not a node death (server/lobby/ownership.py): a node whose own heartbeat
-write failed within the last ``lease_ttl`` counts no peer dead, cleans up after none and
+write failed within the last two ``lease_ttl`` counts no peer dead, cleans up after none and
 claims nothing, however stale the peers' heartbeats look (a failover of the master holding
 the node set stops every node's heartbeat alike); once its own view of the store has been
-healthy for ``lease_ttl``, a peer that still does not beat is dead as before. Two in-process
+healthy for two ``lease_ttl``, a peer that still does not beat is dead as before. Two in-process
 nodes on the test's Redis; node one's heartbeat writes fail for real (its script raises as a
 lost connection would)."""
 
@@ -50,7 +50,7 @@ async def test_a_node_cut_off_from_the_store_counts_no_peer_dead(
     assert "n2" not in liveness.dead_nodes
     assert await lease_node(one, table) == ("n2", False)
     assert table in two.lobby.tables
-    # n1's heartbeat works again: lease_ttl later n2, silent all along, is dead, and taken over.
+    # n1's heartbeat works again: two lease_ttl later n2, silent all along, is dead, and taken over.
     failing.clear()
     await eventually(lambda: "n2" in liveness.dead_nodes)
     await eventually(lambda: table in one.lobby.tables)
