@@ -41,6 +41,7 @@ def cube_equities(item: dict[str, Any]) -> list[float]:
                           0, 0)
     info["jacoby"] = 0  # gnubg's default for money is on; the product plays without it
     info["beavers"] = 0
+    info = gnubg.calcgammonprice(info)  # the gammon prices of the dict follow the Jacoby rule
     _best, no_double, take, drop, _code, _text = gnubg.cfevaluate(
         (tuple(b0), tuple(b1)), info, CUBEFUL)
     scale = (gnubg.eq2mwc(1.0, info) - gnubg.eq2mwc(0.0, info)) if length else float(cube)
