@@ -5,8 +5,8 @@ Run from the repository root (after ``python3 -m pip install -e .``)::
     python3 bench/bots.py strength --games 1000 --strong-games 300     # minutes
     python3 bench/bots.py node --bot-games 100 --duration 20           # needs Redis
 
-``strength``: whole cubeless games with the rules engine, no sockets. ``basic`` against
-``random`` and ``strong`` against ``basic``, sides alternating, fresh random dice; prints the
+``strength``: whole cubeless games with the rules engine, no sockets. ``beginner`` against
+``random`` and ``casual`` against ``beginner``, sides alternating, fresh random dice; prints the
 win rate with its 95% interval (Wilson) and each level's time per checker-play choice
 (median, p90, p99, max; only choices among two or more plays count).
 
@@ -117,9 +117,9 @@ def match_up(stronger: Level, weaker: Level, games: int, seed: int,
 
 def strength(args: argparse.Namespace) -> dict[str, Any]:
     times: dict[Level, list[float]] = {level: [] for level in Level}
-    results = [match_up(Level.BASIC, Level.RANDOM, args.games, args.seed, times)]
+    results = [match_up(Level.BEGINNER, Level.RANDOM, args.games, args.seed, times)]
     if args.strong_games:
-        results.append(match_up(Level.STRONG, Level.BASIC, args.strong_games, args.seed + 1,
+        results.append(match_up(Level.CASUAL, Level.BEGINNER, args.strong_games, args.seed + 1,
                                 times))
     choice = {
         str(level): {"choices": len(v), "median_ms": 1e3 * percentile(v, 0.5),
@@ -288,7 +288,7 @@ def levels(args: argparse.Namespace) -> dict[str, Any]:
 
 def review_time(args: argparse.Namespace) -> dict[str, Any]:
     """Times :func:`server.bot.review.review` on ``--moves`` checker plays of whole games
-    (``basic`` against ``basic``, cubeless; as many games as it takes), after one warm-up
+    (``beginner`` against ``beginner``, cubeless; as many games as it takes), after one warm-up
     review."""
     from server.bot.neural import default_net
     from server.bot.review import review, turns_from_mat
@@ -306,7 +306,7 @@ def review_time(args: argparse.Namespace) -> dict[str, Any]:
             while not game.is_over:
                 snapshot: dict[str, Any] = game.to_dict()
                 side = int(snapshot["to_act"])
-                decision = decide(Level.BASIC, snapshot, side, rng)
+                decision = decide(Level.BEGINNER, snapshot, side, rng)
                 assert decision is not None
                 if decision.kind == "roll":
                     game.roll(side)
@@ -463,12 +463,12 @@ def main(argv: list[str] | None = None) -> int:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="what", required=True)
     s = sub.add_parser("strength")
-    s.add_argument("--games", type=int, default=1000, help="basic vs random games")
-    s.add_argument("--strong-games", type=int, default=300, help="strong vs basic games")
+    s.add_argument("--games", type=int, default=1000, help="beginner vs random games")
+    s.add_argument("--strong-games", type=int, default=300, help="casual vs beginner games")
     s.add_argument("--seed", type=int, default=1)
     lv = sub.add_parser("levels")
-    lv.add_argument("--levels", default="expert,strong,basic",
-                    help="comma-separated levels (random, basic, strong, expert)")
+    lv.add_argument("--levels", default="advanced,casual,beginner",
+                    help="comma-separated levels (" + ", ".join(str(x) for x in Level) + ")")
     lv.add_argument("--games", type=int, default=100, help="games per pair of levels")
     lv.add_argument("--gnubg-games", type=int, default=200,
                     help="games of each level against gnubg 0-ply (0: no gnubg)")
@@ -483,7 +483,7 @@ def main(argv: list[str] | None = None) -> int:
     n = sub.add_parser("node")
     n.add_argument("--bot-games", type=int, default=100)
     n.add_argument("--human-games", type=int, default=4)
-    n.add_argument("--level", choices=[str(x) for x in Level], default="basic")
+    n.add_argument("--level", choices=[str(x) for x in Level], default="beginner")
     n.add_argument("--think", type=float, default=1.0)
     n.add_argument("--duration", type=float, default=20.0)
     n.add_argument("--warmup", type=float, default=5.0)

@@ -2,11 +2,11 @@
 
 Run from the repository root (gnubg judges only; it never runs in the product)::
 
-    nice -n 10 python3 bench/cube_judge.py --levels expert,basic --positions 600 --seed 1
+    nice -n 10 python3 bench/cube_judge.py --levels advanced,beginner --positions 600 --seed 1
 
 Decision points: the positions before a roll met in seeded cubeless self-play games of
-``--source`` (``expert`` against itself), each kept with chance ``--keep``, up to the
-game's first money cash (gnubg: double/drop with the cube centred; a cubeful game between
+``--source`` (``intermediate``, the evaluator at 0 ply, against itself), each kept with
+chance ``--keep``, up to the game's first money cash (gnubg: double/drop with the cube centred; a cubeful game between
 sound players ends there; ``--whole-games`` keeps the rest too). Each is a cube
 decision of the side on roll under several cube states: money play with the cube centred
 (1) and owned by the side on roll (2); and ``--match-states`` match states, 5- and
@@ -341,11 +341,11 @@ def table(result: dict[str, Any]) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--levels", default="expert",
+    parser.add_argument("--levels", default="advanced",
                         help=f"comma-separated levels ({', '.join(str(x) for x in Level)})")
     parser.add_argument("--positions", type=int, default=600)
     parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--source", default=str(Level.EXPERT),
+    parser.add_argument("--source", default=str(Level.INTERMEDIATE),
                         help="the level whose self-play gives the positions")
     parser.add_argument("--keep", type=float, default=0.25,
                         help="chance that a position before a roll is kept")

@@ -1,8 +1,8 @@
 """``python -m server.bot``: a computer player on a Table42 server, through the public
 protocol only (the client library).
 
-    python -m server.bot --level strong --url ws://127.0.0.1:8080/ws --games 3  # 3 tables in turn
-    python -m server.bot --level basic --url ws://host/ws --against random --games 10
+    python -m server.bot --level casual --url ws://127.0.0.1:8080/ws --games 3  # 3 tables in turn
+    python -m server.bot --level beginner --url ws://host/ws --against random --games 10
     python -m server.bot --level random --url ws://host/ws --join kB9rMFnnuYBV  # one game
 
 It plays as a bot account (``POST /api/bot``, marked ``bot: true``: never rated, no
@@ -25,7 +25,7 @@ from collections.abc import Sequence
 import aiohttp
 
 from server.bot.player import BotPlayer, GameLog
-from server.bot.strategy import Level
+from server.bot.strategy import LEVEL_NAMES, Level
 from server.client import Client, ClientError, Format, RequestFailed, guest_token
 from server.client.accounts import bot_token as account_token
 from server.exits import CommandFailed, Parser, run_command
@@ -109,14 +109,14 @@ async def run(args: argparse.Namespace) -> int:
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser = Parser(prog=PROG, description=__doc__,
                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--level", choices=[str(x) for x in Level], default="basic")
+    parser.add_argument("--level", choices=LEVEL_NAMES, default="beginner")
     parser.add_argument("--url", action="append", dest="urls", metavar="URL",
                         help="the server's /ws URL (default ws://127.0.0.1:8080/ws); given "
                              "several times, the nodes to reconnect to after a restart")
     parser.add_argument("--games", type=int, default=1)
     parser.add_argument("--token", help="play with this token instead of a new bot account")
     parser.add_argument("--join", metavar="TABLE", help="join this table (one game)")
-    parser.add_argument("--against", choices=[str(x) for x in Level],
+    parser.add_argument("--against", choices=LEVEL_NAMES,
                         help="play the server's computer player at this level")
     parser.add_argument("--format", choices=["json", "msgpack"], default="msgpack")
     parser.add_argument("--seed", type=int, default=None)

@@ -27,7 +27,7 @@ from concurrent.futures import Executor
 from dataclasses import dataclass, field
 from typing import Any
 
-from server.bot.strategy import Decision, Level, decide, decide_quick
+from server.bot.strategy import Decision, Level, decide
 from server.client import (
     Client,
     ConnectionLost,
@@ -58,11 +58,9 @@ def choose(level: Level, game: Mapping[str, Any], side: int, seed: int) -> Choic
 
 
 def choose_quick(level: Level, game: Mapping[str, Any], side: int, seed: int) -> Choice:
-    """:func:`choose` without the search of the expert level (other levels: as ``choose``);
-    a busy node's fallback."""
-    if level is Level.EXPERT:
-        return _as_choice(decide_quick(game, side))
-    return choose(level, game, side, seed)
+    """:func:`choose` searching at most one roll deep (milliseconds at every level); a busy
+    node's fallback."""
+    return _as_choice(decide(level, game, side, random.Random(seed), quick=True))
 
 
 def _as_choice(decision: Decision | None) -> Choice:

@@ -5,12 +5,17 @@ Input: the game's decisions in order (:class:`Turn`), built from a stored game's
 (:func:`turns_from_events`, the HTTP route) or from a ``.mat`` file
 (:func:`server.rules.mat.import_mat` then :func:`turns_from_mat`, the command line).
 
-Judged by the expert's evaluator (:mod:`server.bot.neural`), 0 ply, cubeless money
-equity per unit of cube (EMG), whatever the cube and the match score:
+Judged by the best evaluator the computer has, the top level's (``advanced``,
+:mod:`server.bot.ladder`): the neural evaluator (:mod:`server.bot.neural`) with its search,
+in cubeless money equity per unit of cube (EMG), whatever the cube and the match score
+(``judge`` in the review says so):
 
-- a checker play: ``error`` = the best play's equity minus the chosen play's (0 when the
-  best was played or the play was forced);
-- the roll before it: ``luck`` = the equity of the best play of the roll rolled minus the
+- a checker play: every play of the roll at 0 ply; the best ``SEARCH_CANDIDATES`` and the
+  one played looked at 1 ply deep, the best ``DEEP_CANDIDATES`` of those and the one played
+  2 ply deep (:mod:`server.bot.expert`); ``error`` = the best play's equity minus the
+  chosen play's, each at the deepest ply it reached (0 when the best was played or the
+  play was forced);
+- the roll before it: ``luck`` = the 0-ply equity of the best play of the roll rolled minus the
   average over the 36 rolls of their best plays' equities (the opening roll: over the 30
   rolls that are not doubles), positive when the roll was good for the roller;
 - a cube decision (double, no double, take, drop): the equities of its options from the
@@ -31,7 +36,16 @@ from typing import Any
 import numpy as np
 
 from server.bot.cube import money_equities
+from server.bot.expert import (
+    DEEP_CANDIDATES,
+    SEARCH_CANDIDATES,
+    SEARCH_WINDOW,
+    reply_value,
+    two_ply_value,
+)
 from server.bot.neural import (
+    Array,
+    IntArray,
     Net,
     default_net,
     equity,
@@ -44,6 +58,15 @@ from server.rules.mat import MatGame, import_mat
 from server.rules.moves import play_texts
 
 KINDS = ("play", "double", "no_double", "take", "drop")
+REVIEW_DEPTH = 2
+"""The search of each checker play reviewed: the top level's (``server/bot/ladder.py``)."""
+JUDGES = {
+    0: "table42 evaluator, 0 ply, cubeless money equity",
+    1: "table42 evaluator, the best plays and the one played 1 ply deep, cubeless money equity",
+    2: "table42 evaluator with the advanced level's search: the best plays and the one played "
+       "1 and 2 ply deep, cubeless money equity",
+}
+"""The review's ``judge``: what judged it, by the search depth."""
 _ALL_ROLLS = tuple((a, b) for a in range(1, 7) for b in range(a, 7))
 
 
@@ -70,7 +93,7 @@ def _sides(position: Position) -> tuple[list[int], list[int]]:
     return list(position.checkers(s)), list(position.checkers(s.opponent))
 
 
-def _review_play(net: Net, turn: Turn) -> dict[str, Any]:
+def _review_play(net: Net, turn: Turn, depth: int) -> dict[str, Any]:
     assert turn.dice is not None and turn.after is not None
     mine, theirs = _sides(turn.position)
     rolls = [r for r in _ALL_ROLLS if not (turn.opening and r[0] == r[1])]
@@ -99,7 +122,8 @@ def _review_play(net: Net, turn: Turn) -> dict[str, Any]:
         raise ValueError(f"the play after {turn.position.position_id()} with "
                          f"{turn.dice} is not a legal play")
     chosen = int(rows[0])
-    best = int(np.argmax(chosen_values))
+    deep = _searched(net, block_m, block_t, chosen_values, chosen, depth)
+    best = max(deep, key=lambda i: (deep[i], -i))
     position = turn.position
     texts, _ = play_texts(position, turn.dice[0], turn.dice[1])
     forced = len(chosen_values) == 1
@@ -107,11 +131,30 @@ def _review_play(net: Net, turn: Turn) -> dict[str, Any]:
         "kind": "play", "side": int(turn.side), "dice": list(turn.dice),
         "played": texts[chosen] if not forced or texts[chosen] else "",
         "best": texts[best], "forced": forced,
-        "equity": round(float(chosen_values[chosen]), 4),
-        "best_equity": round(float(chosen_values[best]), 4),
-        "error": round(float(chosen_values[best] - chosen_values[chosen]), 4),
-        "luck": round(float(chosen_values[best]) - average, 4),
+        "equity": round(deep[chosen], 4),
+        "best_equity": round(deep[best], 4),
+        "error": round(max(0.0, deep[best] - deep[chosen]), 4),
+        "luck": round(float(chosen_values.max()) - average, 4),
     }
+
+
+def _searched(net: Net, mine: IntArray, theirs: IntArray, values: Array, chosen: int,
+              depth: int) -> dict[int, float]:
+    """The values of the plays of one roll that the search looks at (the played one always
+    among them), at the deepest ply each reached: the best ``SEARCH_CANDIDATES`` by 0 ply
+    within ``SEARCH_WINDOW`` and the played one at 1 ply, the best ``DEEP_CANDIDATES`` of
+    those and the played one at 2 ply (as the top level chooses: ``server.bot.expert``)."""
+    if len(values) == 1 or depth <= 0:
+        return {i: float(values[i]) for i in range(len(values))}
+    order = [int(i) for i in np.argsort(-values, kind="stable")]
+    top = [i for i in order[:SEARCH_CANDIDATES] if values[i] >= values[order[0]] - SEARCH_WINDOW]
+    looked = list(dict.fromkeys([*top, chosen]))
+    one = {i: reply_value(net, mine[i], theirs[i], equity) for i in looked}
+    if depth == 1:
+        return one
+    ranked = sorted(one, key=lambda i: (-one[i], i))
+    finalists = list(dict.fromkeys([*ranked[:DEEP_CANDIDATES], chosen]))
+    return {i: two_ply_value(net, mine[i], theirs[i], equity) for i in finalists}
 
 
 def _review_cube(net: Net, turn: Turn) -> dict[str, Any]:
@@ -134,14 +177,17 @@ def _review_cube(net: Net, turn: Turn) -> dict[str, Any]:
     }
 
 
-def review(turns: Sequence[Turn], net: Net | None = None) -> dict[str, Any]:
-    """The review of a game's decisions (see the module docstring for the fields)."""
+def review(turns: Sequence[Turn], net: Net | None = None, *,
+           depth: int = REVIEW_DEPTH) -> dict[str, Any]:
+    """The review of a game's decisions (see the module docstring for the fields);
+    ``depth``: the search of each checker play (0: the evaluator alone)."""
     net = net or default_net()
     decisions = []
     for index, turn in enumerate(turns):
         if turn.kind not in KINDS:
             raise ValueError(f"unknown decision kind {turn.kind!r}")
-        entry = _review_play(net, turn) if turn.kind == "play" else _review_cube(net, turn)
+        entry = (_review_play(net, turn, depth) if turn.kind == "play"
+                 else _review_cube(net, turn))
         decisions.append({"index": index, **entry})
     players = []
     for side in (0, 1):
@@ -159,7 +205,7 @@ def review(turns: Sequence[Turn], net: Net | None = None) -> dict[str, Any]:
             "worst": [d["index"] for d in worst],
         })
     return {"decisions": decisions, "players": players,
-            "judge": "table42 expert evaluator, 0 ply, cubeless money equity"}
+            "judge": JUDGES.get(depth, JUDGES[REVIEW_DEPTH])}
 
 
 # -- building the decisions from a stored game's events -----------------------------------------

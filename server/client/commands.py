@@ -38,7 +38,7 @@ class Commands:
     async def cancel_queue(self) -> Message:
         return await self.request({"type": "cancel_queue"})
 
-    async def play_computer(self, level: str = "basic", match_length: int = 0) -> str:
+    async def play_computer(self, level: str = "beginner", match_length: int = 0) -> str:
         """Ask the server for a game against its computer player; returns the table id."""
         answer = await self.request({"type": "play_computer", "level": level,
                                      "match_length": match_length})

@@ -2,11 +2,11 @@
 
 The bot is a client like any other: a task of this node's event loop that connects to the
 node's own WebSocket with a bot token (:meth:`server.store.accounts.Accounts.bot`) through the
-client library and plays with :class:`server.bot.player.BotPlayer`. The basic, strong and
-expert levels choose in a process pool (``bot_workers``; 0 = a thread), so a bot's
-evaluation never holds the event loop; with ``SEARCHES_PER_WORKER`` searches per process in
-flight, further strong decisions are made at the basic level and expert ones without the
-expert's search (counted in ``fallbacks``).
+client library and plays with :class:`server.bot.player.BotPlayer`. The ladder's levels
+(``server/bot/ladder.py``) choose in a process pool (``bot_workers``; 0 = a thread), so a
+bot's evaluation never holds the event loop; with ``SEARCHES_PER_WORKER`` deep searches per
+process in flight, further decisions of the top rung search one roll deep instead (counted in
+``fallbacks``).
 A bot that errors, loses its socket or thinks longer than
 ``bot_decision_timeout`` forfeits (it leaves the table: a loss at the current cube) and
 is logged; nothing it does can crash the node. A table taken over from another node (that
@@ -59,8 +59,8 @@ STARTED_KEPT = 10_000
 """Players whose starts of games against the computer are tracked before those with no
 start left in the window are forgotten (then again each time the count doubles)."""
 SEARCHES_PER_WORKER = 2
-"""Strong searches queued per pool process at most; more decisions are made at the basic
-level, so a busy node's strong bots stay prompt (slightly weaker) instead of late."""
+"""Deep searches queued per pool process at most; more decisions search one roll deep, so a
+busy node's top-rung bots stay prompt (slightly weaker) instead of late."""
 
 
 @dataclass
@@ -98,7 +98,7 @@ class ComputerOpponents:
         self._starting = 0  # games past the limit checks, not yet in ``games``
         self._tokens: set[str] = set()  # tokens of this node's bots now playing
         self._by_address: Counter[str] = Counter()  # games (and starts) per human network
-        self.fallbacks = 0  # strong decisions made at the basic level (the pool was busy)
+        self.fallbacks = 0  # decisions made one roll deep (the pool was busy)
         self._closing = False
 
     def owns_token(self, token: str | None) -> bool:
@@ -297,9 +297,8 @@ class ComputerOpponents:
     # --- the bot -------------------------------------------------------------------------
 
     def _think(self, level: Level) -> Think:
-        # Only the random level chooses on the event loop (microseconds); the evaluation of
-        # basic (milliseconds with many plays) and the searches of strong and expert run in
-        # the pool.
+        # Only the random level chooses on the event loop (microseconds); the rungs' evaluator
+        # (a millisecond with many plays) and searches (tens of milliseconds) run in the pool.
         if level is Level.RANDOM:
             return think_here
         if self._executor is None and self.settings.bot_workers > 0:
@@ -309,26 +308,27 @@ class ComputerOpponents:
                 initializer=leave_interrupts_to_parent,
             )
         in_pool = think_in(self._executor)
-        if level is Level.BASIC:
+        rung = level.rung
+        if rung is None or rung.depth <= 1:
             return in_pool
-        # A busy pool: strong decides at the basic level, expert without its search.
-        quick = in_pool if level is Level.STRONG else think_in(self._executor, quick=True)
-        fallback = Level.BASIC if level is Level.STRONG else level
+        # A busy pool: a deep search decides one roll deep instead (milliseconds).
+        quick = think_in(self._executor, quick=True)
         most = SEARCHES_PER_WORKER * max(1, self.settings.bot_workers)
 
-        async def strong(level: Level, game: Mapping[str, Any], side: int, seed: int) -> Choice:
+        async def searching(level: Level, game: Mapping[str, Any], side: int, seed: int
+                            ) -> Choice:
             # A search takes tens of milliseconds: with the pool busy, this decision is
-            # made at the basic level rather than queued behind the others (and late).
+            # made one roll deep rather than queued behind the others (and late).
             if self._searching >= most:
                 self.fallbacks += 1
-                return await quick(fallback, game, side, seed)
+                return await quick(level, game, side, seed)
             self._searching += 1
             try:
                 return await in_pool(level, game, side, seed)
             finally:
                 self._searching -= 1
 
-        return strong
+        return searching
 
     async def _run_bot(self, game: BotGame, url: str, token: str, opponent: str) -> None:
         client: Client | None = None

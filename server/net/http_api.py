@@ -27,7 +27,7 @@ from typing import Any
 
 from aiohttp import web
 
-from server.bot.strategy import Level
+from server.bot.strategy import LEVEL_NAMES, Level
 from server.config import Settings
 from server.metrics import CONTENT_TYPE_LATEST, Metrics
 from server.net.addresses import client_address
@@ -155,12 +155,12 @@ class AccountRoutes:
         server.bot``): never rated, no matchmaking, no tournaments."""
         try:
             body = await json_body(request)
-            raw = body.get("level", "basic")
-            if raw not in tuple(str(level) for level in Level):
+            raw = body.get("level", "beginner")
+            if raw not in LEVEL_NAMES:
                 raise ProtocolError(ErrorCode.BAD_FIELD,
-                                    "field 'level' must be random, basic, strong or expert",
+                                    "field 'level' must be one of " + ", ".join(LEVEL_NAMES),
                                     field="level")
-            issued = await self.accounts.bot(str(raw))
+            issued = await self.accounts.bot(str(Level(raw)))
         except ProtocolError as exc:
             return error_response(exc)
         return web.json_response(issued.to_dict())

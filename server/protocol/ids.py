@@ -28,8 +28,10 @@ GUEST_PREFIX: Final = "guest-"
 BOT_PREFIX: Final = "bot-"
 """A bot account's id: ``bot-<level>-<hex>``; only the server issues them (names cannot
 contain ``-``, so no account or guest id starts like this)."""
-BOT_ID: Final = re.compile(r"bot-(random|basic|strong|expert)-[0-9a-f]{10}")
-"""The shape of every bot id the server issues (``bot-<level>-<10 hex digits>``)."""
+BOT_ID: Final = re.compile(
+    r"bot-(random|beginner|casual|intermediate|advanced|basic|strong|expert)-[0-9a-f]{10}")
+"""The shape of every bot id the server issues (``bot-<level>-<10 hex digits>``; ids issued
+before the ladder name its old levels, still read: ``basic``, ``strong``, ``expert``)."""
 
 
 def is_bot_id(player: str) -> bool:

@@ -244,7 +244,14 @@ MATCHMAKING_MESSAGES: tuple[type[Message], ...] = (JoinQueue, CancelQueue, Queue
 
 
 class BotLevel(StrEnum):
+    """The computer's levels (``server/bot/ladder.py``), then the names of earlier versions
+    (aliases: ``basic`` is ``beginner``, ``strong`` ``casual``, ``expert`` ``advanced``)."""
+
     RANDOM = "random"
+    BEGINNER = "beginner"
+    CASUAL = "casual"
+    INTERMEDIATE = "intermediate"
+    ADVANCED = "advanced"
     BASIC = "basic"
     STRONG = "strong"
     EXPERT = "expert"
@@ -254,7 +261,7 @@ class PlayComputer(Message, tag="play_computer", frozen=True):
     """Start a game against the server's computer player at ``level`` (never rated)."""
 
     TYPE: ClassVar[str] = "play_computer"
-    level: BotLevel = BotLevel.BASIC
+    level: BotLevel = BotLevel.BEGINNER
     match_length: MatchLength = 0
 """Messages the matchmaker handles (the pool names are checked there: ``unknown_pool``)."""
 

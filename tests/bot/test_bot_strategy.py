@@ -1,5 +1,5 @@
-"""The computer players' pure core: shots, the evaluation, the cube thresholds, and every
-choice one of the offered plays (whole games with the rules engine, no sockets)."""
+"""The computer players' pure core: shots, the hand-written evaluation, and every choice
+one of the offered plays (whole games with the rules engine, no sockets)."""
 
 from __future__ import annotations
 
@@ -19,15 +19,7 @@ from server.bot.evaluation import (
     win_probability,
 )
 from server.bot.player import choose
-from server.bot.strategy import (
-    DOUBLE_AT,
-    TAKE_AT,
-    Level,
-    choose_play_index,
-    cube_action,
-    take_action,
-    two_ply,
-)
+from server.bot.strategy import Level, decide
 from server.rules import Game, Position, ScriptedDice, legal_outcomes, legal_results
 
 # The standard table of shots (rolls out of 36 that hit a blot d pips away, no blocks).
@@ -79,36 +71,17 @@ def test_after_play_sends_a_hit_blot_to_the_bar() -> None:
     assert a[5] == 1 and b[20] == 0 and b[25] == 1
 
 
-def test_basic_makes_the_three_one_point_with_an_opening_three_one() -> None:
-    mine, theirs = start()
-    position = Position.initial()
-    plays = [[list(step) for step in p] for p in legal_results(position, (3, 1)).values()]
-    index = choose_play_index(Level.BASIC, mine, theirs, plays, random.Random(1))
-    assert sorted(map(tuple, plays[index])) == [(6, 5), (8, 5)]
-
-
-def test_strong_looks_at_the_opponents_replies() -> None:
-    mine, theirs = start()
-    a, b = after_play(mine, theirs, [(8, 5), (6, 5)])
-    slot, slot_b = after_play(mine, theirs, [(13, 10), (6, 5)])
-    # Two blots in the opponent's direct range are worse after the replies than a point.
-    assert two_ply(a, b) > two_ply(slot, slot_b)
+def test_the_evaluator_makes_the_three_one_point_with_an_opening_three_one() -> None:
+    game = Game(dice=ScriptedDice([3, 1]), cube_enabled=False)
+    game.start()
+    snapshot: dict[str, Any] = game.to_dict()
+    side = int(snapshot["to_act"])
+    for level in (Level.INTERMEDIATE, Level.ADVANCED):
+        decision = decide(level, snapshot, side, random.Random(1))
+        assert decision is not None and decision.play is not None
+        assert sorted(decision.play) == [(6, 5), (8, 5)]
     position = Position.initial()
     assert len(legal_outcomes(position, (3, 1))) == len(legal_results(position, (3, 1)))
-
-
-@pytest.mark.parametrize(("p", "doubles", "takes"), [
-    (0.95, False, True), (0.80, True, True), (DOUBLE_AT, True, True), (0.60, False, True),
-    (0.30, False, True), (TAKE_AT, False, True), (0.20, False, False), (0.05, False, False),
-])
-def test_cube_thresholds(p: float, doubles: bool, takes: bool,
-                         monkeypatch: pytest.MonkeyPatch) -> None:
-    import server.bot.strategy as strategy
-
-    monkeypatch.setattr(strategy, "win_probability", lambda a, b, on_roll: p)
-    mine, theirs = start()
-    assert cube_action(Level.STRONG, mine, theirs, random.Random(0)) is doubles
-    assert take_action(Level.STRONG, mine, theirs, random.Random(0)) is takes
 
 
 @dataclass
@@ -162,7 +135,7 @@ def bot_game(levels: tuple[Level, Level], rng: random.Random, dice: random.Rando
 def test_whole_games_choose_only_offered_plays(level: Level) -> None:
     rng = random.Random(42)
     dice = random.Random(7)
-    games = 2 if level is Level.STRONG else 6
+    games = 1 if level is Level.ADVANCED else 4
     for _ in range(games):
         bot_game((level, level), rng, dice)
 
@@ -170,13 +143,12 @@ def test_whole_games_choose_only_offered_plays(level: Level) -> None:
 BOT_GAMES = 20
 
 
-@pytest.mark.parametrize("level", [Level.RANDOM, Level.BASIC, Level.STRONG])
+@pytest.mark.parametrize("level", [Level.RANDOM, Level.BEGINNER])
 def test_bot_against_bot_twenty_games_legal_plays_and_the_cube(level: Level) -> None:
-    """Twenty games a level (the strong bot meets the basic one: it is the slow side, and
-    one of it is enough): every game ends by a play or a dropped double, every action is
-    one the rules allow, and the cube is offered and every offer answered. Two games over
-    sockets: ``tests/server/test_computer.py``."""
-    opponent = Level.BASIC if level is Level.STRONG else level
+    """Twenty games a level against itself: every game ends by a play or a dropped
+    double, every action is one the rules allow, and the cube is offered and every offer
+    answered. Two games over sockets: ``tests/server/test_computer.py``."""
+    opponent = level
     rng = random.Random(7)
     dice = random.Random(11)
     games = [bot_game((level, opponent), rng, dice) for _ in range(BOT_GAMES)]

@@ -88,7 +88,7 @@ def test_the_best_player_loses_nothing_and_the_worst_a_lot() -> None:
     # The game was played without the cube: its checker plays only (a .mat file cannot
     # say the cube was off, so its rolls would count as decisions not to double).
     turns = [t for t in turns_from_mat(import_mat(export_mat(game))[0]) if t.kind == "play"]
-    result = review(turns)
+    result = review(turns, depth=0)  # the players' own judge: the evaluator at 0 ply
     best, worst = result["players"]
     assert best["error_total"] == 0.0 and best["error_rate_memg"] == 0.0
     assert best["worst"] == []
@@ -121,8 +121,8 @@ def test_luck_averages_to_nothing_over_all_the_rolls() -> None:
         after = max(best, key=lambda p: float(equity(evaluate_batch(
             net, np.array([p.checkers(Side.ONE)]), np.array([p.checkers(Side.ZERO)])))[0]))
         turn = Turn("play", Side.ONE, position, (a, b), after)
-        luck = review([turn])["decisions"][0]["luck"]
-        assert review([turn])["decisions"][0]["error"] == 0.0
+        luck = review([turn], depth=0)["decisions"][0]["luck"]
+        assert review([turn], depth=0)["decisions"][0]["error"] == 0.0
         total += luck * (1 if a == b else 2)
         assert luck == pytest.approx(float(values[at:at + size].max()) - float(
             np.dot([values[x:x + s].max() for x, s in zip(
@@ -231,3 +231,18 @@ def test_a_gnubg_style_mat_line_is_read() -> None:
         (1, "win")]
     assert actions[2].steps == ((24, 18), (24, 18), (13, 7), (13, 7))
     assert actions[5].steps == ((25, 20), (6, 5))
+
+
+def test_the_review_searches_as_the_top_level_and_says_so() -> None:
+    # Searched, the 0-ply best play of a position may lose to another; the errors are then
+    # measured at the deepest ply both plays reached, never negative, and the judge says it.
+    game = best_and_worst_game(2)
+    turns = [t for t in turns_from_mat(import_mat(export_mat(game))[0]) if t.kind == "play"]
+    searched = review(turns[:12])
+    flat = review(turns[:12], depth=0)
+    assert "advanced level's search" in searched["judge"] and "0 ply" in flat["judge"]
+    for deep, shallow in zip(searched["decisions"], flat["decisions"], strict=True):
+        assert deep["error"] >= 0.0 and deep["forced"] == shallow["forced"]
+        assert deep["luck"] == shallow["luck"]
+        if deep["forced"]:
+            assert deep["error"] == 0.0

@@ -35,10 +35,10 @@ async def test_a_human_plays_the_computer_from_the_lobby_unrated(
     server = await start_server(dice_factory=scripted(3))
     token = await register(server, "human")
     human = await connect(server, token)
-    answer = await human.request({"type": "play_computer", "level": "basic"})
+    answer = await human.request({"type": "play_computer", "level": "basic"})  # an old name
     assert answer["type"] == "computer_game", answer
     table = answer["table"]
-    assert answer["level"] == "basic" and answer["bot"].startswith("bot-basic-")
+    assert answer["level"] == "beginner" and answer["bot"].startswith("bot-beginner-")
     start = await human.expect("game_start", table=table)
     assert start["rating"] == {"rated": False, "ladder": None, "boosted": False,
                                "unrated_reason": "bot"}
@@ -214,8 +214,8 @@ async def test_bot_accounts_are_marked_and_kept_out_of_pools_and_tournaments(
     start_server: StartServer,
 ) -> None:
     server = await start_server()
-    status, body = await post_json(http_base(server.ws_url) + "/api/bot", {"level": "strong"})
-    assert status == 200 and body["bot"] is True and body["player"].startswith("bot-strong-")
+    status, body = await post_json(http_base(server.ws_url) + "/api/bot", {"level": "casual"})
+    assert status == 200 and body["bot"] is True and body["player"].startswith("bot-casual-")
     bot = await Client.connect(server.ws_url, body["token"])
     assert bot.welcome is not None and bot.welcome.is_bot
     status, me = await _get_me(server.ws_url, body["token"])
@@ -238,7 +238,7 @@ async def test_a_bot_has_a_public_profile_and_a_runner_cannot_register_it(
     status, profile = await call(server, "GET", f"/api/players/{bot_id}")
     assert status == 200, profile
     assert (profile["player"], profile["name"], profile["guest"], profile["bot"]) == (
-        bot_id, "Computer (basic)", False, True)
+        bot_id, "Computer (beginner)", False, True)
     assert profile["ladders"]["table42"]["games"] == 0
     status, reply = await call(server, "GET", "/api/players/bot-basic-nothex")
     assert status == 404 and reply["error"]["code"] == "not_found"
@@ -384,7 +384,7 @@ async def test_bot_against_bot_over_sockets_legal_plays_and_the_cube(
     server = await start_server(dice_factory=scripted(5))
     results = await asyncio.gather(
         _bot_game(server.ws_url, (Level.RANDOM, Level.RANDOM), 7),
-        _bot_game(server.ws_url, (Level.STRONG, Level.BASIC), 1007))
+        _bot_game(server.ws_url, (Level.CASUAL, Level.BEGINNER), 1007))
     finals = [a.final for a, _ in results]
     assert all(f is not None and f["type"] == "game_over" for f in finals)
     assert {f["reason"] for f in finals if f is not None} <= {"normal", "drop"}
@@ -401,7 +401,7 @@ async def test_the_command_line_bot_plays_the_servers_bot(
     from server.bot.__main__ import parse_args, run
 
     server = await start_server()
-    args = parse_args(["--level", "basic", "--url", server.ws_url, "--against", "random",
+    args = parse_args(["--level", "beginner", "--url", server.ws_url, "--against", "random",
                        "--games", "2", "--seed", "3"])
     assert await run(args) == 0
     out = capsys.readouterr().out
@@ -409,16 +409,16 @@ async def test_the_command_line_bot_plays_the_servers_bot(
 
 
 async def test_a_human_plays_the_expert_computer_in_a_match(start_server: StartServer) -> None:
-    # The expert level from the lobby, in the node's bot worker pool (a process), a match
-    # to 3 with the cube: every bot decision is accepted by the server (legal plays, cube
-    # actions when allowed) until the first game ends.
+    # The top level (asked by its old name) from the lobby, in the node's bot worker pool
+    # (a process), a match to 3 with the cube: every bot decision is accepted by the server
+    # (legal plays, cube actions when allowed) until the first game ends.
     server = await start_server(dice_factory=scripted(5), bot_workers=1)
     human = await connect(server, await register(server, "human"))
     answer = await human.request({"type": "play_computer", "level": "expert",
                                   "match_length": 3})
     assert answer["type"] == "computer_game", answer
-    assert answer["level"] == "expert" and answer["bot"].startswith("bot-expert-")
-    assert answer["name"] == "Computer (expert)"
+    assert answer["level"] == "advanced" and answer["bot"].startswith("bot-advanced-")
+    assert answer["name"] == "Computer (advanced)"
     table = answer["table"]
     start = await human.expect("game_start", table=table)
     seats = start["state"]["seats"]
