@@ -6,16 +6,16 @@ Run from the repository root (gnubg judges only; it never runs in the product)::
 
 Decision points: the positions before a roll met in seeded cubeless self-play games of
 ``--source`` (``intermediate``, the evaluator at 0 ply, against itself), each kept with
-chance ``--keep``, up to the game's first money cash (gnubg: double/drop with the cube centred; a cubeful game between
-sound players ends there; ``--whole-games`` keeps the rest too). Each is a cube
-decision of the side on roll under several cube states: money play with the cube centred
-(1) and owned by the side on roll (2); and ``--match-states`` match states, 5- and
-7-point matches alternately, at a score drawn with the seeded rng (never the Crawford game;
-a side at length - 1 means post-Crawford), the cube centred or owned at 2, drawn again
-while the cube cannot matter (double match point, or the cube already worth the match to
-both). gnubg gives the 0-ply cubeful equities of no double (ND), double/take (DT) and
-double/drop (DP) per unit of the current cube (in a match its normalised equity: MWC mapped
-linearly so that winning/losing the cube's points is +1/-1).
+chance ``--keep``, up to the game's first money cash (gnubg: double/drop with the cube
+centred; a cubeful game between sound players ends there; ``--whole-games`` keeps the rest
+too). Each is a cube decision of the side on roll under several cube states: money play
+with the cube centred (1) and owned by the side on roll (2); and ``--match-states`` match
+states, 5- and 7-point matches alternately, at a score drawn with the seeded rng (never
+the Crawford game; a side at length - 1 means post-Crawford), the cube centred or owned at
+2, drawn again while the cube cannot matter (double match point, or the cube already worth
+the match to both). gnubg gives the 0-ply cubeful equities of no double (ND), double/take
+(DT) and double/drop (DP) per unit of the current cube (in a match its normalised equity:
+MWC mapped linearly so that winning/losing the cube's points is +1/-1).
 
 Each level answers through :func:`server.bot.strategy.decide` with a snapshot shaped like
 the protocol's ``state.game`` (phase ``roll`` with ``can_double``; phase
