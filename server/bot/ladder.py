@@ -80,7 +80,7 @@ LADDER: tuple[Rung, ...] = (
     Rung("beginner", depth=0, noise=0.058, memg=30.2, low=28.3, high=32.0),
     Rung("casual", depth=0, noise=0.032, memg=21.6, low=20.1, high=23.1),
     Rung("intermediate", depth=0, noise=0.0, memg=15.6, low=14.3, high=16.9),
-    Rung("advanced", depth=2, noise=0.0, memg=8.6, low=7.9, high=9.3),
+    Rung("advanced", depth=2, noise=0.0, memg=8.1, low=7.4, high=8.9),
 )
 """The rungs, weakest first (figures: ``bench/ladder.py --games 100 --seed 11``)."""
 
