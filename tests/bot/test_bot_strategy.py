@@ -1,5 +1,5 @@
-"""The computer players' pure core: shots, the hand-written evaluation, and every choice
-one of the offered plays (whole games with the rules engine, no sockets)."""
+"""The computer players' pure core: a play applied to both sides, and every choice one of
+the offered plays (whole games with the rules engine, no sockets)."""
 
 from __future__ import annotations
 
@@ -9,56 +9,10 @@ from typing import Any
 
 import pytest
 
-from server.bot.evaluation import (
-    after_play,
-    evaluate,
-    is_contact,
-    pip_count,
-    shots,
-    sides_from_board,
-    win_probability,
-)
+from server.bot.evaluation import after_play
 from server.bot.player import choose
 from server.bot.strategy import Level, decide
 from server.rules import Game, Position, ScriptedDice, legal_outcomes, legal_results
-
-# The standard table of shots (rolls out of 36 that hit a blot d pips away, no blocks).
-SHOTS = [
-    (1, 11), (2, 12), (3, 14), (4, 15), (5, 15), (6, 17), (7, 6), (8, 6), (9, 5), (10, 3),
-    (11, 2), (12, 3), (15, 1), (16, 1), (18, 1), (20, 1), (24, 1), (13, 0), (14, 0),
-]
-
-
-@pytest.mark.parametrize(("distance", "rolls"), SHOTS)
-def test_shots_at_each_distance(distance: int, rolls: int) -> None:
-    assert shots(1 << distance) == rolls
-
-
-def test_shots_from_two_checkers_count_each_roll_once() -> None:
-    assert shots((1 << 1) | (1 << 2)) == 20  # 11 + 12 - (1-1, 1-2, 2-1 counted twice)
-
-
-def start() -> tuple[list[int], list[int]]:
-    board = Position.initial().board
-    return sides_from_board(board, (0, 0), (0, 0), 0)
-
-
-def test_the_starting_position_is_even_and_in_contact() -> None:
-    mine, theirs = start()
-    assert pip_count(mine) == pip_count(theirs) == 167
-    assert is_contact(mine, theirs)
-    assert evaluate(mine, theirs) == 0.0
-    assert win_probability(mine, theirs, on_roll=True) > 0.5 > win_probability(
-        mine, theirs, on_roll=False)
-
-
-def test_evaluate_weighs_the_blots_of_the_side_that_just_moved_more() -> None:
-    mine, theirs = start()
-    a, b = after_play(mine, theirs, [(24, 18), (13, 11)])  # two blots of mine
-    assert evaluate(a, b) < 0  # I just moved: my blots face the opponent's roll
-    assert -evaluate(b, a) > evaluate(a, b)  # with me on roll they cost less
-    lead, _ = after_play(mine, theirs, [(13, 7), (13, 8)])
-    assert pip_count(lead) == 156
 
 
 def test_after_play_sends_a_hit_blot_to_the_bar() -> None:
