@@ -18,7 +18,13 @@ update: the sum of the gradients of each output's cross-entropy, so each row mov
 many games have ended (0.1, then 0.05 from game 5 000, 0.02 from game 20 000), and the run
 stops at the first step where ``--games`` games have ended, so the weights written once
 ``k`` games have ended (``--checkpoint-every``) are exactly those of a run with
-``--games k``.
+``--games k``. A checkpoint also keeps the weights at full precision, the dice's state and
+the games in progress: ``--resume <checkpoint> --games N`` goes on from it to ``N`` games and
+writes exactly the weights of one uninterrupted run to ``N`` (a long training is run in
+pieces, each as long as one wants)::
+
+    python -m server.bot.train --games 60000 --seed 42 --checkpoint-every 20000 --out run.npz
+    python -m server.bot.train --games 120000 --resume run-40000.npz --out run.npz
 
 Everything random comes from ``--seed``: the initial weights (numpy's PCG64) and the dice
 (Python's ``random.Random``). The same command on the same numpy gives the same weights.
@@ -137,14 +143,20 @@ def step(net: Net, slots: list[Slot], dice: random.Random, alpha: float) -> int:
 
 
 def train(games: int, seed: int, hidden: int, out: Path, checkpoint_every: int,
-          log_every: int = 500, parallel: int = PARALLEL) -> Net:
-    """Self-play until ``games`` games have ended (``parallel`` at a time)."""
+          log_every: int = 500, parallel: int = PARALLEL, resume: Path | None = None) -> Net:
+    """Self-play until ``games`` games have ended (``parallel`` at a time); from the
+    checkpoint ``resume`` when given (its seed, size and games so far; the run goes on
+    exactly as the one that wrote it would have)."""
     threadpool_limits(1, user_api="blas")  # small products: threads only fight for cores
-    net = Net.random(hidden, np.random.default_rng(seed))
-    dice = random.Random(seed)
-    slots = [Slot() for _ in range(parallel)]
+    if resume is not None:
+        net, done, seed, dice, slots = load_checkpoint(resume)
+        hidden = net.w1.shape[1]
+    else:
+        net = Net.random(hidden, np.random.default_rng(seed))
+        dice = random.Random(seed)
+        slots = [Slot() for _ in range(parallel)]
+        done = 0
     started = time.monotonic()
-    done = 0
     steps = 0
     while done < games:
         before = done
@@ -153,7 +165,8 @@ def train(games: int, seed: int, hidden: int, out: Path, checkpoint_every: int,
         if checkpoint_every and done // checkpoint_every > before // checkpoint_every \
                 and done < games:
             mark = done // checkpoint_every * checkpoint_every
-            _save(net, out.with_name(f"{out.stem}-{mark}{out.suffix}"), mark, seed, hidden)
+            save_checkpoint(net, out.with_name(f"{out.stem}-{mark}{out.suffix}"), done, seed,
+                            dice, slots)
         if log_every and done // log_every > before // log_every:
             spent = time.monotonic() - started
             print(f"{done} games, {steps} steps, {spent:.0f} s", file=sys.stderr, flush=True)
@@ -165,6 +178,47 @@ def _save(net: Net, path: Path, games: int, seed: int, hidden: int) -> None:
     tmp = path.with_name(path.stem + ".tmp.npz")
     net.save(tmp, games=games, seed=seed, hidden=hidden)
     tmp.replace(path)
+
+
+def save_checkpoint(net: Net, path: Path, done: int, seed: int, dice: random.Random,
+                    slots: list[Slot]) -> None:
+    """Everything a run needs to go on from here: the weights at full precision, the games
+    ended, the seed, the dice's state and the games in progress. Also loads as weights
+    (:meth:`Net.load`)."""
+    version, state, gauss = dice.getstate()
+    previous = np.zeros((len(slots), net.w1.shape[0]))
+    for i, slot in enumerate(slots):
+        if slot.previous is not None:
+            previous[i] = slot.previous
+    tmp = path.with_name(path.stem + ".tmp.npz")
+    np.savez_compressed(
+        tmp, w1=net.w1, b1=net.b1, w2=net.w2, b2=net.b2, games=done, seed=seed,
+        hidden=net.w1.shape[1], dice_version=version,
+        dice_state=np.asarray(state, dtype=np.uint64),
+        dice_gauss=np.nan if gauss is None else gauss,
+        movers=np.asarray([s.mover for s in slots]), others=np.asarray([s.other for s in slots]),
+        previous=previous, has_previous=np.asarray([s.previous is not None for s in slots]),
+        turns=np.asarray([s.turn for s in slots]))
+    tmp.replace(path)
+
+
+def load_checkpoint(path: Path) -> tuple[Net, int, int, random.Random, list[Slot]]:
+    """What :func:`save_checkpoint` wrote: (weights, games ended, seed, dice, games in
+    progress). ValueError for a file of shipped weights (no state to go on from)."""
+    with np.load(path) as data:
+        if "dice_state" not in data:
+            raise ValueError(f"{path} holds weights, not a checkpoint to resume from")
+        net = Net(*(np.asarray(data[k], dtype=np.float64) for k in ("w1", "b1", "w2", "b2")))
+        dice = random.Random()
+        gauss = float(data["dice_gauss"])
+        dice.setstate((int(data["dice_version"]),
+                       tuple(int(x) for x in data["dice_state"]),
+                       None if np.isnan(gauss) else gauss))
+        slots = [Slot(mover=[int(x) for x in m], other=[int(x) for x in o],
+                      previous=np.array(p) if has else None, turn=int(t))
+                 for m, o, p, has, t in zip(data["movers"], data["others"], data["previous"],
+                                            data["has_previous"], data["turns"], strict=True)]
+        return net, int(data["games"]), int(data["seed"]), dice, slots
 
 
 PROG = "python -m server.bot.train"
@@ -181,7 +235,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--hidden", type=int, default=80, help="hidden units")
     parser.add_argument("--out", type=Path, default=WEIGHTS)
     parser.add_argument("--checkpoint-every", type=int, default=0,
-                        help="also write <out>-<games>.npz every so many games")
+                        help="also write a checkpoint <out>-<games>.npz every so many games")
+    parser.add_argument("--resume", type=Path, default=None, metavar="CHECKPOINT",
+                        help="go on from a checkpoint (its seed and size) to --games")
     args = parser.parse_args(argv)
     if args.games < 1 or args.hidden < 1 or args.checkpoint_every < 0:
         parser.error("--games and --hidden must be at least 1, --checkpoint-every at least 0")
@@ -195,7 +251,17 @@ def main(argv: list[str] | None = None) -> int:
         except OSError as exc:
             raise CommandFailed(f"cannot write {args.out}: {exc.strerror or exc} (choose "
                                 "another --out)", EXIT_USAGE) from None
-        train(args.games, args.seed, args.hidden, args.out, args.checkpoint_every)
+        if args.resume is not None:
+            try:
+                _net, done, _seed, _dice, _slots = load_checkpoint(args.resume)
+            except (OSError, ValueError, KeyError) as exc:
+                raise CommandFailed(f"cannot resume from {args.resume}: {exc}",
+                                    EXIT_USAGE) from None
+            if done >= args.games:
+                raise CommandFailed(f"{args.resume} is at {done} games already: ask for "
+                                    "more --games", EXIT_USAGE)
+        train(args.games, args.seed, args.hidden, args.out, args.checkpoint_every,
+              resume=args.resume)
         return 0
 
     return run_command(PROG, body)

@@ -110,6 +110,21 @@ def test_a_seeded_training_run_is_reproducible(tmp_path: Path) -> None:
     assert not np.array_equal(first.w1, other.w1)
 
 
+def test_a_run_resumed_from_a_checkpoint_ends_as_the_uninterrupted_run(tmp_path: Path) -> None:
+    whole = train(40, seed=5, hidden=8, out=tmp_path / "run.npz", checkpoint_every=20,
+                  log_every=0)
+    checkpoint = tmp_path / "run-20.npz"
+    assert checkpoint.exists()
+    resumed = train(40, seed=0, hidden=1, out=tmp_path / "again.npz", checkpoint_every=0,
+                    log_every=0, resume=checkpoint)
+    for name in ("w1", "b1", "w2", "b2"):
+        assert np.array_equal(getattr(whole, name), getattr(resumed, name))
+    assert Net.load(checkpoint).w1.shape == (198, 8)  # a checkpoint also loads as weights
+    with pytest.raises(ValueError, match="not a checkpoint"):
+        train(50, seed=5, hidden=8, out=tmp_path / "x.npz", checkpoint_every=0, log_every=0,
+              resume=tmp_path / "run.npz")
+
+
 def test_the_shipped_weights_load_and_are_small() -> None:
     from server.bot.neural import WEIGHTS
 
