@@ -24,7 +24,7 @@ const fetchLevels = () => {
 const LENGTHS = [[0, "length.single"], [1, "length.to1"], [3, "length.to3"], [5, "length.to5"], [7, "length.to7"]];
 const STATUSES = { open: "table.open", playing: "table.playing" };
 
-// "Intermediate — 15.6 mEMG per move (intermediate)": a level's name, with its measured rate and
+// "Intermediate — <memg> mEMG per move (intermediate)": a level's name, with its measured rate and
 // GNU Backgammon's words for it when the server gave them.
 const levelText = (x) => (x.memg === null || x.memg === undefined ? levelName(x.level)
   : t("computer.level_rate", { level: levelName(x.level), memg: fmtNum(x.memg, 1), words: ratingWords(x.words) }));
