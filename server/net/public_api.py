@@ -10,6 +10,8 @@ hash, a token or a key.
 ``GET /api/calculator/{system}``            ``python -m rating_plugin <system> ... --json``
 ``GET /api/stakes?player=&opponent=&pool=``  what two players stand to win or lose
 ``GET /api/stakes/{system}``                ``python -m rating_plugin stakes ... --json``
+``GET /api/levels``                         the computer's levels, weakest first, with their
+                                            measured error rates (built once, cacheable)
 ``GET /api/openapi.json``                   the OpenAPI 3.1 document of every endpoint
 ==========================================  =================================================
 
@@ -20,6 +22,7 @@ of :func:`server.net.http_api.error_response` (PROTOCOL.md §8, docs/http-api.md
 
 from __future__ import annotations
 
+import hashlib
 import json
 import time
 from collections.abc import Awaitable, Callable
@@ -40,6 +43,7 @@ from rating_plugin.store import (
     Queued,
     RatingStore,
 )
+from server.bot.ladder import ALIASES, LADDER
 from server.net.http_api import error_response
 from server.net.public_params import (
     CALCULATOR_SYSTEMS,
@@ -52,6 +56,7 @@ from server.net.public_params import (
 )
 from server.protocol.errors import ErrorCode, ProtocolError
 from server.protocol.ids import GUEST_PREFIX, bot_name, is_bot_id
+from server.protocol.messages import PlayComputer
 from server.store.accounts import Accounts, Identity
 
 Handler = Callable[[web.Request], Awaitable[web.Response]]
@@ -59,6 +64,8 @@ OPENAPI = "openapi.json"
 OPENAPI_FRAGMENTS = ("openapi_tournaments.json",)
 """Fragments merged into the served document when present: ``{"paths", "components":
 {"schemas"}}`` written by other parts of the server (tournaments)."""
+LEVELS_MAX_AGE = 3600
+"""Seconds a client or cache may keep ``GET /api/levels`` (it changes only with a release)."""
 
 
 # -- pure shaping -----------------------------------------------------------------------------
@@ -161,6 +168,27 @@ def stakes_body(pool_id: str, ladder: str, mine: PlayerProfile, theirs: PlayerPr
     return {**preview.to_dict(), "pool": pool_id, "ladder": ladder}
 
 
+def levels_body() -> dict[str, Any]:
+    """The computer's levels (``GET /api/levels``), weakest first: ``random`` (no evaluator:
+    no rate, no search), then the ladder's rungs (:data:`server.bot.ladder.LADDER`), each with
+    its measured error rate (``memg``, mEMG per unforced checker play, and the 95% interval
+    ``low`` to ``high``), GNU Backgammon's rating ``words`` for it, its ``search_depth`` and
+    the older names it answers to; ``default``: the level ``play_computer`` plays without one."""
+    aliases: dict[str, list[str]] = {}
+    for old, new in ALIASES.items():
+        aliases.setdefault(new, []).append(old)
+    levels: list[dict[str, Any]] = [{
+        "level": "random", "words": None, "memg": None, "low": None, "high": None,
+        "search_depth": None, "aliases": [],
+    }]
+    levels.extend({
+        "level": r.name, "words": r.words, "memg": r.memg, "low": r.low, "high": r.high,
+        "search_depth": r.depth, "aliases": aliases.get(r.name, []),
+    } for r in LADDER)
+    return {"levels": levels, "default": str(PlayComputer().level),
+            "unit": "mEMG per unforced checker play"}
+
+
 def load_openapi(package: Traversable | None = None) -> dict[str, Any]:
     """``server/openapi.json`` with every fragment of :data:`OPENAPI_FRAGMENTS` that exists
     merged in (their paths, components of every kind and tags added; the main document wins
@@ -202,6 +230,8 @@ class PublicRoutes:
         self.pair_limit = pair_limit
         self.pair_window = pair_window
         self.openapi = load_openapi()
+        self._levels = json.dumps(levels_body(), separators=(",", ":")).encode()
+        self._levels_tag = hashlib.sha256(self._levels).hexdigest()[:20]
 
     def add_to(self, app: web.Application) -> None:
         app.router.add_get("/api/leaderboard/{ladder}", self.leaderboard)
@@ -214,6 +244,7 @@ class PublicRoutes:
             app.router.add_get(f"/api/stakes/{system}", self._stakes_by_numbers(system))
         app.router.add_get("/api/stakes", self.stakes)
         app.router.add_get("/api/openapi.json", self.openapi_document)
+        app.router.add_get("/api/levels", self.levels)
 
     async def leaderboard(self, request: web.Request) -> web.Response:
         try:
@@ -318,6 +349,16 @@ class PublicRoutes:
         })
         return web.json_response(body)
 
+    async def levels(self, request: web.Request) -> web.Response:
+        """The same bytes every time, with an ``ETag``: a client that sends it back in
+        ``If-None-Match`` gets 304 and no body."""
+        headers = {"Cache-Control": f"public, max-age={LEVELS_MAX_AGE}",
+                   "ETag": f'"{self._levels_tag}"'}
+        if any(tag.value in (self._levels_tag, "*") for tag in request.if_none_match or ()):
+            return web.Response(status=304, headers=headers)
+        return web.Response(body=self._levels, content_type="application/json",
+                            headers=headers)
+
     async def openapi_document(self, request: web.Request) -> web.Response:
         return web.json_response(self.openapi)
 
@@ -326,6 +367,7 @@ __all__ = [
     "PublicRoutes",
     "history_body",
     "leaderboard_body",
+    "levels_body",
     "load_openapi",
     "profile_body",
     "shown_rating",

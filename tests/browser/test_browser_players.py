@@ -199,8 +199,21 @@ async def test_the_computer_from_the_lobby_practice_and_rematch(
     await as_guest(player)
     note = await page.locator("form.computer-form .practice").text_content()
     assert "never rated" in (note or "")
-    first = await play_computer(player, "basic")
-    assert player.of_type("computer_game")[-1]["level"] == "basic"
+    # The levels the server lists (GET /api/levels), weakest first, each named with its
+    # measured rate; the default chosen.
+    await page.wait_for_selector("form.computer-form .rates")
+    listed = await page.evaluate("() => fetch('/api/levels').then((r) => r.json())")
+    options = await page.locator("select[name=level] option").evaluate_all(
+        "os => os.map((o) => [o.value, o.textContent, o.selected])")
+    assert [value for value, _text, _chosen in options] == [x["level"] for x in listed["levels"]]
+    assert [value for value, _text, chosen in options if chosen] == [listed["default"]]
+    names = {"random": "Random", "beginner": "Beginner", "casual": "Casual",
+             "intermediate": "Intermediate", "advanced": "Advanced"}
+    for (value, text, _chosen), level in zip(options, listed["levels"], strict=True):
+        assert text == (names[value] if level["memg"] is None else
+                        f"{names[value]} — {level['memg']:.1f} mEMG per move ({level['words']})")
+    first = await play_computer(player, "beginner")
+    assert player.of_type("computer_game")[-1]["level"] == "beginner"
     await page.wait_for_selector(".practice[data-reason=bot]")
     names = await page.locator(".pname").all_text_contents()
     assert any(n.startswith("Computer") for n in names), names
@@ -213,7 +226,7 @@ async def test_the_computer_from_the_lobby_practice_and_rematch(
     await page.click("button.rematch")
     await page.wait_for_function(
         "t => location.hash.startsWith('#/game/') && !location.hash.endsWith(t)", arg=first)
-    assert player.of_type("computer_game")[-1]["level"] == "basic"
+    assert player.of_type("computer_game")[-1]["level"] == "beginner"
     await page.wait_for_selector("button.resign")
     await page.evaluate(
         "() => window.__t42.socket.request({type: 'leave', table: window.__t42.view.table})")
@@ -225,6 +238,28 @@ async def test_the_computer_from_the_lobby_practice_and_rematch(
     assert refused == "error"
     await page.wait_for_selector("#toast:not([hidden])")
     no_errors(player)
+
+
+async def test_the_levels_without_their_rates_when_the_server_does_not_list_them(
+    start_browser_server: StartServer, browser: Any
+) -> None:
+    """``/api/levels`` failing: the lobby still offers every level by name and plays it."""
+    server = await start_browser_server(scripted(GAME_SEED))
+    player = await person(browser, server.url + "/")
+    page = player.page
+    await page.route("**/api/levels", lambda route: route.fulfill(
+        status=503, json={"error": {"code": "unavailable", "message": "down"}}))
+    await as_guest(player)
+    await page.wait_for_load_state("networkidle")
+    options = await page.locator("select[name=level] option").evaluate_all(
+        "os => os.map((o) => [o.value, o.textContent, o.selected])")
+    assert options == [["random", "Random", False], ["beginner", "Beginner", True],
+                       ["casual", "Casual", False], ["intermediate", "Intermediate", False],
+                       ["advanced", "Advanced", False]]
+    assert await page.locator("form.computer-form .rates").count() == 0
+    await play_computer(player, "intermediate")
+    assert player.of_type("computer_game")[-1]["level"] == "intermediate"
+    assert all("503" in error for error in player.errors), player.errors
 
 
 async def test_a_bracket_of_four_takes_every_player_to_their_table(

@@ -24,7 +24,7 @@ from tournament_helpers import call, new_runner_key, new_tournament
 
 from server.bot import player as bot_player
 from server.bot.player import BotPlayer, Choice, GameLog, think_here
-from server.bot.strategy import Level
+from server.bot.strategy import LEVEL_NAMES, Level
 from server.client import Client, Format, http_base
 from server.client.connection import post_json
 
@@ -225,6 +225,8 @@ async def test_bot_accounts_are_marked_and_kept_out_of_pools_and_tournaments(
     assert await _refused(bot, {"type": "play_computer"}) == "bot_not_allowed"
     bad_status, bad = await post_json(http_base(server.ws_url) + "/api/bot", {"level": "god"})
     assert bad_status == 400 and bad["error"]["field"] == "level"
+    assert bad["error"]["message"] == "field 'level' must be one of " + ", ".join(LEVEL_NAMES)
+    assert all(name in bad["error"]["message"] for name in ("beginner", "advanced", "expert"))
     await bot.close()
 
 

@@ -1,6 +1,6 @@
 """The public read API against a real server and real Redis: leaderboards, profiles, history,
-the calculator (pinned to docs/rating-engine.md), stake previews, every error status, the rate
-limit and the OpenAPI document's coverage of every route."""
+the calculator (pinned to docs/rating-engine.md), stake previews, the computer's levels, every
+error status, the rate limit and the OpenAPI document's coverage of every route."""
 
 from __future__ import annotations
 
@@ -27,6 +27,8 @@ from server_helpers import (
 
 from rating_plugin import stakes, table42
 from rating_plugin.store import RatingStore
+from server.bot.ladder import ALIASES, LADDER
+from server.bot.strategy import LEVEL_NAMES
 from server.net.public_api import load_openapi
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -401,6 +403,45 @@ async def test_openapi_document_lists_every_route(start_server: StartServer) -> 
     # No schema offers a password hash or a stored key.
     text = json.dumps(document)
     assert '"hash"' not in text and '"salt"' not in text
+
+
+async def test_the_levels_are_the_ladder(start_server: StartServer) -> None:
+    server = await start_server()
+    status, body, headers = await request(server, "GET", "/api/levels")
+    assert status == 200 and headers["Content-Type"].startswith("application/json")
+    levels = body["levels"]
+    assert [x["level"] for x in levels] == ["random", *(r.name for r in LADDER)]
+    assert levels[0] == {"level": "random", "words": None, "memg": None, "low": None,
+                         "high": None, "search_depth": None, "aliases": []}
+    for entry, rung in zip(levels[1:], LADDER, strict=True):
+        assert (entry["words"], entry["memg"], entry["low"], entry["high"],
+                entry["search_depth"]) == (rung.words, rung.memg, rung.low, rung.high,
+                                           rung.depth)
+        assert entry["aliases"] == [old for old, new in ALIASES.items() if new == rung.name]
+    assert (body["default"], body["unit"]) == ("beginner", "mEMG per unforced checker play")
+    # Every name a level answers to, and no other.
+    assert {n for x in levels for n in (x["level"], *x["aliases"])} == set(LEVEL_NAMES)
+    # Cacheable: the same bytes, and 304 for the ETag sent back.
+    assert headers["Cache-Control"] == "public, max-age=3600"
+    status, again, second = await request(server, "GET", "/api/levels",
+                                          headers={"If-None-Match": headers["Etag"]})
+    assert (status, again, second["Etag"]) == (304, None, headers["Etag"])
+    status, _b, _h = await request(server, "GET", "/api/levels",
+                                   headers={"If-None-Match": '"other"'})
+    assert status == 200 and _b == body
+
+
+def test_the_levels_are_documented() -> None:
+    document = load_openapi()
+    operation = document["paths"]["/api/levels"]["get"]
+    assert set(operation["responses"]) == {"200", "304", "429"}
+    assert "security" not in operation  # public: no token
+    schema = document["components"]["schemas"]["Levels"]
+    item = schema["properties"]["levels"]["items"]
+    assert set(item["required"]) == set(item["properties"]) == {
+        "level", "words", "memg", "low", "high", "search_depth", "aliases"}
+    level = document["components"]["schemas"]["BotRequest"]["properties"]["level"]
+    assert (level["enum"], level["default"]) == (list(LEVEL_NAMES), "beginner")
 
 
 def test_openapi_fragment_is_merged(tmp_path: Path) -> None:

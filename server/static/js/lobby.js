@@ -3,16 +3,31 @@
 // share link), a private table's link (#/join/<id>).
 
 import { api } from "./api.js";
-import { t } from "./i18n.js";
+import { fmtNum, t } from "./i18n.js";
 import { upcomingBox, upcomingOf } from "./pages.js";
-import { errorText, formField, gameModeText, h, personName, toast } from "./ui.js";
+import { errorText, formField, gameModeText, h, levelName, personName, ratingWords, toast } from "./ui.js";
 
 const MODES = [["competitive", "create.competitive"], ["boosted", "create.boosted"],
   ["private", "create.private"]];
-const LEVELS = [["random", "level.random"], ["basic", "level.basic"], ["strong", "level.strong"],
-  ["expert", "level.expert"]];
+// The computer's levels, weakest first, as /api/levels lists them (with each one's measured
+// error rate); until it answers, or when it cannot, these names alone.
+const FALLBACK_LEVELS = { levels: ["random", "beginner", "casual", "intermediate", "advanced"]
+  .map((level) => ({ level, memg: null })), default: "beginner" };
+let levelsOnce = null;
+const fetchLevels = () => {
+  levelsOnce = levelsOnce || api("/api/levels").catch(() => {
+    levelsOnce = null; // asked again on the next drawing
+    return null;
+  });
+  return levelsOnce;
+};
 const LENGTHS = [[0, "length.single"], [1, "length.to1"], [3, "length.to3"], [5, "length.to5"], [7, "length.to7"]];
 const STATUSES = { open: "table.open", playing: "table.playing" };
+
+// "Intermediate — <memg> mEMG per move (intermediate)": a level's name, with its measured rate and
+// GNU Backgammon's words for it when the server gave them.
+const levelText = (x) => (x.memg === null || x.memg === undefined ? levelName(x.level)
+  : t("computer.level_rate", { level: levelName(x.level), memg: fmtNum(x.memg, 1), words: ratingWords(x.words) }));
 
 export class LobbyView {
   constructor(app, { signIn }) {
@@ -22,6 +37,7 @@ export class LobbyView {
     this.pools = null;
     this.tables = null;
     this.timers = [];
+    this.levels = null;
   }
 
   mount(main) {
@@ -165,9 +181,15 @@ export class LobbyView {
       box.replaceChildren(h("p", { class: "note" }, t("computer.sign_in")));
       return;
     }
-    const level = h("select", { name: "level" }, ...LEVELS.map(([v, key]) =>
-      h("option", { value: v, selected: v === "basic" || undefined }, t(key))));
+    const known = this.levels || FALLBACK_LEVELS;
+    // Drawn again (the levels arrived, a reconnect): what was chosen stays chosen.
+    const before = box.querySelector("select[name=level]");
+    const chosen = before ? before.value : known.default;
+    const beforeLength = box.querySelector("select[name=computer_length]");
+    const level = h("select", { name: "level" }, ...known.levels.map((x) =>
+      h("option", { value: x.level, selected: x.level === chosen || undefined }, levelText(x))));
     const length = h("select", { name: "computer_length" }, ...LENGTHS.map(([v, key]) => h("option", { value: v }, t(key))));
+    if (beforeLength) length.value = beforeLength.value;
     const start = async (ev) => {
       ev.preventDefault();
       await this.app.playComputer(level.value, Number(length.value));
@@ -175,7 +197,15 @@ export class LobbyView {
     box.replaceChildren(h("form", { class: "computer-form", onsubmit: start },
       h("p", { class: "practice" }, t("computer.practice")),
       formField(t("computer.level"), level), formField(t("create.length"), length),
+      this.levels ? h("p", { class: "note rates" }, t("computer.rates")) : null,
       h("button", { type: "submit", class: "primary play-computer" }, t("computer.play"))));
+    if (!this.levels) {
+      fetchLevels().then((levels) => {
+        if (!levels || this.levels) return;
+        this.levels = levels;
+        this.drawComputer();
+      });
+    }
   }
 
   drawPools() {

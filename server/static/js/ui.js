@@ -77,11 +77,22 @@ const RESULTS = { single: "result.single", gammon: "result.gammon", backgammon: 
   resign: "result.resign", timeout: "result.timeout", forfeit: "result.forfeit" };
 export const resultText = (result) => (RESULTS[result] ? t(RESULTS[result]) : result);
 
-const LEVELS = { random: "level.random", basic: "level.basic", strong: "level.strong", expert: "level.expert" };
+// The computer's levels (/api/levels), and the names of earlier versions (ids and names issued
+// then still read): "basic" is "beginner", "strong" "casual", "expert" "advanced".
+const LEVELS = { random: "level.random", beginner: "level.beginner", casual: "level.casual",
+  intermediate: "level.intermediate", advanced: "level.advanced",
+  basic: "level.beginner", strong: "level.casual", expert: "level.advanced" };
+export const levelName = (level) => (LEVELS[level] ? t(LEVELS[level]) : level);
+
+// GNU Backgammon's rating words for an error rate (the `words` of /api/levels).
+const WORDS = { supernatural: "words.supernatural", "world class": "words.world_class",
+  expert: "words.expert", advanced: "words.advanced", intermediate: "words.intermediate",
+  casual: "words.casual", beginner: "words.beginner", awful: "words.awful" };
+export const ratingWords = (words) => (WORDS[words] ? t(WORDS[words]) : words);
 
 // A person's name to show: an account's name as it is; the server's English names for a guest
-// ("Guest fe3a") and the computer ("Computer (strong)") in the page's language; a raw id
-// ("guest-fe3a13059e", "bot-strong-…") made readable the same way.
+// ("Guest fe3a") and the computer ("Computer (casual)") in the page's language; a raw id
+// ("guest-fe3a13059e", "bot-casual-…") made readable the same way.
 export function personName(player, name) {
   const raw = name || player;
   if (!raw) return t("seat.empty");
