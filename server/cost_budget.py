@@ -27,7 +27,7 @@ COSTS: dict[str, float] = {
     "record": 1.0,         # a record or replay read, plus record_cost's size part
     "mat": 1.0,            # a .mat download (stored text)
     "review_cached": 2.0,  # a review already kept (stored bytes)
-    "review": 100.0,       # a review computed (tens to hundreds of ms of a worker's CPU)
+    "review": 400.0,       # a review computed (seconds of a worker's CPU: 2.5 in a burst)
 }
 """What each kind of request costs, in units (a record read adds :func:`record_cost`). For
 scale: a profile or a leaderboard page costs the node about one unit; those routes are

@@ -1,6 +1,7 @@
 """Reviews computed in worker processes, once per game (``GET /api/games/{game_id}/review``).
 
-A review takes tens to hundreds of milliseconds of CPU: it never runs on the event loop.
+A review takes seconds of CPU (each checker play searched as the top level plays): it never
+runs on the event loop.
 :class:`ReviewJobs` runs each in a process of its own pool (``review_workers`` processes,
 started at the first review; 0: a thread, for tests and tiny hosts), at most one per
 worker at a time, and:
@@ -36,8 +37,9 @@ log = logging.getLogger(__name__)
 
 POLL = 0.2
 """Seconds between two looks at whether a waiting request's client is still there."""
-SECONDS_PER_REVIEW = 0.5
-"""A review's usual time in a worker, for ``Retry-After`` (a long game's is about a second)."""
+SECONDS_PER_REVIEW = 4.0
+"""A review's usual time in a worker, for ``Retry-After`` (a game of 50 checker plays, each
+searched two rolls deep: about 4 s of CPU)."""
 
 Compute = Callable[[bytes, int], bytes]
 """A worker's function: the record's stored answer and its head's length in, the review's
