@@ -161,7 +161,7 @@ def _review_cube(net: Net, turn: Turn) -> dict[str, Any]:
     mine, theirs = _sides(turn.position)  # the doubler (on roll) and the other side
     out = flip(evaluate_batch(net, np.asarray([theirs]), np.asarray([mine])))[0]
     e = float(equity(out))
-    no_double, take, drop = money_equities(e, turn.owned)
+    no_double, take, drop = money_equities(out, turn.owned)
     doubled = min(take, drop)
     if turn.kind in ("double", "no_double"):
         best = "double" if doubled > no_double else "no_double"

@@ -11,7 +11,15 @@ import numpy as np
 import pytest
 
 from server.bot import cube as cube_mod
-from server.bot.cube import CubeState, MatchContext, met, money_equities, should_double, should_take
+from server.bot.cube import (
+    CubeState,
+    MatchContext,
+    match_equities,
+    met,
+    money_equities,
+    should_double,
+    should_take,
+)
 from server.bot.expert import choose_play, double_decision, take_decision
 from server.bot.neural import (
     INPUTS,
@@ -211,27 +219,71 @@ def test_cube_decisions_in_clear_positions() -> None:
     assert not take_decision(taker, doubler, money)
 
 
-@pytest.mark.parametrize(("e", "owned", "doubles"), [
-    (0.1, False, False), (0.35, False, False), (0.45, False, True), (0.45, True, False),
-    (0.55, True, True), (0.8, False, True), (1.2, False, False),
-])
-def test_money_doubling_window(e: float, owned: bool, doubles: bool) -> None:
-    no_double, take, drop = money_equities(e, owned)
-    assert (min(take, drop) > no_double) is doubles
-
-
 def outputs(win: float, gammon: float = 0.0) -> np.ndarray:
     return np.array([win, gammon * win, 0.0, gammon * (1 - win), 0.0])
 
 
-def test_money_take_point() -> None:
-    assert should_take(outputs(0.30), CubeState())
-    assert should_take(outputs(0.22), CubeState())
-    assert not should_take(outputs(0.18), CubeState())
-    assert not should_double(outputs(0.60), CubeState())
-    assert should_double(outputs(0.75), CubeState())
-    assert should_double(outputs(0.90), CubeState())  # a cash
-    assert not should_double(outputs(0.90, gammon=0.5), CubeState())  # too good
+def test_the_fitted_constants() -> None:
+    # Fitted by bench/cube_fit.py (see the module docstring of server.bot.cube).
+    assert (cube_mod.LIVE_MONEY, cube_mod.TAKE_MARGIN, cube_mod.LIVE_MATCH,
+            cube_mod.TABLE_LIVE, cube_mod.GAMMON_RATE) == (0.62, 0.18, 0.64, 0.80, 0.26)
+
+
+@pytest.mark.parametrize(("win", "gammon", "owned", "expected", "doubles"), [
+    (0.60, 0.0, False, (0.2827, 0.1520), False),  # too early
+    (0.68, 0.0, False, (0.5088, 0.5216), True),  # in the window, centred cube
+    (0.72, 0.0, False, (0.6219, 0.7064), True),
+    (0.72, 0.0, True, (0.6632, 0.7064), True),  # the owner's cube is worth more to keep
+    (0.78, 0.0, True, (0.8018, 0.9836), True),
+    (0.82, 0.0, False, (0.8632, 1.1684), True),  # a cash
+    (0.85, 0.3, False, (1.0437, 1.7270), False),  # too good: plays on for the gammon
+    (0.90, 0.5, False, (1.2775, 2.3380), False),
+])
+def test_money_equities(win: float, gammon: float, owned: bool,
+                        expected: tuple[float, float], doubles: bool) -> None:
+    no_double, take, drop = money_equities(outputs(win, gammon), owned)
+    assert (no_double, take, drop) == pytest.approx((*expected, 1.0), abs=1e-4)
+    assert (min(take, drop) > no_double) is doubles
+    assert should_double(outputs(win, gammon), CubeState(1, owned)) is doubles
+
+
+@pytest.mark.parametrize(("win", "gammon", "takes"), [
+    (0.50, 0.0, True), (0.30, 0.0, True), (0.28, 0.0, True), (0.25, 0.0, False),
+    (0.18, 0.0, False), (0.35, 0.1, True),
+    (0.35, 0.26, False),  # the doubler's gammons (a share of the taker's losses): a drop
+])
+def test_money_take_point(win: float, gammon: float, takes: bool) -> None:
+    out = np.array([win, 0.0, 0.0, gammon, 0.0])
+    assert should_take(out, CubeState()) is takes
+
+
+@pytest.mark.parametrize(("away", "value"), [
+    ((2, 2), 0.5), ((2, 4), 0.6765), ((3, 5), 0.6518), ((4, 7), 0.6993),
+    ((1, 2), 0.685), ((1, 3), 0.75),  # the Crawford game
+])
+def test_match_table_values(away: tuple[int, int], value: float) -> None:
+    assert met(*away) == pytest.approx(value, abs=1e-4)
+
+
+@pytest.mark.parametrize(("b", "value"), [(1, 0.5), (2, 0.5), (3, 0.685), (5, 0.8184)])
+def test_post_crawford_values(b: int, value: float) -> None:
+    assert met(1, b, True) == pytest.approx(value, abs=1e-4)
+    assert met(b, 1, True) == pytest.approx(1.0 - value, abs=1e-4)
+
+
+@pytest.mark.parametrize(("away", "win", "expected", "doubles", "takes"), [
+    ((3, 1), 0.45, (0.2538, 0.2700, 0.5), True, True),  # post-Crawford: a free double
+    ((4, 4), 0.50, (0.5000, 0.4568, 0.5767), False, True),
+    ((4, 4), 0.70, (0.5559, 0.5705, 0.5767), True, True),
+    ((5, 5), 0.72, (0.5570, 0.5687, 0.5771), True, True),
+    ((2, 4), 0.60, (0.7294, 0.6576, 0.8185), False, True),  # the leader keeps the cube
+])
+def test_match_equities(away: tuple[int, int], win: float, expected: tuple[float, ...],
+                        doubles: bool, takes: bool) -> None:
+    state = CubeState(1, False, MatchContext(7, *away))
+    assert match_equities(outputs(win, 0.2), state) == pytest.approx(expected, abs=1e-4)
+    assert should_double(outputs(win, 0.2), state) is doubles
+    assert should_take(outputs(1 - win, 0.2), state) is takes
 
 
 def test_the_match_table_is_symmetric_and_sane() -> None:
@@ -245,9 +297,10 @@ def test_the_match_table_is_symmetric_and_sane() -> None:
 
 
 def test_match_cube_decisions() -> None:
-    # Post-Crawford: the trailer (3 away against 1 away) doubles at once: a free double.
+    # Post-Crawford: the trailer (3 away against 1 away) doubles at once: a free double
+    # (its gammons count double); gammonless, winning 1 or 2 points is worth the same.
     trailer = CubeState(1, False, MatchContext(5, 3, 1))
-    assert should_double(outputs(0.45), trailer)
+    assert should_double(outputs(0.45, 0.2), trailer)
     # The leader at 1 away never needs the cube; doubling an even game at 2-away/2-away
     # is not right either with a dead-cube view, but a clear take holds.
     even = CubeState(1, False, MatchContext(5, 4, 4))
