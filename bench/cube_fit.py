@@ -163,7 +163,7 @@ def main(argv: list[str] | None = None) -> int:
     c = sub.add_parser("collect")
     c.add_argument("--positions", type=int, default=4000)
     c.add_argument("--seed", type=int, default=1)
-    c.add_argument("--source", default=str(Level.EXPERT))
+    c.add_argument("--source", default=str(Level.INTERMEDIATE))
     c.add_argument("--keep", type=float, default=0.25)
     c.add_argument("--match-states", type=int, default=2)
     c.add_argument("--judges", type=int, default=6)

@@ -44,8 +44,9 @@ with ``GAMMON_RATE`` gammons for either side and cube life ``TABLE_LIVE``; a sid
 
 Fitted (coordinate grid search, mean mEMG of doubler and taker decisions together) on the
 cached gnubg 0-ply cubeful equities of the decision points of ``bench/cube_judge.py``,
-seed 1, 4000 positions, the expert's searched on-roll outputs
-(``python3 bench/cube_fit.py collect --seed 1 --out c1.npz``, then ``python3
+seed 1, 4000 positions from the self-play of the evaluator with a one-roll search, the
+evaluator's searched on-roll outputs (``python3 bench/cube_fit.py collect --seed 1 --source
+expert --out c1.npz`` before the ladder, when ``expert`` searched one roll deep), then ``python3
 bench/cube_fit.py fit c1.npz --kind money --param LIVE_MONEY=0.5:0.76:0.02 --param
 TAKE_MARGIN=0:0.3:0.02`` and ``--kind match --param LIVE_MATCH=0.56:0.8:0.04 --param
 TABLE_LIVE=0:1:0.2 --param GAMMON_RATE=0.16:0.32:0.04``); checked on seed 2.
