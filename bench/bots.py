@@ -48,6 +48,7 @@ import subprocess
 import sys
 import time
 import urllib.request
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -145,6 +146,23 @@ class SeededDice:
         return self.rng.randint(1, 6)
 
 
+def unforced_turns(game: Game) -> Iterator[tuple[dict[str, Any], int, list[Any]]]:
+    """The checker plays of a cubeless ``game`` with two or more offered plays, as it is
+    played: the rolls and the forced plays are made here, each yielded turn (its snapshot,
+    the side to play, the offered plays) is played by the caller before the next."""
+    while not game.is_over:
+        snapshot: dict[str, Any] = game.to_dict()
+        side = int(snapshot["to_act"])
+        if snapshot["phase"] == "roll":
+            game.roll(side)
+            continue
+        plays = snapshot["legal_plays"]
+        if len(plays) <= 1:
+            game.play(side, [list(s) for s in plays[0]] if plays else [])
+            continue
+        yield snapshot, side, plays
+
+
 class LevelBench:
     """Plays cubeless games between levels (and gnubg), judging every unforced play of a
     level by gnubg 0-ply when a judge is given."""
@@ -191,17 +209,8 @@ class LevelBench:
 
         game = Game(dice=SeededDice(rng), cube_enabled=False)
         game.start()
-        while not game.is_over:
-            snapshot: dict[str, Any] = game.to_dict()
-            side = int(snapshot["to_act"])
+        for snapshot, side, plays in unforced_turns(game):
             name = names[side]
-            if snapshot["phase"] == "roll":
-                game.roll(side)
-                continue
-            plays = snapshot["legal_plays"]
-            if len(plays) <= 1:
-                game.play(side, [list(s) for s in plays[0]] if plays else [])
-                continue
             mine, theirs = sides_from_board(snapshot["board"], snapshot["bar"],
                                             snapshot["off"], side)
             dice = (int(snapshot["dice"][0]), int(snapshot["dice"][1]))

@@ -52,6 +52,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from bench.bots import SeededDice  # noqa: E402
 from bench.gnubg_judge import CubeItem, JudgePool  # noqa: E402
 from server.bot.evaluation import sides_from_board  # noqa: E402
 from server.bot.strategy import Level, decide  # noqa: E402
@@ -66,14 +67,6 @@ BATCH = 3000
 """Cube decisions per batch (shared out among the judges)."""
 ROUND = 10
 """Self-play games whose positions are judged together."""
-
-
-class SeededDice:
-    def __init__(self, rng: random.Random) -> None:
-        self.rng = rng
-
-    def roll_die(self) -> int:
-        return self.rng.randint(1, 6)
 
 
 @dataclass(frozen=True, slots=True)

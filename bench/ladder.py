@@ -41,6 +41,7 @@ sys.path.insert(0, str(ROOT))
 
 import numpy as np  # noqa: E402
 
+from bench.bots import SeededDice, unforced_turns  # noqa: E402
 from server.bot.evaluation import after_play, sides_from_board  # noqa: E402
 from server.bot.expert import plays_as_states  # noqa: E402
 from server.bot.ladder import rated_words  # noqa: E402
@@ -54,14 +55,6 @@ REVIEW_NOISE = 0.05
 """The noise of the plays the review is asked about (so they have errors of every size)."""
 
 
-class SeededDice:
-    def __init__(self, rng: random.Random) -> None:
-        self.rng = rng
-
-    def roll_die(self) -> int:
-        return self.rng.randint(1, 6)
-
-
 def play_positions(games: int, seed: int) -> list[dict[str, Any]]:
     """The unforced checker plays of ``games`` self-play games of the evaluator at 0 ply
     (with :data:`PLAY_NOISE` added to each play's equity)."""
@@ -72,16 +65,7 @@ def play_positions(games: int, seed: int) -> list[dict[str, Any]]:
     for number in range(games):
         game = Game(dice=SeededDice(rng), cube_enabled=False)
         game.start()
-        while not game.is_over:
-            snapshot: dict[str, Any] = game.to_dict()
-            side = int(snapshot["to_act"])
-            if snapshot["phase"] == "roll":
-                game.roll(side)
-                continue
-            plays = snapshot["legal_plays"]
-            if len(plays) <= 1:
-                game.play(side, [list(s) for s in plays[0]] if plays else [])
-                continue
+        for snapshot, side, plays in unforced_turns(game):
             mine, theirs = sides_from_board(snapshot["board"], snapshot["bar"],
                                             snapshot["off"], side)
             a, b = plays_as_states(mine, theirs, plays)
