@@ -13,7 +13,6 @@ follows a table's end ``lifecycle.py``'s.
 from __future__ import annotations
 
 import contextlib
-import secrets
 from collections.abc import Awaitable, Callable
 
 from redis.exceptions import RedisError
@@ -25,7 +24,7 @@ from server.lobby.registry import TableRegistry
 from server.lobby.table import Table, TableStatus
 from server.lobby.table_deps import TableDeps
 from server.protocol.errors import ErrorCode, ProtocolError, retry_later
-from server.protocol.ids import GUEST_PREFIX, is_bot_id, network_key
+from server.protocol.ids import GUEST_PREFIX, is_bot_id, network_key, new_table_id
 from server.protocol.messages import CreateTable, TableMode
 from server.protocol.node_messages import Actor
 from server.protocol.visibility import Audience
@@ -152,7 +151,7 @@ class TableCreation:
         return table_id
 
     def new_table_id(self) -> str:
-        return secrets.token_urlsafe(9)
+        return new_table_id()
 
     def new_table(
         self, table_id: str, mode: TableMode, match_length: int, tournament_id: str | None,

@@ -13,6 +13,7 @@ from __future__ import annotations
 import functools
 import ipaddress
 import re
+import secrets
 from typing import Final
 
 __all__ = ["BOT_ID", "BOT_PREFIX", "GUEST_PREFIX", "MAX_PLAYER_ID", "PLAYER_ID",
@@ -74,3 +75,12 @@ def _parsed_network_key(text: str, ipv6_prefix: int) -> str:
             return str(ip.ipv4_mapped)
         return str(ipaddress.IPv6Network((ip, ipv6_prefix), strict=False))
     return str(ip)
+
+
+def new_table_id() -> str:
+    """A new table's id: 12 URL-safe characters (72 random bits), never starting with "-"
+    (a command line would take ``--join -x…`` for an option)."""
+    while True:
+        table_id = secrets.token_urlsafe(9)
+        if not table_id.startswith("-"):
+            return table_id

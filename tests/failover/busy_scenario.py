@@ -392,13 +392,14 @@ def load_args(world: World, kind: str) -> list[str]:
     s = world.scale
     if kind == "reviews_cached":
         return [str(HERE / "busy_loads.py"), "reviews", "--http", world.n1.http,
-                "--game", world.game_id, "--count", str(s.reviews)]
+                f"--game={world.game_id}", "--count", str(s.reviews)]
     common = [str(HERE / "busy_loads.py"), kind, "--http", world.n1.http]
     if kind in ("records", "mats"):
-        return [*common, "--game", world.game_id, "--count", str(s.record_reads)]
+        return [*common, f"--game={world.game_id}", "--count", str(s.record_reads)]
     if kind == "reviews":
         game = world.unreviewed.pop(0) if len(world.unreviewed) > 1 else world.unreviewed[0]
-        return [*common, "--game", game, "--count", str(s.reviews)]
+        # ``--game=`` joined: an id may start with "-" (the ids' alphabet has it).
+        return [*common, f"--game={game}", "--count", str(s.reviews)]
     if kind == "flood":
         return [*common, "--sockets", str(s.flood_sockets), "--rate", str(s.flood_rate),
                 "--seconds", str(s.load_seconds)]
