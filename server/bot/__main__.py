@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import signal
 import sys
 from collections.abc import Sequence
 
@@ -151,9 +152,40 @@ async def _guarded(args: argparse.Namespace) -> int:
                             " (is it running? is --url right?)") from None
 
 
+INTERRUPT_AGAIN = 1.0
+"""Seconds between two cancellations of a bot interrupted by Ctrl-C that still runs."""
+
+
+async def _interruptible(args: argparse.Namespace) -> int:
+    """:func:`_guarded`, stopped by Ctrl-C (SIGINT): its task is cancelled, and cancelled again
+    every :data:`INTERRUPT_AGAIN` while it runs, so a cancellation lost on the way (Python
+    3.11's ``asyncio.wait_for`` drops one that meets a result already there; a close
+    handshake may wait on a server that does not answer) never leaves the bot running."""
+    loop = asyncio.get_running_loop()
+    task = asyncio.ensure_future(_guarded(args))
+    interrupted = False
+
+    def interrupt() -> None:
+        nonlocal interrupted
+        interrupted = True
+        if not task.done():
+            task.cancel()
+            loop.call_later(INTERRUPT_AGAIN, interrupt)
+
+    loop.add_signal_handler(signal.SIGINT, interrupt)
+    try:
+        return await task
+    except asyncio.CancelledError:
+        if interrupted:
+            raise KeyboardInterrupt from None
+        raise
+    finally:
+        loop.remove_signal_handler(signal.SIGINT)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
-    return run_command(PROG, lambda: asyncio.run(_guarded(args)))
+    return run_command(PROG, lambda: asyncio.run(_interruptible(args)))
 
 
 if __name__ == "__main__":
