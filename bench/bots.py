@@ -2,7 +2,7 @@
 
 Run from the repository root (after ``python3 -m pip install -e .``)::
 
-    python3 bench/bots.py strength --games 1000 --strong-games 300     # minutes
+    python3 bench/bots.py strength --games 1000 --casual-games 300     # minutes
     python3 bench/bots.py node --bot-games 100 --duration 20           # needs Redis
 
 ``strength``: whole cubeless games with the rules engine, no sockets. ``beginner`` against
@@ -119,8 +119,8 @@ def match_up(stronger: Level, weaker: Level, games: int, seed: int,
 def strength(args: argparse.Namespace) -> dict[str, Any]:
     times: dict[Level, list[float]] = {level: [] for level in Level}
     results = [match_up(Level.BEGINNER, Level.RANDOM, args.games, args.seed, times)]
-    if args.strong_games:
-        results.append(match_up(Level.CASUAL, Level.BEGINNER, args.strong_games, args.seed + 1,
+    if args.casual_games:
+        results.append(match_up(Level.CASUAL, Level.BEGINNER, args.casual_games, args.seed + 1,
                                 times))
     choice = {
         str(level): {"choices": len(v), "median_ms": 1e3 * percentile(v, 0.5),
@@ -473,7 +473,7 @@ def main(argv: list[str] | None = None) -> int:
     sub = parser.add_subparsers(dest="what", required=True)
     s = sub.add_parser("strength")
     s.add_argument("--games", type=int, default=1000, help="beginner vs random games")
-    s.add_argument("--strong-games", type=int, default=300, help="casual vs beginner games")
+    s.add_argument("--casual-games", type=int, default=300, help="casual vs beginner games")
     s.add_argument("--seed", type=int, default=1)
     lv = sub.add_parser("levels")
     lv.add_argument("--levels", default="advanced,casual,beginner",

@@ -1,7 +1,7 @@
 """Fit and check the cube model of :mod:`server.bot.cube` on cached gnubg judgements.
 
 ``collect`` plays the decision points of :mod:`bench.cube_judge` (same self-play, same
-cube states, same seeds) and stores, per point, the expert's cubeless on-roll outputs
+cube states, same seeds) and stores, per point, the evaluator's cubeless on-roll outputs
 (:func:`server.bot.expert.on_roll_outputs`, with and without its search), both sides'
 checkers and whether the position is a race, and per
 cube state gnubg 0-ply's cubeful ``[ND, DT, DP, scale]``::

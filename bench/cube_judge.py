@@ -326,7 +326,7 @@ def table(result: dict[str, Any]) -> str:
                 mmwc = (f"{s['mmwc']:6.1f} ({s['mmwc_low']:.1f}..{s['mmwc_high']:.1f})"
                         if s.get("mmwc") is not None else "")
                 share = f"{s['wrong_share']:.1%}" if s["wrong_share"] is not None else "-"
-                lines.append(f"{level['level']:7} {kind:6} {role:8} {s['decisions']:9}  "
+                lines.append(f"{level['level']:12} {kind:6} {role:8} {s['decisions']:9}  "
                              f"{share:6}  {memg:20} {mmwc}")
     return "\n".join(lines)
 

@@ -2,11 +2,11 @@
 
 Run from the repository root (after ``python3 -m pip install -e .``)::
 
-    nice -n 10 python3 bench/ladder.py --games 100 --seed 11 --levels beginner,expert
+    nice -n 10 python3 bench/ladder.py --games 100 --seed 11 --levels beginner,advanced
     nice -n 10 python3 bench/ladder.py --games 100 --seed 11 --review
 
 The positions: ``--games`` cubeless games of the shipped evaluator against itself at 0 ply
-with noise (seeded dice and noise, seed ``--seed``), every checker play with two or more
+(seeded dice, seed ``--seed``), every checker play with two or more
 distinct results kept with its roll and offered plays. GNU Backgammon
 (``bench/gnubg_judge.py``, the judge only) evaluates the position after each offered play
 once, at 0 ply, cubeless (the judged set is cached in ``--cache``: the levels are then

@@ -436,8 +436,8 @@ class Settings:
                                            "0)", ge=0)
     bot_decision_timeout: float = _computer(15.0, "seconds a computer player may think; "
                                             "slower, it forfeits", gt=0)
-    bot_workers: int = _computer(1, "processes running the strong computer player's search "
-                                 "(0 = a thread of the server)", ge=0)
+    bot_workers: int = _computer(1, "processes running the computer players' evaluation and "
+                                 "search (0 = a thread of the server)", ge=0)
 
     # Processes (docs/deployment.md "Every core"): node processes python -m server runs on
     # one port (each a node of the cluster), and the event loop's implementation.

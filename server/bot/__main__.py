@@ -175,8 +175,8 @@ async def _interruptible(args: argparse.Namespace) -> int:
     loop.add_signal_handler(signal.SIGINT, interrupt)
     try:
         return await task
-    except asyncio.CancelledError:
-        if interrupted:
+    except (asyncio.CancelledError, CommandFailed):
+        if interrupted:  # whatever the cancellation became on its way out
             raise KeyboardInterrupt from None
         raise
     finally:

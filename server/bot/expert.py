@@ -182,6 +182,11 @@ def noisy(out: Array, noise: float, rng: np.random.Generator | None) -> Array:
     moved = out.copy()
     shift = (rng or np.random.default_rng()).normal(0.0, noise) / 2.0
     moved[0] = min(1.0, max(0.0, float(moved[0]) + shift))
+    # Gammons and backgammons stay within the wins and the losses they are part of.
+    moved[1] = min(moved[1], moved[0])
+    moved[2] = min(moved[2], moved[1])
+    moved[3] = min(moved[3], 1.0 - moved[0])
+    moved[4] = min(moved[4], moved[3])
     return moved
 
 

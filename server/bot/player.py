@@ -3,9 +3,10 @@ events and answers every decision awaited from its side with :func:`server.bot.s
 decide`, until the game (or the match) is over. The public protocol only.
 
 The choice may run elsewhere: ``think`` is an async function (level, game, side, seed) ->
-``(kind, play)``; :func:`think_here` runs it on the event loop (fine for ``random`` and
-``basic``, a few milliseconds), :func:`think_in` in an executor (a process pool for
-``strong``, so its search never holds the event loop). A choice slower than
+``(kind, play)``; :func:`think_here` runs it on the event loop (fine for ``random``, and
+for the rungs without a search in a bot of its own process, a millisecond), :func:`think_in`
+in an executor (the server's process pool, so no evaluation or search holds its event
+loop). A choice slower than
 ``decision_timeout`` raises :class:`BotStalled`; the caller forfeits.
 
 Each decision is a request (``act``): the client library keeps the server's message rate

@@ -143,7 +143,10 @@ def _searched(net: Net, mine: IntArray, theirs: IntArray, values: Array, chosen:
     """The values of the plays of one roll that the search looks at (the played one always
     among them), at the deepest ply each reached: the best ``SEARCH_CANDIDATES`` by 0 ply
     within ``SEARCH_WINDOW`` and the played one at 1 ply, the best ``DEEP_CANDIDATES`` of
-    those and the played one at 2 ply (as the top level chooses: ``server.bot.expert``)."""
+    those (the played one among them when it ranks there) and the played one at 2 ply. The
+    top level's own search (``server.bot.expert``) with two differences: the played play
+    is always searched, and a lone play within the window is searched too (the top level
+    plays it at once)."""
     if len(values) == 1 or depth <= 0:
         return {i: float(values[i]) for i in range(len(values))}
     order = [int(i) for i in np.argsort(-values, kind="stable")]
@@ -205,7 +208,7 @@ def review(turns: Sequence[Turn], net: Net | None = None, *,
             "worst": [d["index"] for d in worst],
         })
     return {"decisions": decisions, "players": players,
-            "judge": JUDGES.get(depth, JUDGES[REVIEW_DEPTH])}
+            "judge": JUDGES[min(max(depth, 0), 2)]}
 
 
 # -- building the decisions from a stored game's events -----------------------------------------

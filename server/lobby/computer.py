@@ -94,7 +94,7 @@ class ComputerOpponents:
         self._started: dict[str, deque[float]] = {}  # player -> start times in the window
         self._started_prune_at = STARTED_KEPT  # see _forget_old_starts
         self._executor: Executor | None = None
-        self._searching = 0  # strong searches in the pool now
+        self._searching = 0  # deep searches in the pool now
         self._starting = 0  # games past the limit checks, not yet in ``games``
         self._tokens: set[str] = set()  # tokens of this node's bots now playing
         self._by_address: Counter[str] = Counter()  # games (and starts) per human network

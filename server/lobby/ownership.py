@@ -25,7 +25,7 @@ end then),
   whose own last heartbeat is older than ``lease_ttl`` (it is dead for its peers);
 * a store outage is not a node death: a peer whose heartbeat ran out (or that left the node
   set) is counted dead, cleaned up after and claimed from only when this node's own view of
-  the store was healthy for the last ``lease_ttl`` (no heartbeat of its own failed, no probe
+  the store was healthy for the last two ``lease_ttl`` (no heartbeat of its own failed, no probe
   or write found Redis away): a failover of the master holding the node set stops every
   node's heartbeat alike, and each beats again once it is over;
 * every ``takeover_scan`` seconds reads the node set (one command; a dead node is cleaned up

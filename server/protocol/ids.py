@@ -17,7 +17,7 @@ import secrets
 from typing import Final
 
 __all__ = ["BOT_ID", "BOT_PREFIX", "GUEST_PREFIX", "MAX_PLAYER_ID", "PLAYER_ID",
-           "PLAYER_ID_PATTERN", "bot_name", "is_bot_id", "network_key"]
+           "PLAYER_ID_PATTERN", "bot_name", "is_bot_id", "network_key", "new_table_id"]
 
 MAX_PLAYER_ID: Final = 64
 #: 1..64 ASCII letters, digits, ``_`` or ``-`` (anchored, as JSON Schema writes it).
@@ -40,7 +40,7 @@ def is_bot_id(player: str) -> bool:
 
 
 def bot_name(player: str) -> str | None:
-    """The display name of a bot id the server could have issued ("Computer (basic)"), or
+    """The display name of a bot id the server could have issued ("Computer (beginner)"), or
     None when ``player`` is not shaped like one."""
     match = BOT_ID.fullmatch(player)
     return None if match is None else f"Computer ({match.group(1)})"
