@@ -26,7 +26,7 @@ from hardening_helpers import ROOT, free_port
 import server.embedded_redis as embedded_redis
 from server.bot.player import BotPlayer, GameLog, think_here
 from server.bot.strategy import Level
-from server.client import Client
+from server.client import Client, ClientError
 from server.embedded_redis import EmbeddedRedis, _command, server_pid
 from server.exits import EXIT_STORE_FAILED
 from server.store_supervisor import StoreSupervisor
@@ -168,9 +168,24 @@ async def paced_think(level: Level, game: Any, side: int, seed: int) -> Any:
     return await think_here(level, game, side, seed)
 
 
+async def connect_when_ready(url: str) -> Client:
+    """A guest's client, once the node that takes the socket has its store back: after a
+    restart of the store each worker finds it on its own, and the port may give the socket to
+    one that still answers 503 ``unavailable`` with ``Retry-After`` (then tried again)."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + 60
+    while True:
+        try:
+            return await Client.connect(url, guest=True)
+        except ClientError as exc:
+            if "HTTP 503" not in str(exc) or loop.time() > deadline:
+                raise
+            await asyncio.sleep(0.5)
+
+
 async def seat_two(node: Node) -> tuple[Client, Client, str]:
-    a = await Client.connect(node.ws, guest=True)
-    b = await Client.connect(node.ws, guest=True)
+    a = await connect_when_ready(node.ws)
+    b = await connect_when_ready(node.ws)
     table = await a.create_table("private")
     await b.join(table)
     await a.wait_for("game_start", table=table, timeout=60)

@@ -213,7 +213,8 @@ async def test_a_full_review_queue_answers_busy_with_retry_after(
 async def test_the_cost_budget_answers_429_with_retry_after(
     start_server: StartServer,
 ) -> None:
-    server = await start_server(dice_factory=scripted(7), http_cost_rate=1.0,
+    # Refilled one unit in 100 s: however slow the reads, the budget runs out in six.
+    server = await start_server(dice_factory=scripted(7), http_cost_rate=0.01,
                                 http_cost_burst=3.0)
     _, game_id = await finished_game(server)
     statuses = []
