@@ -48,7 +48,7 @@ import subprocess
 import sys
 import time
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -146,14 +146,18 @@ class SeededDice:
         return self.rng.randint(1, 6)
 
 
-def unforced_turns(game: Game) -> Iterator[tuple[dict[str, Any], int, list[Any]]]:
+def unforced_turns(game: Game, on_roll: Callable[[dict[str, Any], int], None] | None = None
+                   ) -> Iterator[tuple[dict[str, Any], int, list[Any]]]:
     """The checker plays of a cubeless ``game`` with two or more offered plays, as it is
     played: the rolls and the forced plays are made here, each yielded turn (its snapshot,
-    the side to play, the offered plays) is played by the caller before the next."""
+    the side to play, the offered plays) is played by the caller before the next.
+    ``on_roll`` sees each position before a roll (its snapshot, the side to roll) first."""
     while not game.is_over:
         snapshot: dict[str, Any] = game.to_dict()
         side = int(snapshot["to_act"])
         if snapshot["phase"] == "roll":
+            if on_roll is not None:
+                on_roll(snapshot, side)
             game.roll(side)
             continue
         plays = snapshot["legal_plays"]

@@ -52,7 +52,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench.bots import SeededDice  # noqa: E402
+from bench.bots import SeededDice, unforced_turns  # noqa: E402
 from bench.gnubg_judge import CubeItem, JudgePool  # noqa: E402
 from server.bot.evaluation import sides_from_board  # noqa: E402
 from server.bot.strategy import Level, decide  # noqa: E402
@@ -98,17 +98,11 @@ def play_one(source: Level, keep: float, rng: random.Random) -> list[tuple[Point
     game = Game(dice=SeededDice(rng), cube_enabled=False)
     game.start()
     seen: list[tuple[Point, bool]] = []
-    while not game.is_over:
-        snapshot: dict[str, Any] = game.to_dict()
-        side = int(snapshot["to_act"])
-        if snapshot["phase"] == "roll":
-            seen.append((Point(snapshot, side), rng.random() < keep))
-            game.roll(side)
-            continue
-        plays = snapshot["legal_plays"]
-        if len(plays) <= 1:
-            game.play(side, [list(s) for s in plays[0]] if plays else [])
-            continue
+
+    def before_roll(snapshot: dict[str, Any], side: int) -> None:
+        seen.append((Point(snapshot, side), rng.random() < keep))
+
+    for snapshot, side, _plays in unforced_turns(game, before_roll):
         decision = decide(source, snapshot, side, rng)
         assert decision is not None and decision.play is not None
         game.play(side, [list(s) for s in decision.play])
