@@ -36,9 +36,22 @@ sys.path.insert(0, str(ROOT))
 from bench.cube_judge import CLOSE, Tally, cases_for, judged, self_play  # noqa: E402
 from bench.gnubg_judge import JudgePool  # noqa: E402
 from server.bot.cube import CubeState, MatchContext, should_double, should_take  # noqa: E402
-from server.bot.evaluation import is_contact, sides_from_board  # noqa: E402
+from server.bot.evaluation import Checkers, sides_from_board  # noqa: E402
 from server.bot.neural import Array, flip  # noqa: E402
 from server.bot.strategy import Level  # noqa: E402
+
+
+def back_checker(side: Checkers) -> int:
+    """The point of ``side``'s rearmost checker (25: on the bar; 0: all borne off)."""
+    for point in range(25, 0, -1):
+        if side[point]:
+            return point
+    return 0
+
+
+def is_contact(a: Checkers, b: Checkers) -> bool:
+    """Whether a checker of one side still has to pass one of the other's."""
+    return back_checker(a) + back_checker(b) > 25
 
 
 def collect(args: argparse.Namespace) -> None:

@@ -24,19 +24,6 @@ ROLLS: tuple[tuple[int, int, int], ...] = tuple(
 add up to 36."""
 
 
-def back_checker(side: Checkers) -> int:
-    """The point of ``side``'s rearmost checker (25: on the bar; 0: all borne off)."""
-    for point in range(25, 0, -1):
-        if side[point]:
-            return point
-    return 0
-
-
-def is_contact(a: Checkers, b: Checkers) -> bool:
-    """Whether a checker of one side still has to pass one of the other's."""
-    return back_checker(a) + back_checker(b) > 25
-
-
 def after_play(
     a: Checkers, b: Checkers, play: Sequence[Sequence[int]]
 ) -> tuple[list[int], list[int]]:
