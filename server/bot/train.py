@@ -142,14 +142,28 @@ def step(net: Net, slots: list[Slot], dice: random.Random, alpha: float) -> int:
     return ended
 
 
+@dataclass
+class Checkpoint:
+    """A run where :func:`save_checkpoint` left it: the weights, the games ended, the seed,
+    the dice and the games in progress."""
+
+    net: Net
+    done: int
+    seed: int
+    dice: random.Random
+    slots: list[Slot]
+
+
 def train(games: int, seed: int, hidden: int, out: Path, checkpoint_every: int,
-          log_every: int = 500, parallel: int = PARALLEL, resume: Path | None = None) -> Net:
-    """Self-play until ``games`` games have ended (``parallel`` at a time); from the
-    checkpoint ``resume`` when given (its seed, size and games so far; the run goes on
-    exactly as the one that wrote it would have)."""
+          log_every: int = 500, parallel: int = PARALLEL,
+          resume: Checkpoint | None = None) -> Net:
+    """Self-play until ``games`` games have ended (``parallel`` at a time); from ``resume``
+    when given (its seed, size and games so far stand for ``seed`` and ``hidden``: the run
+    goes on exactly as the one that wrote it would have)."""
     threadpool_limits(1, user_api="blas")  # small products: threads only fight for cores
     if resume is not None:
-        net, done, seed, dice, slots = load_checkpoint(resume)
+        net, done, seed, dice, slots = (resume.net, resume.done, resume.seed, resume.dice,
+                                        resume.slots)
         hidden = net.w1.shape[1]
     else:
         net = Net.random(hidden, np.random.default_rng(seed))
@@ -202,9 +216,9 @@ def save_checkpoint(net: Net, path: Path, done: int, seed: int, dice: random.Ran
     tmp.replace(path)
 
 
-def load_checkpoint(path: Path) -> tuple[Net, int, int, random.Random, list[Slot]]:
-    """What :func:`save_checkpoint` wrote: (weights, games ended, seed, dice, games in
-    progress). ValueError for a file of shipped weights (no state to go on from)."""
+def load_checkpoint(path: Path) -> Checkpoint:
+    """What :func:`save_checkpoint` wrote. ValueError for a file of shipped weights (no
+    state to go on from)."""
     with np.load(path) as data:
         if "dice_state" not in data:
             raise ValueError(f"{path} holds weights, not a checkpoint to resume from")
@@ -218,7 +232,7 @@ def load_checkpoint(path: Path) -> tuple[Net, int, int, random.Random, list[Slot
                       previous=np.array(p) if has else None, turn=int(t))
                  for m, o, p, has, t in zip(data["movers"], data["others"], data["previous"],
                                             data["has_previous"], data["turns"], strict=True)]
-        return net, int(data["games"]), int(data["seed"]), dice, slots
+        return Checkpoint(net, int(data["games"]), int(data["seed"]), dice, slots)
 
 
 PROG = "python -m server.bot.train"
@@ -231,15 +245,20 @@ def main(argv: list[str] | None = None) -> int:
     parser = Parser(prog=PROG, description=__doc__,
                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--games", type=int, required=True, help="self-play games")
-    parser.add_argument("--seed", type=int, default=42)
-    parser.add_argument("--hidden", type=int, default=80, help="hidden units")
+    parser.add_argument("--seed", type=int, default=None, help="default 42")
+    parser.add_argument("--hidden", type=int, default=None, help="hidden units (default 80)")
     parser.add_argument("--out", type=Path, default=WEIGHTS)
     parser.add_argument("--checkpoint-every", type=int, default=0,
                         help="also write a checkpoint <out>-<games>.npz every so many games")
     parser.add_argument("--resume", type=Path, default=None, metavar="CHECKPOINT",
                         help="go on from a checkpoint (its seed and size) to --games")
     args = parser.parse_args(argv)
-    if args.games < 1 or args.hidden < 1 or args.checkpoint_every < 0:
+    if args.resume is not None and (args.seed is not None or args.hidden is not None):
+        parser.error("--resume goes on with the checkpoint's seed and size: leave --seed and "
+                     "--hidden out")
+    seed = 42 if args.seed is None else args.seed
+    hidden = 80 if args.hidden is None else args.hidden
+    if args.games < 1 or hidden < 1 or args.checkpoint_every < 0:
         parser.error("--games and --hidden must be at least 1, --checkpoint-every at least 0")
 
     def body() -> int:
@@ -251,17 +270,17 @@ def main(argv: list[str] | None = None) -> int:
         except OSError as exc:
             raise CommandFailed(f"cannot write {args.out}: {exc.strerror or exc} (choose "
                                 "another --out)", EXIT_USAGE) from None
+        resume = None
         if args.resume is not None:
             try:
-                _net, done, _seed, _dice, _slots = load_checkpoint(args.resume)
+                resume = load_checkpoint(args.resume)
             except (OSError, ValueError, KeyError) as exc:
                 raise CommandFailed(f"cannot resume from {args.resume}: {exc}",
                                     EXIT_USAGE) from None
-            if done >= args.games:
-                raise CommandFailed(f"{args.resume} is at {done} games already: ask for "
-                                    "more --games", EXIT_USAGE)
-        train(args.games, args.seed, args.hidden, args.out, args.checkpoint_every,
-              resume=args.resume)
+            if resume.done >= args.games:
+                raise CommandFailed(f"{args.resume} is at {resume.done} games already: ask "
+                                    "for more --games", EXIT_USAGE)
+        train(args.games, seed, hidden, args.out, args.checkpoint_every, resume=resume)
         return 0
 
     return run_command(PROG, body)

@@ -33,7 +33,7 @@ from server.bot.neural import (
     roll_afterstates,
 )
 from server.bot.strategy import Level, decide
-from server.bot.train import START, train
+from server.bot.train import START, load_checkpoint, train
 from server.rules import Game, Position, ScriptedDice, Side, legal_outcomes, legal_results
 
 EMPTY = [0] * 26
@@ -124,13 +124,12 @@ def test_a_run_resumed_from_a_checkpoint_ends_as_the_uninterrupted_run(tmp_path:
     checkpoint = tmp_path / "run-20.npz"
     assert checkpoint.exists()
     resumed = train(40, seed=0, hidden=1, out=tmp_path / "again.npz", checkpoint_every=0,
-                    log_every=0, resume=checkpoint)
+                    log_every=0, resume=load_checkpoint(checkpoint))
     for name in ("w1", "b1", "w2", "b2"):
         assert np.array_equal(getattr(whole, name), getattr(resumed, name))
     assert Net.load(checkpoint).w1.shape == (198, 8)  # a checkpoint also loads as weights
     with pytest.raises(ValueError, match="not a checkpoint"):
-        train(50, seed=5, hidden=8, out=tmp_path / "x.npz", checkpoint_every=0, log_every=0,
-              resume=tmp_path / "run.npz")
+        load_checkpoint(tmp_path / "run.npz")
 
 
 def test_the_shipped_weights_load_and_are_small() -> None:

@@ -150,6 +150,11 @@ def test_training_with_nothing_to_do_or_nowhere_to_write(tmp_path: Path) -> None
     done = command("server.bot.train", "--games", "1", "--out", str(blocker / "w.npz"))
     one_line(done, EXIT_USAGE, "python -m server.bot.train", "cannot write", "--out")
     assert done.stderr.count("\n") == 1
+    done = command("server.bot.train", "--games", "9", "--resume", str(blocker), "--seed", "3")
+    one_line(done, EXIT_USAGE, "python -m server.bot.train", "--resume", "--seed")
+    done = command("server.bot.train", "--games", "9", "--resume", str(tmp_path / "none.npz"),
+                   "--out", str(tmp_path / "w.npz"))
+    one_line(done, EXIT_USAGE, "python -m server.bot.train", "cannot resume", "none.npz")
 
 
 def test_usage_lines_name_the_command() -> None:
