@@ -131,15 +131,11 @@ class Table(MachineView):
         self.host = host
         self.settings = deps.settings
         self.clock = deps.clock
-        self.id = table_id
-        self.mode = mode
-        self.match_length = match_length
-        self.tournament_id = tournament_id
         self.audience = audience if audience is not None else audience_of(str(mode))
-        self.created_at = self.clock.now() if created_at is None else created_at
         self.machine = machine if machine is not None else TableMachine(
             table_id=table_id, mode=mode, match_length=match_length,
-            tournament_id=tournament_id, created_at=self.created_at,
+            tournament_id=tournament_id,
+            created_at=self.clock.now() if created_at is None else created_at,
             settings=MachineSettings.of(self.settings), dice_factory=deps.dice_factory,
         )
         self.watchers: dict[tuple[str, str], str] = {}

@@ -1,8 +1,9 @@
-"""What a table's driver reads of its machine (:class:`MachineView`: its status, seats,
-game, clocks), for the lobby's parts, matchmaking and the tournaments."""
+"""What a table's driver reads of its machine (:class:`MachineView`: its identity, status,
+seats, game, clocks), for the lobby's parts, matchmaking and the tournaments."""
 
 from __future__ import annotations
 
+from server.protocol.messages import TableMode
 from server.rules import Game, Match, Side
 from server.tables.machine import Seat, TableMachine, TableStatus
 from server.tables.ratings import RatingPlan
@@ -14,7 +15,26 @@ class MachineView:
     """Read-only properties of ``self.machine``."""
 
     machine: TableMachine
-    match_length: int
+
+    @property
+    def id(self) -> str:
+        return self.machine.id
+
+    @property
+    def mode(self) -> TableMode:
+        return self.machine.mode
+
+    @property
+    def match_length(self) -> int:
+        return self.machine.match_length
+
+    @property
+    def tournament_id(self) -> str | None:
+        return self.machine.tournament_id
+
+    @property
+    def created_at(self) -> float:
+        return self.machine.created_at
 
     @property
     def status(self) -> TableStatus:
