@@ -8,7 +8,7 @@ Input: the game's decisions in order (:class:`Turn`), built from a stored game's
 Judged by the best evaluator the computer has, the top level's (``advanced``,
 :mod:`server.bot.ladder`): the neural evaluator (:mod:`server.bot.neural`) with its search,
 in cubeless money equity per unit of cube (EMG), whatever the cube and the match score
-(``judge`` in the review says so):
+(``judge`` in the review says so, and ``search_depth``):
 
 - a checker play: every play of the roll at 0 ply; the best ``SEARCH_CANDIDATES`` and the
   one played looked at 1 ply deep, the best ``DEEP_CANDIDATES`` of those and the one played
@@ -208,7 +208,7 @@ def review(turns: Sequence[Turn], net: Net | None = None, *,
             "worst": [d["index"] for d in worst],
         })
     return {"decisions": decisions, "players": players,
-            "judge": JUDGES[min(max(depth, 0), 2)]}
+            "judge": JUDGES[min(max(depth, 0), 2)], "search_depth": min(max(depth, 0), 2)}
 
 
 # -- building the decisions from a stored game's events -----------------------------------------

@@ -241,6 +241,7 @@ def test_the_review_searches_as_the_top_level_and_says_so() -> None:
     searched = review(turns[:12])
     flat = review(turns[:12], depth=0)
     assert "advanced level's search" in searched["judge"] and "0 ply" in flat["judge"]
+    assert (searched["search_depth"], flat["search_depth"]) == (2, 0)
     for deep, shallow in zip(searched["decisions"], flat["decisions"], strict=True):
         assert deep["error"] >= 0.0 and deep["forced"] == shallow["forced"]
         assert deep["luck"] == shallow["luck"]

@@ -87,8 +87,8 @@ export class ReviewView {
       h("tbody", {}, ...rows));
     this.root.replaceChildren(
       h("h1", {}, t("review.title")),
-      // A review kept from before the levels' search says so in its judge (0 ply).
-      h("p", { class: "judge" }, t(/search/.test(data.judge || "") ? "review.judge" : "review.judge_flat")),
+      // A review kept from before the levels' search has no search_depth (0 ply).
+      h("p", { class: "judge" }, t(data.search_depth === 2 ? "review.judge" : "review.judge_flat")),
       summary,
       list,
       h("div", { class: "actions" },
