@@ -16,7 +16,9 @@ thread with its own synchronous Redis connection (redis-py) that
   so the peers take the node's tables over from then, as from a node whose process is gone;
 * probes Redis every ``redis_check_interval`` (a GET of the store's identity): a probe that
   answers is health, however late the loop reads it. When a heartbeat or a probe last
-  failed is :attr:`NodePulse.failed_at`: a node cut off from the store counts no peer dead
+  failed is :attr:`NodePulse.failed_at` (a heartbeat or probe still unanswered after
+  :data:`SLOW_ANSWER` counts as failing now: a cluster client retrying through a failover
+  answers only after a second or more): a node cut off from the store counts no peer dead
   for a while after (``server/lobby/ownership.py``).
 
 What the loop must act on (the probe's answer changed or read another store identity, a
@@ -57,6 +59,11 @@ LAG_STEP_MS = 10
 changed, so an idle node writes it once."""
 STUCK_LOG_AFTER = 2.0
 """A loop stuck this long (seconds) is logged, once per stall, by the thread."""
+SLOW_ANSWER = 0.25
+"""A heartbeat or probe that has waited this long (seconds) for Redis counts as failing until
+it answers: a store command on a healthy store answers in a millisecond, and a cluster
+client retrying through a failover (``CLUSTERDOWN``, a refused connection) answers only after
+a second or more, while a peer's heartbeat may be running out for the same reason."""
 
 
 class _LoopClosed(Exception):
@@ -112,7 +119,8 @@ class NodePulse:
         self.online_count: Callable[[], int] | None = None  # asked on the loop, if given
         self.beat_at = -float("inf")  # monotonic time of the last heartbeat written
         self.answered_at = -float("inf")  # monotonic start of the last probe answered
-        self.failed_at = -float("inf")  # monotonic time of the last heartbeat or probe failed
+        self._failed_at = -float("inf")  # monotonic time of the last heartbeat or probe failed
+        self._asking_since: float | None = None  # monotonic start of the step under way
         self.beats = 0  # heartbeats written (for tests and the bench)
         self._loop: asyncio.AbstractEventLoop | None = None
         self._on_news: Callable[[PulseNews], None] | None = None
@@ -138,6 +146,15 @@ class NodePulse:
         self._stuck_logged = False
 
     # --- for the loop ------------------------------------------------------------------------
+
+    @property
+    def failed_at(self) -> float:
+        """Monotonic time a heartbeat or probe last failed; now, while one has waited for its
+        answer longer than :data:`SLOW_ANSWER`."""
+        asking, now = self._asking_since, time.monotonic()
+        if asking is not None and now - asking > SLOW_ANSWER:
+            return now
+        return self._failed_at
 
     def lag(self) -> float:
         """Seconds the loop took to run the last callback posted to it, or has been waiting
@@ -192,7 +209,7 @@ class NodePulse:
             while not self._stop.is_set():
                 now = time.monotonic()
                 if now >= next_watch:
-                    self._step(self._watch, now)
+                    self._step(self._watch, now, asks=False)
                     next_watch = now + WATCH_PERIOD
                 if now >= next_probe:
                     self._step(self._probe)
@@ -210,9 +227,11 @@ class NodePulse:
                     self._client.close()
                 self._client = self._script = None
 
-    def _step(self, step: Callable[..., None], *args: Any) -> None:
+    def _step(self, step: Callable[..., None], *args: Any, asks: bool = True) -> None:
         """Run one step; whatever it raises is logged and the thread goes on (a thread
         that died would stop the heartbeat of a live node), unless the loop is closed."""
+        if asks:  # a step that asks Redis
+            self._asking_since = time.monotonic()
         try:
             step(*args)
         except Exception as exc:
@@ -220,6 +239,8 @@ class NodePulse:
             if loop is None or loop.is_closed():
                 raise _LoopClosed from exc
             log.exception("node pulse: %s failed", getattr(step, "__name__", "a step"))
+        finally:
+            self._asking_since = None
 
     def _connect(self) -> Any:
         """The thread's client (made at first use: a cluster client connects when made)."""
@@ -264,7 +285,7 @@ class NodePulse:
         try:
             raw = self._connect().get(self.keys.store_id)
         except (RedisError, OSError) as exc:
-            self.failed_at = time.monotonic()
+            self._failed_at = time.monotonic()
             if self._up:
                 log.warning("Redis probe failed: %r", exc)
             up, found = False, None
@@ -291,7 +312,7 @@ class NodePulse:
                 args=[self.node_id, int(ttl * 1000),
                       "" if self.online is None else self.online, lag_arg]))
         except (RedisError, OSError) as exc:
-            self.failed_at = time.monotonic()
+            self._failed_at = time.monotonic()
             log.warning("ownership: heartbeat failed: %r", exc)
             return
         self.beat_at = time.monotonic()

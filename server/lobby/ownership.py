@@ -25,9 +25,10 @@ end then),
   whose own last heartbeat is older than ``lease_ttl`` (it is dead for its peers);
 * a store outage is not a node death: a peer whose heartbeat ran out (or that left the node
   set) is counted dead, cleaned up after and claimed from only when this node's own view of
-  the store was healthy for the last two ``lease_ttl`` (no heartbeat of its own failed, no probe
-  or write found Redis away): a failover of the master holding the node set stops every
-  node's heartbeat alike, and each beats again once it is over;
+  the store was healthy for the last two ``lease_ttl`` (no heartbeat or probe of its own
+  failed or waited long for its answer, no takeover scan failed, no write found Redis
+  away): a failover of the master holding the node set stops every node's heartbeat alike,
+  and each beats again once it is over;
 * every ``takeover_scan`` seconds reads the node set (one command; a dead node is cleaned up
   after once by ``Takeover.node_died``, ``takeover.py``), and for each dead node, and each
   peer that said on the bus that it handed tables over, reads its table set and the records
@@ -141,6 +142,7 @@ class Ownership:
         self._claim_after = 0.0  # monotonic time before which this node claims nothing
         self._beat_at = -float("inf")  # monotonic time of this node's last heartbeat
         self._beat_failed_at = -float("inf")  # ... and of its last one that failed
+        self._scan_failed_at = -float("inf")  # monotonic time a takeover scan last failed
         self._unsteady_logged = False
 
     async def start(self) -> None:
@@ -248,6 +250,13 @@ class Ownership:
         over. Returns the tables this node claimed."""
         if self.registry.closing:
             return []  # a draining node hands its tables over: it never claims them back
+        try:
+            return await self._scan()
+        except (RedisError, OSError):
+            self._scan_failed_at = time.monotonic()  # this node's view is not steady
+            raise
+
+    async def _scan(self) -> list[str]:
         dead = await self._check_nodes()
         self.requests.sweep()
         claimed: list[str] = []
@@ -273,14 +282,16 @@ class Ownership:
 
     def store_steady(self) -> bool:
         """Whether this node's view of the store was healthy for the last
-        :data:`STEADY_LEASES` ``lease_ttl``: no heartbeat of its own failed, and no probe or
-        write found Redis away. Only then is a peer whose heartbeat ran out meanwhile counted
-        dead (it may have been cut off from the store as this node was: a failover, an
-        outage; and it finds the store again later than this node may: its client learns the
-        new master on its own, its heartbeat comes at another moment, the cluster may refuse
-        it for a while longer)."""
+        :data:`STEADY_LEASES` ``lease_ttl``: no heartbeat or probe of its own failed (or
+        waited long for its answer), no takeover scan failed, and no write found Redis away.
+        Only then is a peer whose heartbeat ran out meanwhile counted dead (it may have been
+        cut off from the store as this node was: a failover, an outage; and it finds the
+        store again later than this node may: its client learns the new master on its own,
+        its heartbeat comes at another moment, the cluster may refuse it for a while
+        longer)."""
         pulse_failed = self.pulse.failed_at if self.pulse is not None else -float("inf")
-        failed = max(self._beat_failed_at, pulse_failed, self.persistence.away_at)
+        failed = max(self._beat_failed_at, self._scan_failed_at, pulse_failed,
+                     self.persistence.away_at)
         return self.persistence.redis_up and \
             time.monotonic() - failed >= STEADY_LEASES * self.settings.lease_ttl
 

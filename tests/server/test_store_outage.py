@@ -2,9 +2,10 @@
 write failed within the last two ``lease_ttl`` counts no peer dead, cleans up after none and
 claims nothing, however stale the peers' heartbeats look (a failover of the master holding
 the node set stops every node's heartbeat alike); once its own view of the store has been
-healthy for two ``lease_ttl``, a peer that still does not beat is dead as before. Two in-process
-nodes on the test's Redis; node one's heartbeat writes fail for real (its script raises as a
-lost connection would)."""
+healthy for two ``lease_ttl``, a peer that still does not beat is dead as before. A heartbeat
+still waiting for its answer (a cluster client retrying through a failover) counts as failing
+too. Two in-process nodes on the test's Redis; node one's heartbeat writes fail for real (its
+script raises as a lost connection would, or waits as a retrying client does)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import threading
 import time
 from typing import Any
 
+import pytest
 from redis.exceptions import ConnectionError as RedisConnectionError
 from server_helpers import connect, eventually, register, scripted, seat_two
 from test_ownership import StartNodes, freeze, lease_node
@@ -19,8 +21,9 @@ from test_ownership import StartNodes, freeze, lease_node
 from server.app import OWNERSHIP, PULSE
 
 
+@pytest.mark.parametrize("heartbeat_fails", ["at_once", "after_waiting"])
 async def test_a_node_cut_off_from_the_store_counts_no_peer_dead(
-    start_nodes: StartNodes,
+    start_nodes: StartNodes, heartbeat_fails: str,
 ) -> None:
     # A heartbeat every 0.1 s: several fail within each lease_ttl (0.6 s), however loaded
     # the machine.
@@ -36,6 +39,10 @@ async def test_a_node_cut_off_from_the_store_counts_no_peer_dead(
 
     def heartbeat(*args: Any, **kwargs: Any) -> Any:
         if failing.is_set():
+            if heartbeat_fails == "after_waiting":  # answered once the failover is over
+                while failing.is_set():
+                    time.sleep(0.01)
+                return script(*args, **kwargs)
             raise RedisConnectionError("connection lost (the store fails over)")
         return script(*args, **kwargs)
 
