@@ -71,6 +71,18 @@ def test_the_encoding_counts_the_bar_and_the_borne_off() -> None:
     assert x[99 + 98] == pytest.approx(0.01)
 
 
+def test_the_float32_encoding_is_the_float64_one_rounded_once() -> None:
+    # A float32 net's inputs are made in float32 directly; each is the float64 input rounded
+    # once, as a cast of the float64 encoding would give (the bot's choices do not change).
+    rng = np.random.default_rng(5)
+    mine = np.array([rng.multinomial(15, np.full(26, 1 / 26)) for _ in range(500)])
+    theirs = np.array([rng.multinomial(15, np.full(26, 1 / 26)) for _ in range(500)])
+    wide = encode(mine, theirs)
+    narrow = encode(mine, theirs, np.float32)
+    assert wide.dtype == np.float64 and narrow.dtype == np.float32
+    assert np.array_equal(narrow.view(np.uint32), wide.astype(np.float32).view(np.uint32))
+
+
 def test_flip_is_its_own_inverse_and_equity_is_antisymmetric() -> None:
     out = np.array([0.6, 0.2, 0.05, 0.1, 0.01])
     assert np.allclose(flip(flip(out)), out)
