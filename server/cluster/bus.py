@@ -28,7 +28,10 @@ the count is not trusted and nothing is waiting.
 to a live node of the cluster's topology (``ClusterRedis.reseed``) without a restart: the
 listener subscribes again there, and a batch whose ``PUBLISH`` failed is published again
 there, with what was queued behind it, for up to ``unheard_for`` seconds (a message may then
-arrive twice: events carry versions, and a request's answer is taken once). What was
+arrive twice: events carry versions, and a request's answer is taken once). The listener
+follows when the publisher moved, and after each :data:`FOLLOW_LISTEN_TIMEOUT` of silence it
+asks its node for a ``PING``: a node that stopped answering with its sockets open leaves a
+subscription silent, not broken. What was
 published while the listener was away is lost, so once it listens again
 :attr:`NodeBus.on_resubscribed` is told (the lobby attaches this node's seated players to
 their tables again: each gets ``resume``, the table's full state).
@@ -73,6 +76,10 @@ ALIVE = "bus-alive"
 LISTEN_TIMEOUT = 30.0
 """Seconds the listener waits for a message before it asks again (no polling: the read
 blocks; each ask lets redis-py check the connection's health)."""
+FOLLOW_LISTEN_TIMEOUT = 5.0
+"""The same on a Redis Cluster, where after each silence the listening node is asked for a
+``PING``: a node that stopped answering without closing its sockets (a host gone, a cut, a
+stopped process) leaves a subscription silent, not broken, and the bus moves off it."""
 UNHEARD_RESEND = 0.25
 """Seconds between two publications of a message that nobody heard."""
 UNHEARD_FOR = 3.0
@@ -390,14 +397,22 @@ class NodeBus:
 
     async def _listen(self) -> None:
         assert self._pubsub is not None and self._handler is not None
+        follows = self._follows
+        timeout = FOLLOW_LISTEN_TIMEOUT if follows else LISTEN_TIMEOUT
         while True:
+            if follows and self._listening_on is not self._pubsub_redis:
+                # The publisher moved pub/sub off the node listened on (it failed there).
+                await self._resubscribe("the publisher moved off that node")
+                continue
             try:
                 message = await self._pubsub.get_message(
-                    ignore_subscribe_messages=True, timeout=LISTEN_TIMEOUT
+                    ignore_subscribe_messages=True, timeout=timeout
                 )
+                if message is None and follows and self._listening_on is not None:
+                    await self._listening_on.ping()  # silence: is the node still there?
             except (RedisError, OSError) as exc:
-                if self._follows:
-                    await self._resubscribe(exc)
+                if follows:
+                    await self._resubscribe(repr(exc))
                     continue
                 log.warning("bus: listen failed, retrying: %s", exc)
                 await asyncio.sleep(0.5)
@@ -408,11 +423,11 @@ class NodeBus:
             if payload is not None:
                 await self._handle([payload])
 
-    async def _resubscribe(self, exc: BaseException) -> None:
-        """The listener of a cluster's pub/sub failed: subscribe again through a live node
-        (tried again, a little later each time, until one takes it), then tell
+    async def _resubscribe(self, why: str) -> None:
+        """The listener of a cluster's pub/sub failed (``why``): subscribe again through a
+        live node (tried again, a little later each time, until one takes it), then tell
         :attr:`on_resubscribed`."""
-        log.warning("bus: listen failed (%s): subscribing again through a live node", exc)
+        log.warning("bus: listen failed (%s): subscribing again through a live node", why)
         delay = self._unheard_resend
         failed = self._listening_on
         while True:

@@ -342,7 +342,8 @@ class Finisher:
     async def _settle_late(self, game_id: str,
                            settle_once: Callable[[], Awaitable[Pushes]]) -> None:
         """Keep trying a settlement that failed at the game's end, backing off up to
-        ``LATE_SETTLE_MAX_DELAY``; then push the rating events and store them in the inboxes.
+        ``LATE_SETTLE_MAX_DELAY``; once the settlement is on the replicas, store the rating
+        events in the inboxes and push them.
         A node stopped before Redis came back logs the game id, so it can be settled by hand
         (the store applies a game id once, whenever it comes)."""
         persistence = self.deps.persistence
@@ -377,9 +378,24 @@ class Finisher:
             raise
         log.info("table %s: %s settled late", table_id, game_id)
         pushes = with_event_ids(pushes)
-        if pushes:
-            await self.retry(game_id, "the rating inbox", persistence.write_inbox,
-                             pushes, table=table_id, note=None, game=game_id)
+        tries: list[bool] = []
+
+        async def replicated() -> None:
+            # On the replicas before anyone is told, as at the game's end: after a wait that
+            # fell short (a failover may have lost it), settled again first (once by id).
+            if tries:
+                await settle_once()
+            tries.append(True)
+            await persistence.replicas.replicated()
+
+        try:
+            await self.retry(game_id, "the replication", replicated)
+            if pushes:
+                await self.retry(game_id, "the rating inbox", persistence.write_inbox,
+                                 pushes, table=table_id, note=None, game=game_id)
+        except Fenced:
+            log.warning("table %s: %s is told by the table's new owner", table_id, game_id)
+            return
         self._push_ratings(pushes)
 
     def _push_ratings(self, pushes: Pushes) -> None:

@@ -33,6 +33,13 @@ as a move's round trip, so a few hundred can be busy at once with a thousand gam
 
 RESEED_TIMEOUT = 1.0
 """Seconds a node of the cluster has to answer ``PING`` to become the pub/sub node."""
+COMMAND_TIMEOUT = 5.0
+"""Seconds a command waits for its answer before it fails as a lost connection does. A
+Redis that stopped answering without closing its sockets (its host gone, a network cut, a
+stopped process) would otherwise hold every command sent to it until the kernel gives up on
+the connection, a quarter of an hour later: with this bound the node sees the outage, holds
+its tables, and a cluster client finds the master that took over. A healthy store answers in
+milliseconds; a node adds its ``replica_wait_timeout`` (a ``WAIT`` blocks that long)."""
 
 
 class ClusterRedis(aioredis.RedisCluster):
@@ -54,10 +61,13 @@ class ClusterRedis(aioredis.RedisCluster):
         names = sorted({node.name for node in self.get_nodes()},
                        key=lambda name: (name == failed, name))
         self._reseed_missed = True
+        # The URL's credentials, database and timeouts go with it to the new node.
+        kept = {k: old[k] for k in ("username", "password", "db", "socket_timeout")
+                if old.get(k) is not None}
         for name in names:
             host, _, port = name.rpartition(":")
             client = aioredis.Redis(host=host, port=int(port),
-                                    socket_connect_timeout=RESEED_TIMEOUT)
+                                    socket_connect_timeout=RESEED_TIMEOUT, **kept)
             try:
                 async with asyncio.timeout(RESEED_TIMEOUT):
                     await client.ping()
@@ -88,18 +98,22 @@ class ClusterRedis(aioredis.RedisCluster):
         await self.seed.aclose()
 
 
-def redis_client(url: str) -> aioredis.Redis:
+def redis_client(url: str, timeout: float = COMMAND_TIMEOUT) -> aioredis.Redis:
     """A client for ``url`` (typed as ``Redis`` for a cluster too: the server's commands are
-    the same; :class:`ClusterRedis` supplies what the cluster client lacks)."""
+    the same; :class:`ClusterRedis` supplies what the cluster client lacks), each command
+    answered within ``timeout`` seconds or failed (:data:`COMMAND_TIMEOUT`; a pub/sub read
+    waits as long as its caller says)."""
     if url.startswith(CLUSTER_SCHEME):
         plain = "redis://" + url[len(CLUSTER_SCHEME):]
         cluster = cast(ClusterRedis, ClusterRedis.from_url(
-            plain, max_connections=REDIS_MAX_CONNECTIONS, socket_connect_timeout=5.0))
-        cluster.seed = aioredis.Redis.from_url(plain, socket_connect_timeout=5.0)
+            plain, max_connections=REDIS_MAX_CONNECTIONS, socket_connect_timeout=5.0,
+            socket_timeout=timeout))
+        cluster.seed = aioredis.Redis.from_url(plain, socket_connect_timeout=5.0,
+                                               socket_timeout=timeout)
         return cast(aioredis.Redis, cluster)
     # A bounded pool: a burst (a thousand games starting at once) waits for a connection
     # instead of opening one per waiting command and keeping them all for good.
     return aioredis.Redis.from_pool(aioredis.BlockingConnectionPool.from_url(
         url, max_connections=REDIS_MAX_CONNECTIONS, timeout=20,
-        socket_connect_timeout=5.0, health_check_interval=30,
+        socket_connect_timeout=5.0, socket_timeout=timeout, health_check_interval=30,
     ))
