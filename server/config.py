@@ -502,6 +502,10 @@ class Settings:
         return Path(base).expanduser() / "table42"
 
 
+REDIS_SCHEMES = ("redis://", "rediss://", "unix://", "redis+cluster://")
+"""The URLs of a Redis the server can use (``redis+cluster://``: a Redis Cluster)."""
+
+
 def _check(s: Settings) -> None:
     """Every declared bound, then the rules no single bound states."""
     for option in OPTIONS:
@@ -514,6 +518,9 @@ def _check(s: Settings) -> None:
             raise SettingsError(f"{option.name} must be {d.bounds()}, got {value!r}")
     if s.scrypt_n & (s.scrypt_n - 1):
         raise SettingsError(f"scrypt_n must be a power of two >= 2, got {s.scrypt_n}")
+    if s.redis_url is not None and not s.redis_url.startswith(REDIS_SCHEMES):
+        raise SettingsError(f"redis_url must start with {', '.join(REDIS_SCHEMES)}, "
+                            f"got {s.redis_url!r}")
     if "{" in s.key_prefix or "}" in s.key_prefix:
         raise SettingsError("key_prefix must not contain hash-tag braces")
     if not s.node_id or not all(c.isalnum() or c in "-_" for c in s.node_id):

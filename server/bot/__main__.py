@@ -125,6 +125,10 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     args = parser.parse_args(argv)
     args.urls = args.urls or ["ws://127.0.0.1:8080/ws"]
     args.url = args.urls[0]
+    for url in args.urls:
+        if not url.startswith(("ws://", "wss://")):
+            parser.error(f"--url must be the server's ws:// or wss:// address (its /ws), "
+                         f"got {url!r}")
     if args.games < 1:
         parser.error("--games must be at least 1")
     return args

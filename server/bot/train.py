@@ -247,7 +247,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--games", type=int, required=True, help="self-play games")
     parser.add_argument("--seed", type=int, default=None, help="default 42")
     parser.add_argument("--hidden", type=int, default=None, help="hidden units (default 80)")
-    parser.add_argument("--out", type=Path, default=WEIGHTS)
+    shipped = WEIGHTS.relative_to(WEIGHTS.parents[2])
+    parser.add_argument("--out", type=Path, required=True,
+                        help=f"where the weights go (the shipped ones are {shipped}: name "
+                             "that file to replace them)")
     parser.add_argument("--checkpoint-every", type=int, default=0,
                         help="also write a checkpoint <out>-<games>.npz every so many games")
     parser.add_argument("--resume", type=Path, default=None, metavar="CHECKPOINT",

@@ -143,18 +143,37 @@ def test_reviewing_a_file_that_is_not_a_match(tmp_path: Path) -> None:
 
 
 def test_training_with_nothing_to_do_or_nowhere_to_write(tmp_path: Path) -> None:
-    done = command("server.bot.train", "--games", "0")
+    out = str(tmp_path / "w.npz")
+    done = command("server.bot.train", "--games", "0", "--out", out)
     one_line(done, EXIT_USAGE, "python -m server.bot.train", "--games", "--help")
+    # Nowhere named: nothing is written (the shipped weights are never a default).
+    done = command("server.bot.train", "--games", "5")
+    one_line(done, EXIT_USAGE, "python -m server.bot.train", "--out", "--help")
     blocker = tmp_path / "file"
     blocker.write_text("")
     done = command("server.bot.train", "--games", "1", "--out", str(blocker / "w.npz"))
     one_line(done, EXIT_USAGE, "python -m server.bot.train", "cannot write", "--out")
     assert done.stderr.count("\n") == 1
-    done = command("server.bot.train", "--games", "9", "--resume", str(blocker), "--seed", "3")
+    done = command("server.bot.train", "--games", "9", "--resume", str(blocker), "--seed", "3",
+                   "--out", out)
     one_line(done, EXIT_USAGE, "python -m server.bot.train", "--resume", "--seed")
     done = command("server.bot.train", "--games", "9", "--resume", str(tmp_path / "none.npz"),
-                   "--out", str(tmp_path / "w.npz"))
+                   "--out", out)
     one_line(done, EXIT_USAGE, "python -m server.bot.train", "cannot resume", "none.npz")
+
+
+def test_a_redis_url_of_another_kind_is_one_line() -> None:
+    for argv, prog in ((("server", "--port", "0"), "python -m server"),
+                       (("server.admin", "reports"), "python -m server.admin"),
+                       (("server", "runner-key", "list"), "python -m server runner-key")):
+        for url in ("notaurl", "http://127.0.0.1:6379/0"):
+            done = command(*argv, env={**bare_env(), "REDIS_URL": url})
+            one_line(done, EXIT_USAGE, prog, "redis_url", "redis://", url)
+
+
+def test_the_bot_given_another_kind_of_address_is_one_line() -> None:
+    done = command("server.bot", "--url", "http://127.0.0.1:8080/ws")
+    one_line(done, EXIT_USAGE, "python -m server.bot", "--url", "ws://", "http://127.0.0.1")
 
 
 def test_usage_lines_name_the_command() -> None:
