@@ -27,7 +27,7 @@ import aiohttp
 
 from server.bot.player import BotPlayer, GameLog
 from server.bot.strategy import LEVEL_NAMES, Level
-from server.client import Client, ClientError, Format, RequestFailed, guest_token
+from server.client import Client, ClientError, Format, Refused, RequestFailed, guest_token
 from server.client.accounts import bot_token as account_token
 from server.exits import CommandFailed, Parser, run_command
 
@@ -151,6 +151,11 @@ async def _guarded(args: argparse.Namespace) -> int:
     except RequestFailed as exc:
         advice = ADVICE.get(exc.code, "see PROTOCOL.md for the error codes")
         raise CommandFailed(f"the server refused: {exc} ({advice})") from None
+    except Refused as exc:
+        if exc.status == 401:
+            raise CommandFailed(f"the server refused the token: {exc} (leave --token out for "
+                                "a new bot account)") from None
+        raise CommandFailed(f"the server refused the socket: {exc}") from None
     except (TimeoutError, ClientError, aiohttp.ClientError, OSError) as exc:
         raise CommandFailed(f"cannot reach the server at {args.url}: {exc or type(exc).__name__}"
                             " (is it running? is --url right?)") from None

@@ -19,6 +19,15 @@ class ClientError(Exception):
     """Base of the client's errors."""
 
 
+class Refused(ClientError):
+    """The server refused to open the socket (``status``: its HTTP status; 401: the bearer
+    token is unknown or expired)."""
+
+    def __init__(self, message: str, status: int) -> None:
+        super().__init__(message)
+        self.status = status
+
+
 class RequestFailed(ClientError):
     """The server answered a request with ``error``; ``error`` is the typed event."""
 

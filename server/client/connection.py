@@ -48,6 +48,7 @@ from websockets.asyncio.client import connect as ws_connect
 from server.client.accounts import (
     ClientError,
     ConnectionLost,
+    Refused,
     RequestFailed,
     RequestTimeout,
     guest_token,
@@ -83,6 +84,7 @@ __all__ = [
     "Client",
     "ClientError",
     "ConnectionLost",
+    "Refused",
     "RequestFailed",
     "RequestTimeout",
     "TableView",
@@ -265,8 +267,8 @@ class Client(CatchUp, Commands):
                                        open_timeout=self.silence_timeout or 30,
                                        ping_interval=self.ping_interval)
         except websockets.InvalidStatus as exc:  # 401 auth_failed for a bad bearer token
-            raise ClientError(f"{self.url} refused the connection: HTTP "
-                              f"{exc.response.status_code}") from exc
+            raise Refused(f"{self.url} refused the connection: HTTP "
+                          f"{exc.response.status_code}", exc.response.status_code) from exc
         except (OSError, TimeoutError, websockets.InvalidHandshake) as exc:
             raise ConnectionLost(f"cannot connect to {self.url}: {exc!r}") from exc
         self.close_code = None

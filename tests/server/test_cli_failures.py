@@ -117,6 +117,15 @@ async def test_the_bot_joining_a_table_that_does_not_exist(start_server: StartSe
     assert err.count("\n") == 1
 
 
+async def test_the_bot_with_a_token_the_server_does_not_know(start_server: StartServer) -> None:
+    server = await start_server()
+    code, _out, err = await run_bot("--url", server.ws_url, "--token", "not-a-token")
+    done = subprocess.CompletedProcess([], code, "", err)
+    one_line(done, EXIT_FAILED, "python -m server.bot", "refused the token", "HTTP 401",
+             "--token")
+    assert err.count("\n") == 1
+
+
 async def test_ctrl_c_stops_the_bot_in_one_line(start_server: StartServer) -> None:
     server = await start_server()
     proc = await asyncio.create_subprocess_exec(
