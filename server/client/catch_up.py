@@ -83,7 +83,9 @@ class TableView:
 
     def served(self, kind: str, v: object, state: object, catch_up: bool) -> bool:
         """A ``resume`` or ``watching`` at version ``v``: the view starts there, or takes its
-        state; True when the table moved on past the view, so a ``sync`` must catch up."""
+        state (also at a version below the view's: the table went back, a store failover lost
+        events its players were told); True when the table moved on past the view, so a
+        ``sync`` must catch up."""
         if kind == "resume":
             self.seated = True
         else:
@@ -96,8 +98,8 @@ class TableView:
             self.v, self.state = v, state
         elif v > self.v:
             return catch_up  # the table moved on without us
-        elif v == self.v:
-            self.state = state
+        else:  # the same version, or one below: the table went back (PROTOCOL.md §15)
+            self.v, self.state = v, state
         return False
 
     def side_of(self, player: str) -> int | None:

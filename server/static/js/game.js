@@ -229,7 +229,8 @@ export class GameView {
     if (msg.type === "resume") {
       this.side = msg.side;
       if (msg.chat) this.chat.set(msg.chat);
-      if (msg.v > this.v) this.setFull(msg.state, msg.v, msg.summary);
+      // Below the view too: the table went back (a store failover lost events, PROTOCOL §15).
+      if (msg.v !== this.v) this.setFull(msg.state, msg.v, msg.summary);
       return;
     }
     if (msg.v === undefined || ["ack", "sync", "watching"].includes(msg.type)) return;
