@@ -62,7 +62,7 @@ from server.rules import DiceSource, SecretDice
 from server.store.accounts import Accounts
 from server.store.keys import Keys
 from server.store.persistence import Persistence
-from server.store.redis_client import COMMAND_TIMEOUT, redis_client
+from server.store.redis_client import redis_client
 from server.tick import TICK, Tick
 from server.tournaments.api import TournamentRoutes
 from server.tournaments.driver import BracketDriver
@@ -137,10 +137,7 @@ def create_app(settings: Settings, *, dice_factory: DiceFactory | None = None) -
 async def _services(app: web.Application) -> AsyncIterator[None]:
     settings = app[SETTINGS]
     assert settings.redis_url is not None
-    # A cluster client for redis+cluster://; a command waits at most COMMAND_TIMEOUT for its
-    # answer, a WAIT for replicas as long again as it may block.
-    redis = redis_client(settings.redis_url,
-                         COMMAND_TIMEOUT + settings.replica_wait_timeout)
+    redis = redis_client(settings.redis_url)  # a cluster client for redis+cluster://
     keys = Keys(settings.key_prefix)
     metrics = app[METRICS]
     tick = app[TICK]

@@ -29,9 +29,10 @@ to a live node of the cluster's topology (``ClusterRedis.reseed``) without a res
 listener subscribes again there, and a batch whose ``PUBLISH`` failed is published again
 there, with what was queued behind it, for up to ``unheard_for`` seconds (a message may then
 arrive twice: events carry versions, and a request's answer is taken once). The listener
-follows when the publisher moved, and after each :data:`FOLLOW_LISTEN_TIMEOUT` of silence it
-asks its node for a ``PING``: a node that stopped answering with its sockets open leaves a
-subscription silent, not broken. What was
+follows when the publisher moved (it looks after each message, and after each
+:data:`FOLLOW_LISTEN_TIMEOUT` of silence). A node whose host is gone or cut off fails its
+connections within ``PEER_TIMEOUT`` (``server/store/redis_client.py``: TCP keep-alive and
+user timeout), the subscription's too. What was
 published while the listener was away is lost, so once it listens again
 :attr:`NodeBus.on_resubscribed` is told (the lobby attaches this node's seated players to
 their tables again: each gets ``resume``, the table's full state).
@@ -77,9 +78,8 @@ LISTEN_TIMEOUT = 30.0
 """Seconds the listener waits for a message before it asks again (no polling: the read
 blocks; each ask lets redis-py check the connection's health)."""
 FOLLOW_LISTEN_TIMEOUT = 5.0
-"""The same on a Redis Cluster, where after each silence the listening node is asked for a
-``PING``: a node that stopped answering without closing its sockets (a host gone, a cut, a
-stopped process) leaves a subscription silent, not broken, and the bus moves off it."""
+"""The same on a Redis Cluster, where after each silence the listener checks that the
+publisher did not move pub/sub off its node meanwhile (no command: a look at the client)."""
 UNHEARD_RESEND = 0.25
 """Seconds between two publications of a message that nobody heard."""
 UNHEARD_FOR = 3.0
@@ -408,8 +408,6 @@ class NodeBus:
                 message = await self._pubsub.get_message(
                     ignore_subscribe_messages=True, timeout=timeout
                 )
-                if message is None and follows and self._listening_on is not None:
-                    await self._listening_on.ping()  # silence: is the node still there?
             except (RedisError, OSError) as exc:
                 if follows:
                     await self._resubscribe(repr(exc))

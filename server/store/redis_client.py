@@ -16,6 +16,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import socket
+import sys
 from typing import Any, cast
 
 import redis.asyncio as aioredis
@@ -33,13 +35,29 @@ as a move's round trip, so a few hundred can be busy at once with a thousand gam
 
 RESEED_TIMEOUT = 1.0
 """Seconds a node of the cluster has to answer ``PING`` to become the pub/sub node."""
-COMMAND_TIMEOUT = 5.0
-"""Seconds a command waits for its answer before it fails as a lost connection does. A
-Redis that stopped answering without closing its sockets (its host gone, a network cut, a
-stopped process) would otherwise hold every command sent to it until the kernel gives up on
-the connection, a quarter of an hour later: with this bound the node sees the outage, holds
-its tables, and a cluster client finds the master that took over. A healthy store answers in
-milliseconds; a node adds its ``replica_wait_timeout`` (a ``WAIT`` blocks that long)."""
+PEER_TIMEOUT = 5.0
+"""Seconds a TCP connection to Redis may go on with its data unacknowledged before the kernel
+fails it (``TCP_USER_TIMEOUT``); an idle one is probed after as long (keep-alive, every
+second, three probes). A Redis whose host is gone or cut off (no ``RST``, no ``FIN``) would
+otherwise hold every command sent to it until the kernel gives up, a quarter of an hour
+later: with this the command fails as a refused one does, the node holds its tables, and a
+cluster client finds the master that took over. Nothing is timed per command (a read timeout
+costs a timer per reply and a task per send: about 13 µs a command). A Redis process that is
+stopped on a live host still has its kernel acknowledge, and is not caught this way."""
+TCP_OPTIONS: dict[int, int] = {
+    getattr(socket, "TCP_USER_TIMEOUT", 18): int(PEER_TIMEOUT * 1000),
+    socket.TCP_KEEPIDLE: int(PEER_TIMEOUT),
+    socket.TCP_KEEPINTVL: 1,
+    socket.TCP_KEEPCNT: 3,
+} if sys.platform == "linux" else {}
+"""The Linux socket options of :data:`PEER_TIMEOUT` (elsewhere, the system's defaults)."""
+
+
+def _tcp(url: str) -> dict[str, Any]:
+    """The connection options of ``url``: the keep-alive and peer timeout of a TCP one."""
+    if url.startswith("unix://") or not TCP_OPTIONS:
+        return {}
+    return {"socket_keepalive": True, "socket_keepalive_options": TCP_OPTIONS}
 
 
 class ClusterRedis(aioredis.RedisCluster):
@@ -62,8 +80,8 @@ class ClusterRedis(aioredis.RedisCluster):
                        key=lambda name: (name == failed, name))
         self._reseed_missed = True
         # The URL's credentials, database and timeouts go with it to the new node.
-        kept = {k: old[k] for k in ("username", "password", "db", "socket_timeout")
-                if old.get(k) is not None}
+        kept = {k: old[k] for k in ("username", "password", "db", "socket_keepalive",
+                                    "socket_keepalive_options") if old.get(k) is not None}
         for name in names:
             host, _, port = name.rpartition(":")
             client = aioredis.Redis(host=host, port=int(port),
@@ -98,22 +116,20 @@ class ClusterRedis(aioredis.RedisCluster):
         await self.seed.aclose()
 
 
-def redis_client(url: str, timeout: float = COMMAND_TIMEOUT) -> aioredis.Redis:
+def redis_client(url: str) -> aioredis.Redis:
     """A client for ``url`` (typed as ``Redis`` for a cluster too: the server's commands are
-    the same; :class:`ClusterRedis` supplies what the cluster client lacks), each command
-    answered within ``timeout`` seconds or failed (:data:`COMMAND_TIMEOUT`; a pub/sub read
-    waits as long as its caller says)."""
+    the same; :class:`ClusterRedis` supplies what the cluster client lacks); a TCP
+    connection fails within :data:`PEER_TIMEOUT` of its peer going silent."""
     if url.startswith(CLUSTER_SCHEME):
         plain = "redis://" + url[len(CLUSTER_SCHEME):]
         cluster = cast(ClusterRedis, ClusterRedis.from_url(
             plain, max_connections=REDIS_MAX_CONNECTIONS, socket_connect_timeout=5.0,
-            socket_timeout=timeout))
-        cluster.seed = aioredis.Redis.from_url(plain, socket_connect_timeout=5.0,
-                                               socket_timeout=timeout)
+            **_tcp(plain)))
+        cluster.seed = aioredis.Redis.from_url(plain, socket_connect_timeout=5.0, **_tcp(plain))
         return cast(aioredis.Redis, cluster)
     # A bounded pool: a burst (a thousand games starting at once) waits for a connection
     # instead of opening one per waiting command and keeping them all for good.
     return aioredis.Redis.from_pool(aioredis.BlockingConnectionPool.from_url(
         url, max_connections=REDIS_MAX_CONNECTIONS, timeout=20,
-        socket_connect_timeout=5.0, socket_timeout=timeout, health_check_interval=30,
+        socket_connect_timeout=5.0, health_check_interval=30, **_tcp(url),
     ))
