@@ -261,7 +261,7 @@ class Delivery:
         """The owner node of ``table`` refused (or no longer has) the watch of the socket
         ``conn_id`` here: it takes no place among the socket's watches."""
         if isinstance(table, str):
-            self.outbox.watching(conn_id).discard(table)
+            self.outbox.unwatch(conn_id, (table,))
 
     def pushed(self, message: ops.Push) -> None:
         """A ``push`` from another node: any message for the player's sockets here."""

@@ -134,8 +134,16 @@ class Outbox(Protocol):
         already (or the socket is gone)."""
         ...
 
-    def watching(self, conn_id: str) -> set[str]:
-        """The tables the socket watches (a live set: empty, and not kept, when it is gone)."""
+    def watching(self, conn_id: str) -> frozenset[str]:
+        """The tables the socket watches (empty when it is gone)."""
+        ...
+
+    def watch(self, conn_id: str, table_id: str) -> None:
+        """Record on the socket that it watches ``table_id`` (nothing when it is gone)."""
+        ...
+
+    def unwatch(self, conn_id: str, table_ids: Iterable[str]) -> None:
+        """Record on the socket that it no longer watches ``table_ids``."""
         ...
 
     def charge(self, conn_id: str, messages: float) -> None:

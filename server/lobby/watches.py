@@ -1,7 +1,7 @@
 """The tables one socket watches, bounded (PROTOCOL.md §13, "Memory per socket").
 
-A socket's ``watch`` is recorded on the socket (:meth:`Outbox.watching
-<server.lobby.ports.Outbox.watching>`: ``server/net`` keeps it, so its watches end with it)
+A socket's ``watch`` is recorded on the socket (:meth:`Outbox.watch
+<server.lobby.ports.Outbox.watch>`: ``server/net`` keeps it, so its watches end with it)
 only once the table accepted it: a table that does not exist, or that refused the
 watch here, leaves nothing behind (a watch passed on to the table's owner node counts from
 then; that node's refusal, ``too_many_watchers`` or ``no_such_table``, takes it back when
@@ -52,6 +52,7 @@ class SocketWatches:
         if last is None or now - last >= self._prune_every:
             self._pruned_at[conn_id] = now
             await self.forget_ended(conn_id)
+            watching = self._outbox.watching(conn_id)
             if len(watching) < self.limit:
                 return
         raise ProtocolError(
@@ -66,15 +67,15 @@ class SocketWatches:
             return 0
         leases = await self._leases(elsewhere)
         ended = [t for t, lease in leases.items() if lease is None or lease.done]
-        self._outbox.watching(conn_id).difference_update(ended)
+        self._outbox.unwatch(conn_id, ended)
         return len(ended)
 
     def watched(self, conn_id: str, table_id: str) -> None:
         """The table accepted the socket's watch (or passed it on to its owner node)."""
-        self._outbox.watching(conn_id).add(table_id)
+        self._outbox.watch(conn_id, table_id)
 
     def unwatched(self, conn_id: str, table_id: str) -> None:
-        self._outbox.watching(conn_id).discard(table_id)
+        self._outbox.unwatch(conn_id, (table_id,))
 
     def forget(self, conn_id: str) -> None:
         """The socket closed."""

@@ -401,9 +401,19 @@ class Hub:
         conn.delivered.add(event_id)
         return True
 
-    def watching(self, conn_id: str) -> set[str]:
+    def watching(self, conn_id: str) -> frozenset[str]:
         conn = self.by_id.get(conn_id)
-        return set() if conn is None else conn.watching
+        return frozenset() if conn is None else frozenset(conn.watching)
+
+    def watch(self, conn_id: str, table_id: str) -> None:
+        conn = self.by_id.get(conn_id)
+        if conn is not None:
+            conn.watching.add(table_id)
+
+    def unwatch(self, conn_id: str, table_ids: Iterable[str]) -> None:
+        conn = self.by_id.get(conn_id)
+        if conn is not None:
+            conn.watching.difference_update(table_ids)
 
     def charge(self, conn_id: str, messages: float) -> None:
         conn = self.by_id.get(conn_id)

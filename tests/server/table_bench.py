@@ -97,8 +97,14 @@ class FakeOutbox:
         self.delivered.add((conn_id, event_id))
         return True
 
-    def watching(self, conn_id: str) -> set[str]:
-        return set()
+    def watching(self, conn_id: str) -> frozenset[str]:
+        return frozenset()
+
+    def watch(self, conn_id: str, table_id: str) -> None:
+        pass
+
+    def unwatch(self, conn_id: str, table_ids: Iterable[str]) -> None:
+        pass
 
     def charge(self, conn_id: str, messages: float) -> None:
         pass

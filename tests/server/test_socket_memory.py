@@ -103,7 +103,9 @@ async def test_the_watches_of_ended_tables_give_their_places_back() -> None:
         return {t: leases[t] for t in tables}
 
     watching = {"here", "live", "done"}  # what the socket "c1" watches (server/net keeps it)
-    outbox: Any = SimpleNamespace(watching=lambda conn_id: watching)
+    outbox: Any = SimpleNamespace(watching=lambda conn_id: frozenset(watching),
+                                  unwatch=lambda conn_id, tables: watching.difference_update(
+                                      tables))
     watches = SocketWatches(3, {"here"}, read, outbox, clock, prune_every=5.0)
     await watches.make_room("c1", "new")  # "done" is over: its place is free
     assert watching == {"here", "live"} and reads == [["done", "live"]]
