@@ -2,8 +2,9 @@
 and nothing of the shell; the shell's layers import downward only.
 
 Checked on the source: every ``import`` statement of a module, those under
-``if TYPE_CHECKING:`` included (a type hint upward is a dependency upward too), and no two
-modules of the shell import each other, directly or in a circle.
+``if TYPE_CHECKING:`` and inside functions included (a type hint or a lazy import upward is a
+dependency upward too), relative ones by their absolute names; no two modules of the shell
+import each other, directly or in a circle; and the lobby reaches net by no path.
 """
 
 from __future__ import annotations
@@ -41,21 +42,28 @@ def module_name(path: Path) -> str:
     return ".".join(parts)
 
 
-def module_imports(path: Path, *, top_level: bool = False) -> list[str]:
-    """Modules ``path`` imports (``if TYPE_CHECKING:`` blocks included); ``top_level``: only
-    the statements run when it is imported (not those inside functions)."""
+def module_imports(path: Path) -> list[str]:
+    """Modules ``path`` imports: every ``import`` statement, at module level, under ``if
+    TYPE_CHECKING:`` or inside a function (a lazy import is a dependency too); a relative
+    import by the absolute name it stands for."""
     tree = ast.parse(path.read_text("utf-8"))
+    package = module_name(path).split(".")
+    if path.name != "__init__.py":
+        package.pop()
     found: list[str] = []
 
     def visit(nodes: list[ast.stmt]) -> None:
         for node in nodes:
-            if top_level and isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
-                continue
             if isinstance(node, ast.Import):
                 found.extend(alias.name for alias in node.names)
-            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-                found.append(node.module)
-                found.extend(f"{node.module}.{alias.name}" for alias in node.names)
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    up = package[:len(package) - node.level + 1]
+                    base = ".".join([*up, *([base] if base else [])])
+                if base:
+                    found.append(base)
+                found.extend(f"{base}.{alias.name}" for alias in node.names)
             for field in ("body", "orelse", "finalbody", "handlers"):
                 child = getattr(node, field, None)
                 if isinstance(child, list):
@@ -82,6 +90,21 @@ def layer_of(name: str) -> int | None:
 SOURCES = sorted(p for p in SERVER.rglob("*.py") if "static" not in p.parts)
 
 
+def _impure() -> set[str]:
+    """The modules under ``server`` that import an I/O library, or such a module, by any
+    path (a pure module may import none of them)."""
+    graph = import_graph()
+    paths = {module_name(p): p for p in SOURCES}
+    impure = {name for name in graph
+              if any(i.split(".")[0] in IO_LIBRARIES for i in module_imports(paths[name]))}
+    grew = True
+    while grew:
+        more = {name for name, targets in graph.items() if targets & impure} - impure
+        impure |= more
+        grew = bool(more)
+    return impure
+
+
 def test_the_folders_exist() -> None:
     for package in (*CORES, "server.store", "server.cluster", "server.lobby", "server.net"):
         assert (ROOT / package.replace(".", "/") / "__init__.py").is_file(), package
@@ -93,10 +116,7 @@ def test_imports_point_one_way(path: Path) -> None:
     imports = module_imports(path)
     pure = any(within(name, core) for core in CORES) or name in PURE_MODULES
     if pure:
-        bad = [i for i in imports if i.split(".")[0] in IO_LIBRARIES
-               or (i.startswith("server.") and not any(within(i, c) for c in CORES)
-                   and i not in PURE_MODULES and not i.startswith(("server.rules",))
-                   and layer_of(i) is not None)]
+        bad = [i for i in imports if i.split(".")[0] in IO_LIBRARIES or i in IMPURE]
         assert not bad, f"{name} is a pure core but imports {bad}"
         return
     mine = layer_of(name)
@@ -106,21 +126,30 @@ def test_imports_point_one_way(path: Path) -> None:
     assert not upward, f"{name} imports a higher layer: {upward}"
 
 
-def shell_graph() -> dict[str, set[str]]:
-    """The shell's modules (everything under ``server`` but the pure cores) and the shell
-    modules each imports at module level (``TYPE_CHECKING`` blocks included)."""
+def import_graph(modules: set[str] | None = None) -> dict[str, set[str]]:
+    """``modules`` (every module under ``server`` when None) and the modules of that set
+    each imports, wherever the statement is (``TYPE_CHECKING`` blocks and functions
+    included)."""
     paths = {module_name(p): p for p in SOURCES}
-    shell = {name for name in paths
-             if not any(within(name, core) for core in CORES) and name not in PURE_MODULES}
+    chosen = set(paths) if modules is None else modules
     graph: dict[str, set[str]] = {}
-    for name in shell:
+    for name in chosen:
         targets: set[str] = set()
-        for imported in module_imports(paths[name], top_level=True):
+        for imported in module_imports(paths[name]):
             # ``from a.b import c`` names a.b and a.b.c: the module is the longest known one.
-            if imported in shell and imported != name:
+            if imported in chosen and imported != name:
                 targets.add(imported)
         graph[name] = targets
     return graph
+
+
+def shell_graph() -> dict[str, set[str]]:
+    """The shell's modules (everything under ``server`` but the pure cores) and the shell
+    modules each imports."""
+    names = {module_name(p) for p in SOURCES}
+    return import_graph({name for name in names
+                         if not any(within(name, core) for core in CORES)
+                         and name not in PURE_MODULES})
 
 
 def test_no_import_cycle_in_the_shell() -> None:
@@ -147,8 +176,20 @@ def test_no_import_cycle_in_the_shell() -> None:
 
 
 def test_the_lobby_never_imports_net() -> None:
-    for path in SOURCES:
-        name = module_name(path)
-        if within(name, "server.lobby"):
-            net = [i for i in module_imports(path) if within(i, "server.net")]
-            assert not net, f"{name} imports {net}"
+    # Nor through another module: no path in the import graph leads from the lobby to net.
+    graph = import_graph()
+    for start in sorted(n for n in graph if within(n, "server.lobby")):
+        seen: set[str] = set()
+        stack = [(start, [start])]
+        while stack:
+            name, path = stack.pop()
+            for target in graph[name]:
+                if within(target, "server.net"):
+                    raise AssertionError(f"{start} reaches net: {' -> '.join([*path, target])}")
+                if target not in seen:
+                    seen.add(target)
+                    stack.append((target, [*path, target]))
+
+
+IMPURE = _impure()
+"""Computed once, when the module is collected."""
