@@ -94,6 +94,7 @@ from server.rules import DiceSource
 from server.store.games import GameRecords
 from server.store.persistence import Persistence
 from server.store.record_budget import RecordBudget
+from server.tables.model import TableStatus
 from server.tables.ratings import RatingPlan
 
 __all__ = ["Actor", "Lobby", "LobbyListeners", "store_away"]
@@ -236,6 +237,11 @@ class Lobby:
     async def cancel_tournament_table(self, table_id: str) -> bool:
         """See :meth:`server.lobby.forwarding.Forwarding.cancel_tournament_table`."""
         return await self.forwarding.cancel_tournament_table(table_id)
+
+    def table_status(self, table_id: str) -> TableStatus | None:
+        """The status of ``table_id`` when it is served here, else None."""
+        table = self.registry.tables.get(table_id)
+        return None if table is None else table.status
 
     # --- for the ownership loops (takeover.py does the work) --------------------------------
 

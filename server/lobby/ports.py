@@ -20,6 +20,7 @@ from server.protocol.codec import Outgoing
 from server.protocol.messages import TableMode
 from server.protocol.node_messages import Actor, NodeMessage
 from server.protocol.visibility import Audience
+from server.tables.model import TableStatus
 from server.tables.ratings import RatingPlan
 
 __all__ = ["Clock", "GameStarter", "Handle", "NodeSender", "Outbox", "Peers", "PlayerPush",
@@ -178,4 +179,19 @@ class PlayerPush(Protocol):
 
     async def push_to_player(self, player: str, message: Mapping[str, Any]) -> bool:
         """False when the player has no socket anywhere (nothing is kept)."""
+        ...
+
+
+class TournamentTables(GameStarter, PlayerPush, Protocol):
+    """What the tournaments use of the lobby (``server/tournaments/service.py``): opening a
+    table, pushing to a player, closing a cancelled tournament's table wherever it plays,
+    and the status of a table served here."""
+
+    async def cancel_tournament_table(self, table_id: str) -> bool:
+        """True when the table is over for good; False while it may still play elsewhere
+        (see :meth:`server.lobby.forwarding.Forwarding.cancel_tournament_table`)."""
+        ...
+
+    def table_status(self, table_id: str) -> TableStatus | None:
+        """The status of ``table_id`` when this node serves it, else None."""
         ...

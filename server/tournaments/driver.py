@@ -36,8 +36,8 @@ from typing import Any
 from redis.exceptions import RedisError
 
 from server.cluster.bus import NodeBus
-from server.lobby.table import TableStatus
 from server.protocol.errors import ProtocolError
+from server.tables.model import TableStatus
 from server.tick import Tick
 from server.tournaments.bracket import Bracket, BracketError, Match, MatchStatus
 from server.tournaments.events import (
@@ -77,7 +77,7 @@ class BracketDriver:
         given)."""
         self.service = service
         self.store = service.store
-        self.lobby = service.lobby
+        self.tables = service.tables
         self.persistence = service.persistence
         self.bus = bus
         self.node_id = node_id
@@ -190,7 +190,7 @@ class BracketDriver:
         """A cancelled bracket: close every table it opened that may still be playing; once
         none is, the bracket is no longer looked at."""
         pending = [table for table in await self.store.tables(tid)
-                   if not await self.lobby.cancel_tournament_table(table)]
+                   if not await self.tables.cancel_tournament_table(table)]
         if pending:
             log.info("tournament %s cancelled: waiting for %d table(s) to close", tid,
                      len(pending))
@@ -266,9 +266,9 @@ class BracketDriver:
         winner = deciding_winner(results, length)
         if winner is not None:
             return winner
-        live = self.lobby.tables.get(table)
-        if live is not None:
-            return None if live.status is not TableStatus.CLOSED else LOST
+        status = self.tables.table_status(table)
+        if status is not None:
+            return None if status is not TableStatus.CLOSED else LOST
         # Elsewhere: while its lease is not given up as done the table lives on, on its owner
         # or, once a dead owner's lease runs out, on the node that takes it over.
         lease = await self.persistence.lease(table)
@@ -285,9 +285,9 @@ class BracketDriver:
         seat = await self.persistence.seat_of(player)
         if seat is None:
             return True
-        live = self.lobby.tables.get(seat)
-        if live is not None:
-            return live.status in (TableStatus.FINISHED, TableStatus.CLOSED)
+        status = self.tables.table_status(seat)
+        if status is not None:
+            return status in (TableStatus.FINISHED, TableStatus.CLOSED)
         lease = await self.persistence.lease(seat)
         if lease is None or lease.done:
             await self.persistence.release_seat(player, seat)  # a table that is over or gone

@@ -10,7 +10,7 @@ from typing import Any
 
 from rating_plugin.errors import AlreadySettledConflict, InvalidInputError
 from rating_plugin.store import RatingStore
-from server.lobby.lobby import Lobby
+from server.lobby.ports import TournamentTables
 from server.protocol.errors import ErrorCode, ProtocolError
 from server.protocol.messages import TableMode
 from server.protocol.visibility import audience_of
@@ -29,10 +29,11 @@ log = logging.getLogger(__name__)
 
 
 class Tournaments:
-    def __init__(self, store: TournamentStore, lobby: Lobby, persistence: Persistence,
-                 ratings: RatingStore) -> None:
+    def __init__(self, store: TournamentStore, tables: TournamentTables,
+                 persistence: Persistence, ratings: RatingStore) -> None:
+        """``tables``: the lobby's part the tournaments use (a port, not the lobby)."""
         self.store = store
-        self.lobby = lobby
+        self.tables = tables
         self.persistence = persistence
         self.ratings = ratings
 
@@ -68,7 +69,7 @@ class Tournaments:
             if announce is not None:
                 await announce(table)
 
-        return await self.lobby.start_rated_game(
+        return await self.tables.start_rated_game(
             first, second, match_length=length or None, mode=TableMode.TOURNAMENT,
             tournament_id=t["id"], announce=announced,
             audience=audience_of(str(TableMode.TOURNAMENT), t),
@@ -110,7 +111,7 @@ class Tournaments:
         every registered player (``tournament_cancelled``, pushed to connected players)."""
         for table in tables:
             try:
-                await self.lobby.cancel_tournament_table(table)
+                await self.tables.cancel_tournament_table(table)
             except Exception:  # the driver tries again; a hand-opened table plays out
                 log.exception("tournament %s: table %s not closed", t["id"], table)
         await self.deliver(cancelled_events(t))
@@ -125,6 +126,6 @@ class Tournaments:
             await self.persistence.keep_in_inbox(events)
         for player, event in events:
             try:
-                await self.lobby.push_to_player(player, event)
+                await self.tables.push_to_player(player, event)
             except Exception:  # a push is best effort; the inbox and the bracket keep it
                 log.exception("tournament event for %s not pushed", player)
