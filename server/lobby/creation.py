@@ -78,8 +78,8 @@ class TableCreation:
         """Seat ``first`` (side 0) and ``second`` (side 1) at a new Competitive table owned by
         this node and start play: a single game (Table42) when ``match_length`` is None, else a
         rated match to ``match_length`` points (FIBS). Both must hold no other seat.
-        ``mode=TableMode.BOOSTED`` makes it a Boosted table instead (see
-        :meth:`server.lobby.lobby.Lobby.start_boosted_game`); ``mode=TableMode.TOURNAMENT``
+        ``mode=TableMode.BOOSTED`` makes it a Boosted table instead (Boosted points, never
+        Elo; guests welcome, they earn nothing); ``mode=TableMode.TOURNAMENT``
         with ``tournament_id`` a tournament table (never rated), ``audience`` who may see it
         (by default, as its ``mode`` has it: a private tournament gives its own).
         ``announce(table_id, plan)`` is awaited once both seats are held and the rating

@@ -33,16 +33,16 @@ Parts built after the lobby hear of its events through the :class:`LobbyListener
 construction (``listeners.py``).
 
 For matchmaking: ``Lobby.start_rated_game`` (:meth:`TableCreation.start_rated_game`) seats
-two players at a new Competitive table (a single game or a match to n),
-:meth:`Lobby.start_boosted_game` at a new Boosted one, and :meth:`Lobby.push_to_player`
-sends any message to a player wherever they are connected.
+two players at a new Competitive table (a single game or a match to n; with
+``mode=TableMode.BOOSTED`` a Boosted one), and :meth:`Lobby.push_to_player` sends any message
+to a player wherever they are connected.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from redis.exceptions import RedisError
@@ -84,7 +84,6 @@ from server.protocol.messages import (
     Ping,
     Report,
     TableMessage,
-    TableMode,
     Unmute,
     Unwatch,
     Watch,
@@ -95,7 +94,6 @@ from server.store.games import GameRecords
 from server.store.persistence import Persistence
 from server.store.record_budget import RecordBudget
 from server.tables.model import TableStatus
-from server.tables.ratings import RatingPlan
 
 __all__ = ["Actor", "Lobby", "LobbyListeners", "store_away"]
 
@@ -218,21 +216,6 @@ class Lobby:
         node. Returns False when the player has no socket anywhere (nothing is kept)."""
         return await self.delivery.push_to_player(player, message)
 
-    async def start_boosted_game(
-        self,
-        first: str,
-        second: str,
-        *,
-        names: tuple[str, str] | None = None,
-        addresses: tuple[str, str] | None = None,
-        announce: Callable[[str, RatingPlan], Awaitable[None]] | None = None,
-    ) -> str:
-        """Like :meth:`start_rated_game`, for one Boosted game (Boosted points, never Elo;
-        guests welcome, they earn nothing)."""
-        return await self.start_rated_game(
-            first, second, names=names, addresses=addresses, mode=TableMode.BOOSTED,
-            announce=announce,
-        )
 
     async def cancel_tournament_table(self, table_id: str) -> bool:
         """See :meth:`server.lobby.forwarding.Forwarding.cancel_tournament_table`."""
