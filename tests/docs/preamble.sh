@@ -5,7 +5,11 @@
 # - `python3 -m server [SETTINGS]` (a server that runs until stopped): started on a free
 #   port (and, without REDIS_URL, its own data folder), stopped with SIGTERM once it
 #   answers /healthz; the block fails when it does not start or does not stop cleanly.
+# And `curl` fails on an HTTP error status (it prints the body, exit 22), so a request the
+# server refuses fails its block (curl -s alone exits 0 on any answer).
 set -eo pipefail
+
+curl() { command curl --fail-with-body "$@"; }
 
 _doc_python() {
     if [[ "$1" == -m && "$2" == pip && "$3" == install ]]; then
