@@ -203,13 +203,13 @@ async def _services(app: web.Application) -> AsyncIterator[None]:
     app[REVIEWS] = reviews
     app[COST_GATE] = cost_gate
     tournament_keys = TournamentKeys(settings.key_prefix)
-    runner_keys = RunnerKeys(redis, tournament_keys)
+    runner_keys = RunnerKeys(redis, tournament_keys, now=clock.now)
     GameRoutes(lobby.records, accounts, cost_gate, runner_keys.name_of).add_to(app)
     ReviewRoute(lobby.records, accounts, cost_gate, reviews, runner_keys.name_of).add_to(app)
-    tournaments = Tournaments(TournamentStore(redis, tournament_keys, keys), lobby, persistence,
-                              ratings)
+    tournaments = Tournaments(TournamentStore(redis, tournament_keys, keys, now=clock.now), lobby,
+                              persistence, ratings)
     TournamentRoutes(tournaments, runner_keys, settings.max_match_length,
-                     resolve_token=accounts.resolve).add_to(app)
+                     resolve_token=accounts.resolve, clock=clock.now).add_to(app)
     brackets = BracketDriver(tournaments, bus, settings.node_id,
                              period=settings.tournament_tick, lease=settings.tournament_lease,
                              tick=tick, call=settings.tournament_call)

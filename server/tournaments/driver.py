@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import time
 from typing import Any
 
 from redis.exceptions import RedisError
@@ -120,7 +119,7 @@ class BracketDriver:
         announced = set(state.get("announced") or ())
         reported = set(state.get("reported") or ())
         length = int(t["format"].get("length", 0))
-        now = time.time()
+        now = self.store.now()
         b = Bracket.from_dict(state["bracket"])
         playing = {m.table: m for m in b.matches()
                    if m.status is MatchStatus.PLAYING and m.table is not None}
@@ -236,7 +235,7 @@ class BracketDriver:
         for m in b.matches():
             if m.status is MatchStatus.READY and m.match not in announced:
                 announced.add(m.match)
-                b = b.paired(m.match, time.time())
+                b = b.paired(m.match, self.store.now())
                 events += pairing_events(tid, b.get(m.match), b, name=name, call=self.call)
         await self.service.deliver(events)
         return b

@@ -23,6 +23,7 @@ import json
 import re
 import secrets
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -90,7 +91,10 @@ def validate_name(name: Any) -> str:
 class RunnerKeys:
     """Create, list, revoke and check runner keys in Redis."""
 
-    def __init__(self, redis: aioredis.Redis, keys: TournamentKeys) -> None:
+    def __init__(self, redis: aioredis.Redis, keys: TournamentKeys, *,
+                 now: Callable[[], float] = time.time) -> None:
+        """``now``: the wall clock the keys' creation times are read from."""
+        self._now = now
         self._redis = redis
         self._key = keys.runner_keys
         self._create = redis.register_script(_script("runner_key_create.lua"))
@@ -102,7 +106,7 @@ class RunnerKeys:
         the name already has a key."""
         name = validate_name(name)
         key, key_id, digest = new_key()
-        created_at = time.time()
+        created_at = self._now()
         record = json.dumps({"name": name, "digest": digest, "created_at": created_at})
         if not await self._create(keys=[self._key], args=[name, key_id, record]):
             raise RunnerKeyError(f"runner key {name!r} exists; revoke it first")
@@ -114,7 +118,7 @@ class RunnerKeys:
         has no key."""
         name = validate_name(name)
         key, key_id, digest = new_key()
-        created_at = time.time()
+        created_at = self._now()
         record = json.dumps({"name": name, "digest": digest, "created_at": created_at})
         old = await self._rotate(keys=[self._key], args=[name, key_id, record])
         if old is None:

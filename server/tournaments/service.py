@@ -4,7 +4,6 @@ a tournament table, awarding a podium and delivering tournament events (I/O shel
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
@@ -88,7 +87,7 @@ class Tournaments:
                     raise ProtocolError(ErrorCode.CONFLICT,
                                         f"tournament {tid} has a podium with other players")
                 return {**stored, "applied": False}
-            podium = private_podium_record(tid, players, time.time())
+            podium = private_podium_record(tid, players, self.store.now())
             await self.store.set_podium(tid, podium)
             return {**podium, "applied": True}
         try:

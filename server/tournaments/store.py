@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import secrets
 import time
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar, cast
 
 import redis.asyncio as aioredis
@@ -51,7 +51,10 @@ def new_tournament_id() -> str:
 
 
 class TournamentStore:
-    def __init__(self, redis: aioredis.Redis, keys: TournamentKeys, server_keys: Keys) -> None:
+    def __init__(self, redis: aioredis.Redis, keys: TournamentKeys, server_keys: Keys, *,
+                 now: Callable[[], float] = time.time) -> None:
+        """``now``: the node's wall clock (seconds since the epoch)."""
+        self.now = now
         self.redis = redis
         self.keys = keys
         self.server_keys = server_keys
@@ -71,7 +74,7 @@ class TournamentStore:
         """A new open tournament owned by the runner named ``owner`` (made with its key
         ``key_id``), listed in the runner's own index (and the public one if public)."""
         tid = new_tournament_id()
-        now = time.time()
+        now = self.now()
         record = {
             "id": tid, "name": spec.name, "visibility": spec.visibility,
             "prizes": json.dumps(list(spec.prizes)), "format": json.dumps(spec.format),
@@ -163,7 +166,7 @@ class TournamentStore:
         code = int(await self._register(
             keys=keys, args=[player, limit, "1" if self_join else "0", repr(now)]))
         if code in (REGISTERED, ALREADY):
-            await _aw(self.redis.zadd(self.keys.of_player(player), {tid: time.time()}))
+            await _aw(self.redis.zadd(self.keys.of_player(player), {tid: self.now()}))
         return code
 
     async def unregister(self, tid: str, player: str) -> int:
