@@ -65,6 +65,7 @@ from server.client.resend import (
     UNAVAILABLE_RETRIES,
     UNAVAILABLE_RETRY_FOR,
 )
+from server.client.silence import watch_silence
 from server.client.wire import (
     TABLE_EVENTS,
     Event,
@@ -389,33 +390,21 @@ class Client(CatchUp, Commands):
                 self._give_up()
             self._up.set()  # wake wait_connected, which looks again
 
-    async def _watch_silence(self, ws: ClientConnection, reader: asyncio.Task[None],
-                             timeout: float) -> None:
-        """While ``reader`` reads ``ws``: a ``ping`` after ``timeout / 3`` of quiet; after
-        ``timeout`` of silence the socket is dropped (no closing handshake: the node may not
-        answer one), and the reader's end reconnects elsewhere."""
-        loop = asyncio.get_running_loop()
-        quiet = timeout / 3
-        pinged_at = -float("inf")
-        while not reader.done():
-            now = loop.time()
-            heard = self._heard_at
-            if now - heard >= timeout:
-                log.warning("%s silent for %.0f s: reconnecting", self.url, now - heard)
-                self._silent = True
-                self.silences += 1
-                ws.transport.abort()
-                return
-            if now - heard >= quiet and pinged_at < heard:
-                pinged_at = now
-                with contextlib.suppress(websockets.ConnectionClosed, OSError):
-                    async with asyncio.timeout(quiet):
-                        await self._write(ws, encode({"type": "ping"}, self.format))
-                continue
-            wake = heard + (quiet if pinged_at < heard else timeout)
-            with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout(max(0.05, wake - now)):
-                    await asyncio.shield(reader)
+    def _watch_silence(self, ws: ClientConnection, reader: asyncio.Task[None],
+                       timeout: float) -> Awaitable[None]:
+        """The silence watch of ``ws`` (``silence.py``): dropped when silent (no closing
+        handshake: the node may not answer one), and the reader's end reconnects elsewhere."""
+
+        def silent(seconds: float) -> None:
+            log.warning("%s silent for %.0f s: reconnecting", self.url, seconds)
+            self._silent = True
+            self.silences += 1
+            ws.transport.abort()
+
+        return watch_silence(reader, timeout, heard_at=lambda: self._heard_at,
+                             ping=lambda: self._write(ws, encode({"type": "ping"},
+                                                                 self.format)),
+                             silent=silent)
 
     def _give_up(self) -> None:
         self._gone = True
