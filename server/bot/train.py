@@ -219,7 +219,11 @@ def save_checkpoint(net: Net, path: Path, done: int, seed: int, dice: random.Ran
 def load_checkpoint(path: Path) -> Checkpoint:
     """What :func:`save_checkpoint` wrote. ValueError for a file of shipped weights (no
     state to go on from)."""
-    with np.load(path) as data:
+    try:
+        data_file = np.load(path)
+    except ValueError as exc:  # not an .npz (numpy would suggest allow_pickle: never here)
+        raise ValueError(f"{path} is not a checkpoint written by --checkpoint-every") from exc
+    with data_file as data:
         if "dice_state" not in data:
             raise ValueError(f"{path} holds weights, not a checkpoint to resume from")
         net = Net(*(np.asarray(data[k], dtype=np.float64) for k in ("w1", "b1", "w2", "b2")))

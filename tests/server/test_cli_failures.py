@@ -169,6 +169,12 @@ def test_training_with_nothing_to_do_or_nowhere_to_write(tmp_path: Path) -> None
     done = command("server.bot.train", "--games", "9", "--resume", str(tmp_path / "none.npz"),
                    "--out", out)
     one_line(done, EXIT_USAGE, "python -m server.bot.train", "cannot resume", "none.npz")
+    garbage = tmp_path / "garbage.npz"
+    garbage.write_bytes(b"not an archive at all" * 10)
+    done = command("server.bot.train", "--games", "9", "--resume", str(garbage), "--out", out)
+    line = one_line(done, EXIT_USAGE, "python -m server.bot.train", "cannot resume",
+                    "not a checkpoint written by --checkpoint-every")
+    assert "allow_pickle" not in line
 
 
 def test_a_redis_url_of_another_kind_is_one_line() -> None:
