@@ -56,8 +56,9 @@ from server.net.public_api import PublicRoutes
 from server.net.review_api import ReviewRoute
 from server.net.review_jobs import ReviewJobs
 from server.net.security_headers import add_security_headers
+from server.net.socket_moves import SocketMoves
 from server.net.static_files import add_static_routes
-from server.net.ws import SocketHandler
+from server.net.ws import SocketHandler, session_limits
 from server.rules import DiceSource, SecretDice
 from server.store.accounts import Accounts
 from server.store.keys import Keys
@@ -217,6 +218,9 @@ async def _services(app: web.Application) -> AsyncIterator[None]:
     computer = ComputerOpponents(settings, accounts, lobby.creation, lobby.registry,
                                  persistence, hub, clock, metrics, hub.own_url)
     app[COMPUTER] = computer
+    # Sockets handed between the workers of one machine (server/net/socket_moves.py).
+    moves = SocketMoves(settings, hub, bus, lobby, session_limits(settings), metrics)
+    listeners.socket_moves.append(moves.on_message)
     listeners.seated.append(matchmaker.players_seated)
     listeners.node_dead.append(matchmaker.node_died)
     listeners.restored.append(computer.resume)
@@ -226,10 +230,12 @@ async def _services(app: web.Application) -> AsyncIterator[None]:
     app.router.add_get("/ws", SocketHandler(settings, accounts, lobby, hub, matchmaker,
                                             computer,
                                             admission=app[ADMISSION].with_seats(
-                                                persistence.seat_of)).handle)
+                                                persistence.seat_of),
+                                            moves=moves if moves.enabled else None).handle)
     await persistence.load_scripts()
     await persistence.claim_store()
     persistence.start(probed=True)  # by the pulse thread, from ownership.start()
+    moves.start()
     await bus.start(lobby.on_node_messages)
     await ownership.start()
     await matchmaker.start()
@@ -249,6 +255,7 @@ async def _services(app: web.Application) -> AsyncIterator[None]:
         await lobby.drain(settings.shutdown_timeout)
         await persistence.stop()
         await ownership.stop()
+        await moves.stop()
         await bus.stop()
         await redis.aclose()
         log.info("node %s stopped", settings.node_id)

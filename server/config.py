@@ -448,6 +448,9 @@ class Settings:
                                   "other processes that do (each worker of --workers does)")
     local_link: bool = _processes(True, "1/0: the workers of --workers send each other node "
                                   "messages over Unix sockets (else through Redis pub/sub)")
+    socket_moves: bool = _processes(True, "1/0: a worker of --workers hands a socket over to "
+                                    "the sibling that owns its player's table (needs the "
+                                    "local link), so moves never cross between workers")
     link_dir: str = _processes("", "folder of the local link's Unix sockets between sibling "
                                "workers (set by --workers; empty = off)")
     link_peers: tuple[str, ...] = _processes(

@@ -213,6 +213,14 @@ class Metrics:
         self.connections = gauge("table42_connections", "WebSockets open on this node")
         self.connections_opened = counter("table42_connections_opened",
                                           "WebSockets opened on this node")
+        self.socket_moves = counter(
+            "table42_socket_moves", "sockets summoned by a sibling worker, by what happened: "
+            "moved (handed over), stayed (not at rest, or it must stay), refused (by the "
+            "sibling), failed (closed with 1012 to reconnect)", ("result",))
+        self.forwarded = counter(
+            "table42_commands_forwarded", "table commands of this node's sockets sent to the "
+            "table's owner, by where it is: sibling (a worker of this machine), node",
+            ("to",))
         self.http_connections = gauge("table42_http_connections",
                                       "TCP connections open to this node's HTTP server")
         self.tables = gauge("table42_tables", "tables in this node's memory (live)")

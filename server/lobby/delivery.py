@@ -76,6 +76,10 @@ class Delivery:
         self.metrics = metrics
         self.mutes = mutes
         self.requests = requests
+        # Sockets of sibling workers handed over to this one (server/net/socket_moves.py):
+        # (their old node, their old id) -> their id here. What is still addressed to the old
+        # place (a table's answer to a command sent before the move) is written here.
+        self.arrived: dict[tuple[str, str], str] = {}
 
     def deliver_player(self, player: str, nodes: Iterable[str], out: Outgoing) -> None:
         """Send ``out`` to every socket of ``player`` on ``nodes``."""
@@ -88,9 +92,12 @@ class Delivery:
     def deliver_conns(self, conns: Iterable[tuple[str, str]], out: Outgoing) -> None:
         """Send ``out`` to the sockets ``(node, conn id)``; one bus message per other node."""
         remote: dict[str, list[str]] = {}
+        arrived = self.arrived
         for node, conn in conns:
             if node == self.node_id:
                 self.outbox.push_conn_id(conn, out)
+            elif arrived and (here := arrived.get((node, conn))) is not None:
+                self.outbox.push_conn_id(here, out)
             else:
                 remote.setdefault(node, []).append(conn)
         for node, ids in remote.items():
@@ -127,15 +134,26 @@ class Delivery:
         return {**message, "chat": [m for m in chat if m.get("from") not in muted]}
 
     def reply(self, actor: Actor, message: dict[str, Any]) -> None:
-        """Answer the socket a command came from."""
-        if actor.node == self.node_id:
-            if message.get("type") == "sync":
-                self.charge_sync(actor.conn, message)
-            if "chat" in message:
-                message = self.without_muted(actor.conn, message)
-            self.outbox.push_conn_id(actor.conn, Outgoing(message))
-        else:
-            self.bus.send(actor.node, ops.Deliver(conns=[actor.conn], frame=packed(message)))
+        """Answer the socket a command came from (here, when it was handed over to this
+        node since)."""
+        conn = actor.conn
+        if actor.node != self.node_id:
+            here = self.arrived.get((actor.node, conn)) if self.arrived else None
+            if here is None:
+                self.bus.send(actor.node, ops.Deliver(conns=[conn], frame=packed(message)))
+                return
+            conn = here
+        if message.get("type") == "sync":
+            self.charge_sync(conn, message)
+        if "chat" in message:
+            message = self.without_muted(conn, message)
+        self.outbox.push_conn_id(conn, Outgoing(message))
+
+    def forget_arrived(self, conn_id: str) -> None:
+        """The socket ``conn_id`` here closed: nothing addressed to its old place comes
+        here any more."""
+        for key in [k for k, here in self.arrived.items() if here == conn_id]:
+            del self.arrived[key]
 
     def charge_sync(self, conn_id: str, answer: Mapping[str, Any]) -> None:
         """A ``sync`` answer costs the socket it goes to one message of its rate limit per

@@ -16,6 +16,7 @@ are needed; on a single node all of this stays in-process.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from typing import Any
 
 from server.config import Settings
@@ -54,7 +55,8 @@ class Forwarding:
 
     def __init__(self, settings: Settings, *, registry: TableRegistry, bus: NodeSender,
                  persistence: Persistence, peers: Peers, requests: ForwardedRequests,
-                 delivery: Delivery, metrics: Metrics) -> None:
+                 delivery: Delivery, metrics: Metrics,
+                 summons: Callable[..., None] | None = None) -> None:
         self.settings = settings
         self.node_id = settings.node_id
         self.registry = registry
@@ -64,6 +66,8 @@ class Forwarding:
         self.requests = requests
         self.delivery = delivery
         self.metrics = metrics
+        self.summons = summons
+        self.siblings = frozenset(settings.link_peers) - {settings.node_id}
 
     async def route(self, actor: Actor, msg: TableMessage) -> None:
         """Hand ``msg`` to its table here, or forward it to the table's owner."""
@@ -81,6 +85,7 @@ class Forwarding:
         token: tuple[str, Any] | None = None
         if ref is not None and actor.node == self.node_id:
             token = self.requests.sent(actor.conn, ref, owner, table_id)
+        self.metrics.forwarded.labels("sibling" if owner in self.siblings else "node").inc()
         self.bus.send(owner, ops.Cmd(actor=actor, msg=msg), token)
 
     async def owner_to_ask(self, table_id: str) -> str:
@@ -201,6 +206,11 @@ class Forwarding:
                                              hops=message.hops + 1))
                 return
             await table.handle(actor, msg)
+            if self.summons is not None:
+                if table.machine.side_of(actor.player) is not None:
+                    self.summons(actor, table.id, seated=True)
+                elif (actor.node, actor.conn) in table.watchers:
+                    self.summons(actor, table.id, seated=False)
         except Exception as exc:
             self.delivery.reply(actor, error_reply(
                 exc, None if msg is None else msg.ref,
@@ -210,8 +220,8 @@ class Forwarding:
 
     async def attached(self, message: ops.Attach) -> None:
         table = await self.registry.started(message.table)
-        if table is not None:
-            table.attach(message.actor)
+        if table is not None and table.attach(message.actor) and self.summons is not None:
+            self.summons(message.actor, table.id, seated=True)
 
     def detached(self, message: ops.Detach) -> None:
         table = self.registry.get(message.table)

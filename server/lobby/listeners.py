@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from server.lobby.table import Table
+from server.protocol.node_messages import NodeMessage
 
 __all__ = ["LobbyListeners"]
 
@@ -27,3 +28,7 @@ class LobbyListeners:
     """The id of a table this node lost to another (fenced, handed over, store lost)."""
     released: list[Callable[[str], None]] = field(default_factory=list)
     """A peer (its node id) handed its tables over."""
+    socket_moves: list[Callable[[NodeMessage], Awaitable[None]]] = field(
+        default_factory=list)
+    """A node message about a socket handed between sibling workers (``summon``,
+    ``move_ask``, ``move_ready``, ``move_cancel``; awaited)."""

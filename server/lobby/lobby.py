@@ -64,6 +64,7 @@ from server.lobby.ports import Clock, Outbox
 from server.lobby.refusals import error_reply, store_away
 from server.lobby.registry import TableRegistry
 from server.lobby.requests import ForwardedRequests
+from server.lobby.summons import Summons
 from server.lobby.table import Table
 from server.lobby.table_deps import TableDeps
 from server.lobby.takeover import Takeover
@@ -148,18 +149,19 @@ class Lobby:
             settings, outbox, bus, persistence=persistence, tasks=tasks, metrics=metrics,
             mutes=mutes, requests=requests)
         pair_limit = PairLimit(settings, ratings, clock)
+        self.summons = summons = Summons(settings, bus, clock)
         self.table_deps = deps = TableDeps(
             settings=settings, persistence=persistence, delivery=delivery, clock=clock,
             tasks=tasks, metrics=metrics, records=self.records,
             record_budget=self.record_budget, ratings=ratings, pair_limit=pair_limit,
-            peers=peers, dice_factory=dice_factory)
+            peers=peers, dice_factory=dice_factory, summons=summons)
         self.listing = listing = Listing(persistence, registry, settings.list_limit)
         self.life = life = TableLife(
             settings, registry=registry, listing=listing, requests=requests,
             persistence=persistence, clock=clock, tasks=tasks, listeners=listeners)
         self.forwarding = forwarding = Forwarding(
             settings, registry=registry, bus=bus, persistence=persistence, peers=peers,
-            requests=requests, delivery=delivery, metrics=metrics)
+            requests=requests, delivery=delivery, metrics=metrics, summons=summons)
         self.takeover = Takeover(
             deps, registry=registry, life=life, listing=listing, forwarding=forwarding,
             requests=requests, outbox=outbox, bus=bus, peers=peers, tasks=tasks,
@@ -277,6 +279,7 @@ class Lobby:
         was the player's last one here, tell the player's table (the grace period starts
         there)."""
         self.watches.forget(conn_id)
+        self.delivery.forget_arrived(conn_id)
         for table_id in list(watched):
             self.forwarding.unwatch(table_id, conn_id)
         if player is None or remaining > 0:
@@ -287,6 +290,55 @@ class Lobby:
         except (RedisError, OSError) as exc:
             log.warning("on_disconnect for %s: %s (told once Redis is back)", player, exc)
             self._left_away.add(player)
+
+    # --- sockets handed between sibling workers (server/net/socket_moves.py) -------------
+
+    def may_hand_over(self, player: str, conn_id: str, to: str, *, seated: bool) -> bool:
+        """Whether this node's socket ``conn_id`` of ``player`` may go to its sibling ``to``
+        (summoned to play, ``seated``, or to watch there): it watches only tables ``to``
+        owns, no request of it waits for another node's answer, and, summoned to watch, its
+        player plays at no table here."""
+        owner = self.registry.owner
+        if any(owner(table_id) != to for table_id in self.outbox.watching(conn_id)):
+            return False
+        if self.requests.waiting_elsewhere(conn_id, to):
+            return False
+        return seated or not any(table.machine.side_of(player) is not None
+                                 for table in self.registry.tables.values())
+
+    def handed_over(self, conn_id: str) -> None:
+        """This node's socket ``conn_id`` went to a sibling: its requests waiting for that
+        sibling's answer are answered there."""
+        self.requests.forget_conn(conn_id)
+
+    def socket_arriving(self, old: Actor, new: Actor, table_id: str, watching: list[str], *,
+                        last_there: bool) -> None:
+        """A sibling's socket ``old`` is about to be ``new`` here: what is addressed to the
+        old place is written here; the player's seat at ``table_id`` (when it is here)
+        counts this node, without ``resume`` (the socket has every event), and no longer the
+        old one when it was the player's ``last_there``; the tables here that it watches
+        know it by its new id."""
+        self.delivery.arrived[(old.node, old.conn)] = new.conn
+        table = self.registry.get(table_id)
+        if table is not None:
+            table.arrive(old, new, last_there=last_there)
+        for watched in watching:
+            table = self.registry.get(watched)
+            if table is not None:
+                table.rewatch(old, new)
+
+    async def socket_arrived(self, actor: Actor, *, first_here: bool) -> None:
+        """A socket handed over from a sibling is here: its player's presence here and
+        chat mutes (as :meth:`on_connect`, without resuming a game or delivering the
+        inbox: the socket had them where it was)."""
+        try:
+            if first_here:
+                await self.persistence.presence_join(actor.player, self.node_id,
+                                                     actor.address)
+        except (RedisError, OSError) as exc:
+            log.warning("a socket of %s handed over here: presence not written: %s",
+                        actor.player, exc)
+        await self.chat_state(actor.player)
 
     async def _left(self, player: str, *, detach: bool = True) -> None:
         """``player``'s last socket here closed: one socket less in its presence, and, with
@@ -444,6 +496,9 @@ class Lobby:
                     self.mutes.set_chat_muted(message.player, message.until)
             case ops.TakenOver():
                 await self.takeover.taken_over_elsewhere(message)
+            case ops.Summon() | ops.MoveAsk() | ops.MoveReady() | ops.MoveCancel():
+                for mover in self.listeners.socket_moves:
+                    await mover(message)
             case ops.Released():
                 if message.node != self.node_id:  # broadcasts come back to their sender too
                     for listener in self.listeners.released:

@@ -48,6 +48,18 @@ class ForwardedRequests:
         self._forwarded[token] = (owner, table_id, self.clock.monotonic())
         return token
 
+    def waiting_elsewhere(self, conn_id: str, node: str) -> bool:
+        """Whether a request of the socket ``conn_id`` waits for a node other than
+        ``node``."""
+        return any(key[0] == conn_id and owner != node
+                   for key, (owner, _table, _sent) in self._forwarded.items())
+
+    def forget_conn(self, conn_id: str) -> None:
+        """The socket ``conn_id`` went to the node its requests wait for: the answers are
+        written there (nothing to answer here if that node dies: the socket is there)."""
+        for key in [key for key in self._forwarded if key[0] == conn_id]:
+            del self._forwarded[key]
+
     def unheard(self, token: Any) -> None:
         """The bus gave up a forwarded request (``token``: its socket and id) that nobody
         heard, or that was never sent: answer it ``unavailable`` now (retry after a

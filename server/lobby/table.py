@@ -390,6 +390,7 @@ class Table(MachineView):
             side, actor.player, actor.name, is_guest=actor.is_guest, address=actor.address,
             nodes=nodes, now=now, is_bot=actor.player.startswith(BOT_PREFIX),
         ), now)
+        self.deps.summons(actor, self.id, seated=True)
 
     def seat_creator(self, actor: Actor) -> None:
         """Seat the table's creator (seat lock already held) at side 0."""
@@ -546,6 +547,24 @@ class Table(MachineView):
         self._apply(step, now)
         self._reply(actor, self._resume_message(actor.player))
         return True
+
+    def arrive(self, old: Actor, new: Actor, *, last_there: bool) -> None:
+        """A seated player's socket moved from ``old.node`` to ``new.node`` (a sibling
+        worker handed it over): the player has a socket on ``new.node`` (no ``resume``: the
+        socket has every event already), and none left on ``old.node`` when that was the
+        last one there."""
+        now = self.clock.now()
+        step = self.machine.connect(new.player, new.node, now)
+        if step is not None:
+            self._apply(step, now)
+            if last_there:
+                self._apply(self.machine.disconnect(new.player, old.node, now), now)
+
+    def rewatch(self, old: Actor, new: Actor) -> None:
+        """The watching socket ``old`` is ``new`` now (handed over between workers)."""
+        player = self.watchers.pop((old.node, old.conn), None)
+        if player is not None:
+            self.watchers[(new.node, new.conn)] = player
 
     def detach(self, player: str, node: str, *, lost_at: float | None = None) -> None:
         """``player`` has no socket on ``node`` any more; start the grace period if that was

@@ -37,6 +37,8 @@ class TableDeps:
     pair_limit: PairLimit
     peers: Peers
     dice_factory: Callable[[], DiceSource]
+    summons: Callable[..., None] = lambda actor, table, *, seated: None
+    """Asks the sibling worker holding ``actor``'s socket to hand it over (summons.py)."""
 
     @property
     def node_id(self) -> str:

@@ -77,8 +77,9 @@ def _abort(transport: asyncio.WriteTransport) -> None:
 class Connection:
     """One authenticated (or authenticating) WebSocket on this node."""
 
-    __slots__ = ("actor", "address", "closed", "delivered", "expiry", "heard_at", "id",
-                 "identity", "keepalive", "pinged_at", "pushed", "session", "token_digest",
+    __slots__ = ("actor", "address", "closed", "delivered", "expiry", "first_here",
+                 "heard_at", "id", "identity", "keepalive", "moved_to", "moving", "parked",
+                 "pinged_at", "pushed", "received", "session", "shim", "token_digest",
                  "transport", "watching", "ws")
 
     def __init__(
@@ -112,6 +113,15 @@ class Connection:
         # keep-alive period in which something was last pushed to it (Hub.push).
         self.keepalive = False
         self.pushed = 0
+        # Hand-overs between the workers of a machine (server/net/socket_moves.py): the
+        # socket's frame shim (None: it never moves), the messages its reader took, whether
+        # the reader waits for the next one, whether a hand-over is under way, where it went.
+        self.shim: Any = None
+        self.received = 0
+        self.parked = False
+        self.moving = False
+        self.moved_to: str | None = None
+        self.first_here = False
 
     @property
     def player(self) -> str | None:

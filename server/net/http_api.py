@@ -324,5 +324,7 @@ class AccountRoutes:
     async def metrics_page(self, request: web.Request) -> web.Response:
         if not self.metrics.enabled:
             return error_response(ProtocolError(ErrorCode.NOT_FOUND, "metrics are off"))
+        # X-Node: which node answered (the workers of --workers share one port).
         return web.Response(body=self.metrics.render(),
-                            headers={"Content-Type": CONTENT_TYPE_LATEST})
+                            headers={"Content-Type": CONTENT_TYPE_LATEST,
+                                     "X-Node": self.node_id})

@@ -33,6 +33,7 @@ from server.net.addresses import client_address
 from server.net.admission import NEW_WORK as REFUSED_WHEN_BUSY
 from server.net.admission import Admission
 from server.net.connection import Connection, Hub
+from server.net.socket_moves import SocketMoves
 from server.protocol.codec import Outgoing, WireFormat
 from server.protocol.errors import (
     ErrorCode,
@@ -134,8 +135,10 @@ class SocketHandler:
     def __init__(self, settings: Settings, accounts: Accounts, lobby: Lobby, hub: Hub,
                  matchmaker: Matchmaker | None = None,
                  computer: ComputerOpponents | None = None, *,
-                 admission: Admission | None = None) -> None:
-        """``admission``: the door refusing new work while the node is busy (None: none)."""
+                 admission: Admission | None = None,
+                 moves: SocketMoves | None = None) -> None:
+        """``admission``: the door refusing new work while the node is busy (None: none);
+        ``moves``: the hand-over of sockets between sibling workers (None: none)."""
         self.settings = settings
         self.accounts = accounts
         self.lobby = lobby
@@ -145,6 +148,10 @@ class SocketHandler:
         self.admission = admission
         self.limits = session_limits(settings)
         self._trusted = settings.trusted_networks
+        self.moves = moves
+        if moves is not None:
+            moves.serve = self.serve_moved
+            moves.forget = self._forget
 
     async def handle(self, request: web.Request) -> web.StreamResponse:
         settings = self.settings
@@ -204,6 +211,8 @@ class SocketHandler:
         conn = Connection(ws, session, address, request.transport, now=opened,
                           delivered_ids=settings.socket_delivered_ids)
         conn.keepalive = request.query.get("keepalive") in ("1", "true")
+        if self.moves is not None:
+            self.moves.wrap(conn, request.transport)
         self.hub.add(conn)
         metrics = self.lobby.metrics
         metrics.connections.inc()
@@ -219,19 +228,32 @@ class SocketHandler:
                 )
             await self._serve(conn)
         finally:
-            metrics.connections.dec()
             if auth_timer is not None:
                 auth_timer.cancel()
-            session.close()
-            try:
-                remaining = self.hub.remove(conn)
-                await self.lobby.on_disconnect(conn.id, conn.player, remaining=remaining,
-                                               watched=conn.watching)
-                if self.matchmaker is not None:
-                    await self.matchmaker.on_disconnect(conn.player)
-            except Exception:
-                log.exception("disconnect handling failed for %s", conn.player)
+            await self._forget(conn)
         return ws
+
+    async def serve_moved(self, conn: Connection) -> None:
+        """Serve a socket a sibling worker handed over (``socket_moves.py``) until it
+        closes."""
+        try:
+            await self._serve(conn)
+        finally:
+            await self._forget(conn)
+
+    async def _forget(self, conn: Connection) -> None:
+        """The socket closed (or went to a sibling worker): forget it, and tell the lobby
+        and the matchmaker."""
+        self.lobby.metrics.connections.dec()
+        conn.session.close()
+        try:
+            remaining = self.hub.remove(conn)
+            await self.lobby.on_disconnect(conn.id, conn.player, remaining=remaining,
+                                           watched=conn.watching)
+            if self.matchmaker is not None:
+                await self.matchmaker.on_disconnect(conn.player)
+        except Exception:
+            log.exception("disconnect handling failed for %s", conn.player)
 
     def _auth_expired(self, conn: Connection) -> None:
         if not conn.session.is_ready and not conn.closed:
@@ -313,7 +335,10 @@ class SocketHandler:
             # Silent from here until a frame comes (server/net/heartbeat.py): any frame is an
             # answer, and a socket whose last frame is still being handled is not silent.
             conn.heard_at = monotonic()
+            conn.parked = True
             msg = await receive()
+            conn.parked = False
+            conn.received += 1
             kind = msg.type
             if kind is text or kind is binary:
                 outcome = judge(msg.data, binary=kind is binary, now=monotonic())

@@ -27,6 +27,10 @@ class DeliveredIds:
     def __len__(self) -> int:
         return len(self._ids)
 
+    def ids(self) -> list[str]:
+        """The ids held, the oldest first."""
+        return list(self._ids)
+
     def add(self, event_id: str) -> None:
         ids = self._ids
         if event_id in ids:

@@ -185,8 +185,57 @@ class Released(_Op, tag="released", frozen=True):
     node: str
 
 
+class Summon(_Op, tag="summon", frozen=True):
+    """A sibling worker (the sender) owns ``table``, where the socket ``conn`` of ``player``
+    on the receiving worker is seated (``seated``) or watches: hand that socket over to the
+    sender (``server/net/socket_moves.py``), so its messages stop crossing between them."""
+
+    node: str
+    player: str
+    conn: str
+    table: str
+    seated: bool = True
+
+
+class MoveAsk(_Op, tag="move_ask", frozen=True):
+    """The sending worker is about to hand over its socket ``actor.conn`` (summoned for
+    ``table``): make ready a socket for it and answer :class:`MoveReady`. The fields are
+    what the socket carries: who authenticated on it, its session and what it watches;
+    ``last_there``: it is its player's last socket on the sender."""
+
+    actor: Actor
+    table: str
+    is_bot: bool
+    format: str
+    protocol: int
+    keepalive: bool
+    token_digest: str | None
+    expires_in: float | None
+    delivered: list[str]
+    watching: list[str]
+    last_there: bool
+
+
+class MoveReady(_Op, tag="move_ready", frozen=True):
+    """The answer of worker ``node`` to :class:`MoveAsk` for the receiver's socket ``old``:
+    its id on ``node`` (``new``), or ``""`` when ``node`` takes no socket now."""
+
+    node: str
+    old: str
+    new: str
+
+
+class MoveCancel(_Op, tag="move_cancel", frozen=True):
+    """The hand-over of the socket ``old`` of ``node`` (the sender) is off: forget what
+    was made ready for it."""
+
+    node: str
+    old: str
+
+
 NodeMessage = (Cmd | Deliver | Push | Chat | Attach | Detach | Unwatch | CancelTable
-               | Reattach | Revoke | Muted | ChatMute | TakenOver | Released)
+               | Reattach | Revoke | Muted | ChatMute | TakenOver | Released | Summon
+               | MoveAsk | MoveReady | MoveCancel)
 
 _encoder = msgspec.msgpack.Encoder()
 _decoder = msgspec.msgpack.Decoder(NodeMessage)
