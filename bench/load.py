@@ -598,6 +598,33 @@ def wait_workers(url: str, workers: int, timeout: float) -> None:
         time.sleep(0.05)
 
 
+WORKER_COUNTERS = {
+    "table42_moves_total": "moves",
+    'table42_commands_forwarded_total{to="sibling"}': "crossed",
+    'table42_socket_moves_total{result="moved"}': "sockets_moved",
+    'table42_socket_moves_total{result="failed"}': "moves_failed",
+}
+
+
+def worker_counters(http: str, workers: int, timeout: float = 60.0) -> dict[str, float]:
+    """The counters of :data:`WORKER_COUNTERS`, summed over the workers (each answers
+    ``/metrics`` with its node id in ``X-Node``; each new connection lands on any one)."""
+    seen: dict[str, dict[str, float]] = {}
+    deadline = time.monotonic() + timeout
+    while len(seen) < workers:
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"only {len(seen)} of {workers} workers answered /metrics")
+        with contextlib.suppress(OSError), \
+                urllib.request.urlopen(f"{http}/metrics", timeout=5) as resp:
+            values = {name: 0.0 for name in WORKER_COUNTERS.values()}
+            for line in resp.read().decode().splitlines():
+                key, _, value = line.rpartition(" ")
+                if key in WORKER_COUNTERS:
+                    values[WORKER_COUNTERS[key]] = float(value)
+            seen[resp.headers.get("X-Node", "?")] = values
+    return {name: sum(v[name] for v in seen.values()) for name in WORKER_COUNTERS.values()}
+
+
 def split(total: int, parts: int) -> list[int]:
     return [total // parts + (1 if i < total % parts else 0) for i in range(parts)]
 
@@ -789,7 +816,16 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         if args.cprofile:
             time.sleep(max(0.0, times["measure_from"] - time.monotonic()))
             server.send_signal(signal.SIGUSR1)
+        counted = args.hardening == "on" and args.target == "node"
+        if counted:
+            time.sleep(max(0.0, times["measure_from"] - 1.0 - time.monotonic()))
+            counters0 = worker_counters(http, args.workers)
         spent = measure_window(groups, times["measure_from"], times["measure_to"])
+        if counted:
+            counters1 = worker_counters(http, args.workers)
+            window = {k: counters1[k] - counters0[k] for k in counters1}
+            result["crossing"] = {
+                **window, "share_of_moves": window["crossed"] / max(1.0, window["moves"])}
         if args.cprofile:
             server.send_signal(signal.SIGUSR2)
         if profiler is not None:
