@@ -297,7 +297,9 @@ class Lobby:
         """Whether this node's socket ``conn_id`` of ``player`` may go to its sibling ``to``
         (summoned to play, ``seated``, or to watch there): it watches only tables ``to``
         owns, no request of it waits for another node's answer, and, summoned to watch, its
-        player plays at no table here."""
+        player plays at no table here. Nothing moves while the node stops."""
+        if self.closing:
+            return False
         owner = self.registry.owner
         if any(owner(table_id) != to for table_id in self.outbox.watching(conn_id)):
             return False

@@ -95,6 +95,9 @@ def post_path(link_dir: str, node_id: str) -> str:
 class SocketHomes(Protocol):
     """What the hand-over asks of the lobby (:class:`~server.lobby.lobby.Lobby`)."""
 
+    @property
+    def closing(self) -> bool: ...
+
     def may_hand_over(self, player: str, conn_id: str, to: str, *, seated: bool) -> bool: ...
 
     def handed_over(self, conn_id: str) -> None: ...
@@ -532,7 +535,7 @@ class SocketMoves:
         old = message.actor
         settings = self.settings
         if self.hub.count(old.player) >= settings.max_connections_per_player \
-                or old.node not in self.siblings or self._post is None:
+                or old.node not in self.siblings or self._post is None or self.homes.closing:
             self.bus.send(old.node, ops.MoveReady(node=self.node_id, old=old.conn, new=""))
             return
         loop = asyncio.get_running_loop()
