@@ -14,24 +14,20 @@ import asyncio
 import os
 import re
 import signal
-import subprocess
-import sys
 from pathlib import Path
 
 import aiohttp
 import pytest
 from nodes import (
-    ROOT,
     Node,
     Player,
-    free_port,
     play_moves,
     play_to_end,
     seat_two,
     wait_ready,
     wait_until,
 )
-from test_workers import _workers_command, children, player_on, welcomed_by
+from test_workers import children, player_on, start_workers, welcomed_by
 
 _SAMPLE = re.compile(r'^(table42_socket_moves_total|table42_commands_forwarded_total)'
                      r'\{(?:result|to)="(\w+)"\} ([0-9.e+]+)$', re.M)
@@ -71,14 +67,8 @@ async def moved_at_least(node: Node, count: int) -> dict[str, dict[str, float]]:
 
 @pytest.mark.timeout(240)
 async def test_sockets_go_to_their_tables_worker_and_no_move_crosses(tmp_path: Path) -> None:
-    port = free_port()
-    args, env = _workers_command(port, tmp_path)
-    log_path = tmp_path / "workers.log"
-    with log_path.open("wb") as log:
-        proc = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "server", *args, env=env, cwd=ROOT, stdout=log,
-            stderr=subprocess.STDOUT)
-    node = Node("w", port, proc, log_path)
+    node = await start_workers(tmp_path)
+    proc = node.proc
     players: list[Player] = []
     try:
         await wait_ready(node, timeout=120)
@@ -120,7 +110,6 @@ async def test_sockets_go_to_their_tables_worker_and_no_move_crosses(tmp_path: P
         assert over["type"] == "game_over"
         await wait_until(lambda: bool(c.of_type("game_over", table)), what="watcher's end")
         found = await worker_metrics(node)
-        print(found)
         assert total(found, "forwarded:sibling") == crossed, (crossed, found)
         assert total(found, "moves:failed") == 0, found
         for p in (a, b, c):

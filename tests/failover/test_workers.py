@@ -76,16 +76,24 @@ def _workers_command(port: int, tmp_path: Path) -> tuple[list[str], dict[str, st
     return args, env
 
 
-@pytest.mark.timeout(240)
-async def test_two_workers_serve_one_game_and_stop_together(tmp_path: Path) -> None:
+async def start_workers(tmp_path: Path, **env_extra: str) -> Node:
+    """``python -m server`` with two workers (:func:`_workers_command`), its output in
+    ``workers.log``; not waited for."""
     port = free_port()
     args, env = _workers_command(port, tmp_path)
+    env.update(env_extra)
     log_path = tmp_path / "workers.log"
     with log_path.open("wb") as log:
         proc = await asyncio.create_subprocess_exec(
             sys.executable, "-m", "server", *args, env=env, cwd=ROOT, stdout=log,
             stderr=subprocess.STDOUT)
-    node = Node("w", port, proc, log_path)
+    return Node("w", port, proc, log_path)
+
+
+@pytest.mark.timeout(240)
+async def test_two_workers_serve_one_game_and_stop_together(tmp_path: Path) -> None:
+    node = await start_workers(tmp_path)
+    proc = node.proc
     players: list[Player] = []
     try:
         await wait_ready(node, timeout=120)
@@ -163,15 +171,12 @@ async def cross_game(node: Node, names: tuple[str, str], redis: aioredis.Redis) 
 @pytest.mark.timeout(300)
 async def test_workers_talk_over_the_local_link_and_find_a_restarted_one(
         tmp_path: Path) -> None:
-    port = free_port()
-    args, env = _workers_command(port, tmp_path)
-    env["TABLE42_LOG_LEVEL"] = "INFO"  # the link logs each connection
+    # (INFO: the link logs each connection)
+    node = await start_workers(tmp_path, TABLE42_LOG_LEVEL="INFO")
+    proc = node.proc
     log_path = tmp_path / "workers.log"
-    with log_path.open("wb") as log:
-        proc = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "server", *args, env=env, cwd=ROOT, stdout=log,
-            stderr=subprocess.STDOUT)
-    node = Node("w", port, proc, log_path)
+    _args, env = _workers_command(node.port, tmp_path)  # for the restarted worker
+    env["TABLE42_LOG_LEVEL"] = "INFO"
     restarted: asyncio.subprocess.Process | None = None
     redis: aioredis.Redis | None = None
     try:
