@@ -308,6 +308,24 @@ class Lobby:
         return seated or not any(table.machine.side_of(player) is not None
                                  for table in self.registry.tables.values())
 
+    async def has_seat(self, player: str) -> bool:
+        """Whether ``player`` is seated at a table anywhere (an outage reads as seated)."""
+        try:
+            return await self.persistence.seat_of(player) is not None
+        except (RedisError, OSError):
+            return True
+
+    def may_arrive(self, player: str, table_id: str, *, seated: bool) -> bool:
+        """Whether a sibling's socket of ``player``, summoned for ``table_id`` (to play
+        there, ``seated``), may come here: a seated player's table is still here, with the
+        player at it (else the socket would leave its seat behind)."""
+        if self.closing:
+            return False
+        if not seated:
+            return True
+        table = self.registry.get(table_id)
+        return table is not None and table.machine.side_of(player) is not None
+
     def handed_over(self, conn_id: str) -> None:
         """This node's socket ``conn_id`` went to a sibling: its requests waiting for that
         sibling's answer are answered there."""

@@ -80,7 +80,7 @@ SEND_WAIT = 2.0
 datagram queue to take the descriptor."""
 ARRIVE_WAIT = 10.0
 """Seconds the owner keeps a socket made ready for a descriptor that does not come."""
-HELD_MAX = 512 * 1024
+HELD_MAX = 128 * 1024
 """Bytes held past the boundary that a hand-over carries at most (else the socket stays)."""
 DATAGRAM_BUFFER = 2 * HELD_MAX
 CLOSE_SERVICE_RESTART = 1012
@@ -102,6 +102,10 @@ class SocketHomes(Protocol):
 
     def handed_over(self, conn_id: str) -> None: ...
 
+    async def has_seat(self, player: str) -> bool: ...
+
+    def may_arrive(self, player: str, table_id: str, *, seated: bool) -> bool: ...
+
     def socket_arriving(self, old: Actor, new: Actor, table_id: str, watching: list[str], *,
                         last_there: bool) -> None: ...
 
@@ -118,6 +122,7 @@ class FrameShim(asyncio.Protocol):
         self.transport = transport
         self.cursor = FrameCursor()
         self.broken = False  # a header the cursor could not read: never handed over
+        self.paused = False  # reading paused by the shim itself (holding)
 
     def data_received(self, data: bytes) -> None:
         if self.broken:
@@ -135,6 +140,7 @@ class FrameShim(asyncio.Protocol):
         if passed:
             self.inner.data_received(data[:passed])
         if self.transport is not None:  # at rest, holding: read nothing more
+            self.paused = True
             self.transport.pause_reading()
 
     def hold(self) -> None:
@@ -142,6 +148,7 @@ class FrameShim(asyncio.Protocol):
         cursor = self.cursor
         cursor.holding = True
         if cursor.at_rest and self.transport is not None:
+            self.paused = True
             self.transport.pause_reading()
 
     def release(self) -> None:
@@ -152,8 +159,9 @@ class FrameShim(asyncio.Protocol):
         cursor.held.clear()
         if held:
             self.data_received(held)
-        if self.transport is not None and not self.transport.is_closing():
-            self.transport.resume_reading()
+        if self.paused and self.transport is not None and not self.transport.is_closing():
+            self.paused = False
+            self.transport.resume_reading()  # (aiohttp's own pause, if any, stays)
 
     def eof_received(self) -> bool | None:
         return self.inner.eof_received()
@@ -185,6 +193,9 @@ class HeldWrites:
     def get_write_buffer_size(self) -> int:
         return self.size
 
+    def get_extra_info(self, name: str, default: Any = None) -> Any:
+        return default
+
     def is_closing(self) -> bool:
         return self.closing
 
@@ -202,6 +213,7 @@ class _MovedProtocol(asyncio.Protocol):
 
     def __init__(self, max_msg_size: int, loop: asyncio.AbstractEventLoop) -> None:
         self._reading_paused = False
+        self.held = b""  # bytes the giving worker read past the boundary (fed first)
         self.transport: asyncio.Transport | None = None
         self.queue = WebSocketDataQueue(cast(Any, self), READ_CHUNK, loop=loop)
         self.parser = WebSocketReader(self.queue, max_msg_size, compress=False,
@@ -211,6 +223,9 @@ class _MovedProtocol(asyncio.Protocol):
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = cast(asyncio.Transport, transport)
         self.shim.transport = self.transport
+        held, self.held = self.held, b""
+        if held:  # the bytes read past the boundary where it was: before any read here
+            self.shim.data_received(held)
 
     def data_received(self, data: bytes) -> None:
         self.shim.data_received(data)
@@ -284,7 +299,7 @@ class MovedSocket:
             return WSMessage(WSMsgType.CLOSED if type(exc).__name__ == "EofStream"
                              else WSMsgType.ERROR, None, None)
         if msg.type is WSMsgType.CLOSE:
-            await self.close(code=msg.data if isinstance(msg.data, int) else 1000)
+            await self.close(code=msg.data if isinstance(msg.data, int) and msg.data else 1000)
         return cast(WSMessage, msg)
 
     async def pong(self, data: bytes = b"") -> None:
@@ -330,7 +345,8 @@ class SocketMoves:
         self.forget: Serve | None = None
         self._post: socket.socket | None = None
         self._out: socket.socket | None = None
-        self._asked: dict[str, asyncio.Future[str]] = {}  # our conn id -> its id there
+        # our conn id -> (its id there, whether the socket was closed here meanwhile)
+        self._asked: dict[str, tuple[Connection, asyncio.Future[tuple[str, bool]]]] = {}
         self._arriving: dict[tuple[str, str], tuple[Connection, asyncio.TimerHandle]] = {}
         self._tasks: set[asyncio.Task[Any]] = set()
 
@@ -398,9 +414,15 @@ class SocketMoves:
             self._ask(message)
             self._spawn(self._arrived_elsewhere(message))
         elif isinstance(message, ops.MoveReady):
-            future = self._asked.pop(message.old, None)
-            if future is not None and not future.done():
-                future.set_result(message.new)
+            asked = self._asked.pop(message.old, None)
+            if asked is not None and not asked[1].done():
+                conn, future = asked
+                # Nothing more is written here from now on (what follows in this batch of
+                # node messages goes to the socket made ready there), in the same step.
+                closed_meanwhile = conn.closed
+                if message.new:
+                    conn.closed = True
+                future.set_result((message.new, closed_meanwhile))
             elif message.new:  # too late: we gave up waiting and closed the socket
                 self.bus.send(message.node, ops.MoveCancel(node=self.node_id,
                                                            old=message.old))
@@ -423,11 +445,16 @@ class SocketMoves:
             self.metrics.socket_moves.labels("stayed").inc()
             return
         conn.moving = True
-        self._spawn(self._hand_over(conn, to, message.table))
+        self._spawn(self._hand_over(conn, to, message.table, message.seated))
 
-    async def _hand_over(self, conn: Connection, to: str, table: str) -> None:
+    async def _hand_over(self, conn: Connection, to: str, table: str, seated: bool) -> None:
         shim = conn.shim
         assert shim is not None and conn.actor is not None and conn.identity is not None
+        if not seated and await self.homes.has_seat(conn.identity.player):
+            # Summoned to watch by a player seated somewhere: the socket follows its seat.
+            conn.moving = False
+            self.metrics.socket_moves.labels("stayed").inc()
+            return
         transport = conn.transport
         loop = asyncio.get_running_loop()
         shim.hold()
@@ -454,10 +481,10 @@ class SocketMoves:
             if callable(when):
                 remaining_expiry = max(0.0, float(when()) - loop.time())
         identity = conn.identity
-        future: asyncio.Future[str] = loop.create_future()
-        self._asked[conn.id] = future
+        future: asyncio.Future[tuple[str, bool]] = loop.create_future()
+        self._asked[conn.id] = (conn, future)
         self.bus.send(to, ops.MoveAsk(
-            actor=conn.actor, table=table, is_bot=identity.is_bot,
+            actor=conn.actor, table=table, seated=seated, is_bot=identity.is_bot,
             format=str(conn.session.format), protocol=conn.session.protocol,
             keepalive=conn.keepalive, token_digest=conn.token_digest,
             expires_in=remaining_expiry, delivered=conn.delivered.ids(),
@@ -465,7 +492,7 @@ class SocketMoves:
             last_there=self.hub.count(identity.player) <= 1))
         try:
             async with asyncio.timeout(READY_WAIT):
-                new = await future
+                new, closed_meanwhile = await future
         except TimeoutError:
             self._asked.pop(conn.id, None)
             await self._failed(conn, "no answer to move_ask", to, notify=True)
@@ -475,8 +502,15 @@ class SocketMoves:
             conn.moving = False
             self.metrics.socket_moves.labels("refused").inc()
             return
-        # From here the socket's frames go to ``to``'s ready socket; nothing more here.
-        conn.closed = True
+        if closed_meanwhile or transport.is_closing() or conn.ws.closed:
+            # Closed here while the owner made a socket ready (its token ended, say): not
+            # handed over; its own close goes on (the shim lets the client's answer in).
+            self.bus.send(to, ops.MoveCancel(node=self.node_id, old=conn.actor.conn))
+            self.metrics.socket_moves.labels("failed").inc()
+            shim.release()
+            conn.moving = False
+            return
+        # From here the socket's frames go to ``to``'s ready socket (conn.closed is set).
         deadline = loop.time() + SEND_WAIT
         while transport.get_write_buffer_size():
             if loop.time() > deadline or transport.is_closing():
@@ -535,7 +569,8 @@ class SocketMoves:
         old = message.actor
         settings = self.settings
         if self.hub.count(old.player) >= settings.max_connections_per_player \
-                or old.node not in self.siblings or self._post is None or self.homes.closing:
+                or old.node not in self.siblings or self._post is None or self.homes.closing \
+                or not self.homes.may_arrive(old.player, message.table, seated=message.seated):
             self.bus.send(old.node, ops.MoveReady(node=self.node_id, old=old.conn, new=""))
             return
         loop = asyncio.get_running_loop()
@@ -617,6 +652,7 @@ class SocketMoves:
         conn, timer = entry
         timer.cancel()
         ws = cast(MovedSocket, conn.ws)
+        ws.protocol.held = held
         try:
             sock.setblocking(False)
             transport, _ = await asyncio.get_running_loop().connect_accepted_socket(
@@ -635,7 +671,5 @@ class SocketMoves:
         if waiting.closing:
             ws.closed = True
             transport.close()
-        if held:
-            ws.protocol.data_received(held)
         if self.serve is not None:
             await self.serve(conn)

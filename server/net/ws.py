@@ -250,7 +250,8 @@ class SocketHandler:
             remaining = self.hub.remove(conn)
             await self.lobby.on_disconnect(conn.id, conn.player, remaining=remaining,
                                            watched=conn.watching)
-            if self.matchmaker is not None:
+            # (a socket handed to a sibling keeps its player's ticket: it lives on there)
+            if self.matchmaker is not None and conn.moved_to is None:
                 await self.matchmaker.on_disconnect(conn.player)
         except Exception:
             log.exception("disconnect handling failed for %s", conn.player)

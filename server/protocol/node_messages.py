@@ -205,6 +205,7 @@ class MoveAsk(_Op, tag="move_ask", frozen=True):
 
     actor: Actor
     table: str
+    seated: bool
     is_bot: bool
     format: str
     protocol: int
