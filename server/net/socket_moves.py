@@ -38,7 +38,9 @@ Before the ask, a socket that does not come to rest (a message still being handl
 the socket with 1012 ``service restart``: the client reconnects and catches up (``sync``), as
 after any restart; nothing is lost in between. A socket stays where it is while it watches a
 table of another worker, while one of its requests waits for another worker's answer, or
-when it is summoned to watch while its player plays at a table here.
+when it is summoned to watch while its player is seated at any table (it follows the seat);
+a seated player's socket goes only to the worker that has the seat (``move_ask``'s
+``seated``, refused otherwise).
 """
 
 from __future__ import annotations
