@@ -219,7 +219,8 @@ async def _services(app: web.Application) -> AsyncIterator[None]:
                                  persistence, hub, clock, metrics, hub.own_url)
     app[COMPUTER] = computer
     # Sockets handed between the workers of one machine (server/net/socket_moves.py).
-    moves = SocketMoves(settings, hub, bus, lobby, session_limits(settings), metrics)
+    moves = SocketMoves(settings, hub, bus, lobby, session_limits(settings), metrics,
+                        link_up=lambda node: bus.link is not None and bus.link.is_up(node))
     listeners.socket_moves.append(moves.on_message)
     listeners.seated.append(matchmaker.players_seated)
     listeners.node_dead.append(matchmaker.node_died)

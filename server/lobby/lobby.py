@@ -326,6 +326,11 @@ class Lobby:
         table = self.registry.get(table_id)
         return table is not None and table.machine.side_of(player) is not None
 
+    def summon_again(self, node: str, conn_id: str) -> None:
+        """A socket of sibling ``node`` was refused here (the link is not up yet, say): it
+        may be summoned again at its next command."""
+        self.summons.forget(node, conn_id)
+
     def handed_over(self, conn_id: str) -> None:
         """This node's socket ``conn_id`` went to a sibling: its requests waiting for that
         sibling's answer are answered there."""

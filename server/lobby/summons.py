@@ -35,6 +35,10 @@ class Summons:
         self.clock = clock
         self._sent: dict[tuple[str, str], float] = {}
 
+    def forget(self, node: str, conn: str) -> None:
+        """The socket ``conn`` of ``node`` may be summoned again at once."""
+        self._sent.pop((node, conn), None)
+
     def __call__(self, actor: Actor, table: str, *, seated: bool) -> None:
         """``actor``'s socket plays (``seated``) or watches at ``table``, owned here."""
         node = actor.node

@@ -37,7 +37,8 @@ Before the ask, a socket that does not come to rest (a message still being handl
 ``READY_WAIT``, a send buffer that does not empty in ``SEND_WAIT``, a datagram refused) closes
 the socket with 1012 ``service restart``: the client reconnects and catches up (``sync``), as
 after any restart; nothing is lost in between. A socket stays where it is while it watches a
-table of another worker, while one of its requests waits for another worker's answer, or
+table of another worker, while one of its requests waits for another worker's answer, while
+the local link between the two is down (messages then go through Redis, out of order), or
 when it is summoned to watch while its player is seated at any table (it follows the seat);
 a seated player's socket goes only to the worker that has the seat (``move_ask``'s
 ``seated``, refused otherwise).
@@ -105,6 +106,8 @@ class SocketHomes(Protocol):
     def handed_over(self, conn_id: str) -> None: ...
 
     async def has_seat(self, player: str) -> bool: ...
+
+    def summon_again(self, node: str, conn_id: str) -> None: ...
 
     def may_arrive(self, player: str, table_id: str, *, seated: bool) -> bool: ...
 
@@ -332,7 +335,10 @@ class SocketMoves:
     forget a socket made ready that never came."""
 
     def __init__(self, settings: Settings, hub: Hub, bus: NodeSender, homes: SocketHomes,
-                 limits: SessionLimits, metrics: Metrics) -> None:
+                 limits: SessionLimits, metrics: Metrics,
+                 link_up: Callable[[str], bool] = lambda node: True) -> None:
+        """``link_up(node)``: whether the local link to sibling ``node`` is up (the order of
+        the hand-over's messages holds only over it)."""
         self.settings = settings
         self.node_id = settings.node_id
         self.siblings = frozenset(settings.link_peers) - {settings.node_id}
@@ -343,6 +349,7 @@ class SocketMoves:
         self.homes = homes
         self.limits = limits
         self.metrics = metrics
+        self.link_up = link_up
         self.serve: Serve | None = None
         self.forget: Serve | None = None
         self._post: socket.socket | None = None
@@ -443,7 +450,10 @@ class SocketMoves:
                 or conn.shim is None or conn.shim.broken or to not in self.siblings \
                 or not conn.session.is_ready or conn.actor is None:
             return
-        if not self.homes.may_hand_over(message.player, conn.id, to, seated=message.seated):
+        if not self.link_up(to) or \
+                not self.homes.may_hand_over(message.player, conn.id, to, seated=message.seated):
+            log.info("socket %s (%s) stays: link to %s %s", conn.id, conn.player, to,
+                     self.link_up(to))
             self.metrics.socket_moves.labels("stayed").inc()
             return
         conn.moving = True
@@ -572,7 +582,13 @@ class SocketMoves:
         settings = self.settings
         if self.hub.count(old.player) >= settings.max_connections_per_player \
                 or old.node not in self.siblings or self._post is None or self.homes.closing \
+                or not self.link_up(old.node) \
                 or not self.homes.may_arrive(old.player, message.table, seated=message.seated):
+            log.info("socket %s of %s (%s) not taken: sockets %d, link %s, closing %s, "
+                     "may arrive %s", old.conn, old.node, old.player,
+                     self.hub.count(old.player), self.link_up(old.node), self.homes.closing,
+                     self.homes.may_arrive(old.player, message.table, seated=message.seated))
+            self.homes.summon_again(old.node, old.conn)  # (at its next command, not in 10 s)
             self.bus.send(old.node, ops.MoveReady(node=self.node_id, old=old.conn, new=""))
             return
         loop = asyncio.get_running_loop()

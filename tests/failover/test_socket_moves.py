@@ -27,7 +27,7 @@ from nodes import (
     wait_ready,
     wait_until,
 )
-from test_workers import children, player_on, start_workers, welcomed_by
+from test_workers import children, player_on, start_workers, wait_until_logged, welcomed_by
 
 _SAMPLE = re.compile(r'^(table42_socket_moves_total|table42_commands_forwarded_total)'
                      r'\{(?:result|to)="(\w+)"\} ([0-9.e+]+)$', re.M)
@@ -67,11 +67,13 @@ async def moved_at_least(node: Node, count: int) -> dict[str, dict[str, float]]:
 
 @pytest.mark.timeout(240)
 async def test_sockets_go_to_their_tables_worker_and_no_move_crosses(tmp_path: Path) -> None:
-    node = await start_workers(tmp_path)
+    # (INFO: the link logs when it is up; a socket moves only over a link that is up)
+    node = await start_workers(tmp_path, TABLE42_LOG_LEVEL="INFO")
     proc = node.proc
     players: list[Player] = []
     try:
         await wait_ready(node, timeout=120)
+        await wait_until_logged(node, "link: connected to", 2)
         a = await player_on(node, "alice", None, None)
         players.append(a)
         owner = welcomed_by(a)  # alice creates the table: her worker owns it
