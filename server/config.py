@@ -462,6 +462,12 @@ class Settings:
         _check(self)
 
     @property
+    def siblings(self) -> frozenset[str]:
+        """The other workers of this machine's ``--workers`` command (``link_peers`` less
+        this node)."""
+        return frozenset(self.link_peers) - {self.node_id}
+
+    @property
     def trusted_networks(self) -> tuple[IPNetwork, ...]:
         """``trusted_proxies`` parsed as networks (a single address is a /32 or /128)."""
         return tuple(ipaddress.ip_network(p, strict=False) for p in self.trusted_proxies)

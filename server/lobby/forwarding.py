@@ -67,7 +67,10 @@ class Forwarding:
         self.delivery = delivery
         self.metrics = metrics
         self.summons = summons
-        self.siblings = frozenset(settings.link_peers) - {settings.node_id}
+        self.siblings = settings.siblings
+        # (the counter's two children, looked up once: a forward is on the move path)
+        self._to_sibling = metrics.forwarded.labels("sibling")
+        self._to_node = metrics.forwarded.labels("node")
 
     async def route(self, actor: Actor, msg: TableMessage) -> None:
         """Hand ``msg`` to its table here, or forward it to the table's owner."""
@@ -85,7 +88,7 @@ class Forwarding:
         token: tuple[str, Any] | None = None
         if ref is not None and actor.node == self.node_id:
             token = self.requests.sent(actor.conn, ref, owner, table_id)
-        self.metrics.forwarded.labels("sibling" if owner in self.siblings else "node").inc()
+        (self._to_sibling if owner in self.siblings else self._to_node).inc()
         self.bus.send(owner, ops.Cmd(actor=actor, msg=msg), token)
 
     async def owner_to_ask(self, table_id: str) -> str:

@@ -293,20 +293,17 @@ class Lobby:
 
     # --- sockets handed between sibling workers (server/net/socket_moves.py) -------------
 
-    def may_hand_over(self, player: str, conn_id: str, to: str, *, seated: bool) -> bool:
-        """Whether this node's socket ``conn_id`` of ``player`` may go to its sibling ``to``
-        (summoned to play, ``seated``, or to watch there): it watches only tables ``to``
-        owns, no request of it waits for another node's answer, and, summoned to watch, its
-        player plays at no table here. Nothing moves while the node stops."""
+    def may_hand_over(self, conn_id: str, to: str) -> bool:
+        """Whether this node's socket ``conn_id`` may go to its sibling ``to``: it watches
+        only tables ``to`` owns and no request of it waits for another node's answer.
+        Nothing moves while the node stops. (A socket summoned to watch while its player
+        is seated anywhere stays too: :meth:`has_seat`, asked by the hand-over.)"""
         if self.closing:
             return False
         owner = self.registry.owner
         if any(owner(table_id) != to for table_id in self.outbox.watching(conn_id)):
             return False
-        if self.requests.waiting_elsewhere(conn_id, to):
-            return False
-        return seated or not any(table.machine.side_of(player) is not None
-                                 for table in self.registry.tables.values())
+        return not self.requests.waiting_elsewhere(conn_id, to)
 
     async def has_seat(self, player: str) -> bool:
         """Whether ``player`` is seated at a table anywhere (an outage reads as seated)."""

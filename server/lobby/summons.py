@@ -29,8 +29,8 @@ class Summons:
 
     def __init__(self, settings: Settings, bus: NodeSender, clock: Clock) -> None:
         self.node_id = settings.node_id
-        self.siblings = frozenset(settings.link_peers) - {settings.node_id} \
-            if settings.local_link and settings.socket_moves else frozenset()
+        self.siblings = settings.siblings if settings.local_link and settings.socket_moves \
+            else frozenset()
         self.bus = bus
         self.clock = clock
         self._sent: dict[tuple[str, str], float] = {}

@@ -55,7 +55,7 @@ import socket
 from collections.abc import Awaitable, Callable
 from typing import Any, Protocol, cast
 
-from aiohttp import WSCloseCode, WSMessage, WSMsgType
+from aiohttp import EofStream, WSCloseCode, WSMessage, WSMsgType
 from aiohttp._websocket.reader import WebSocketDataQueue
 from aiohttp.http_websocket import WebSocketError, WebSocketReader
 
@@ -101,7 +101,7 @@ class SocketHomes(Protocol):
     @property
     def closing(self) -> bool: ...
 
-    def may_hand_over(self, player: str, conn_id: str, to: str, *, seated: bool) -> bool: ...
+    def may_hand_over(self, conn_id: str, to: str) -> bool: ...
 
     def handed_over(self, conn_id: str) -> None: ...
 
@@ -299,10 +299,12 @@ class MovedSocket:
         except WebSocketError as exc:
             await self.close(code=exc.code, message=str(exc).encode()[:120])
             return WSMessage(WSMsgType.ERROR, exc, None)
-        except Exception as exc:  # the end of the stream (EofStream) and the like
+        except EofStream:
             self._drop()
-            return WSMessage(WSMsgType.CLOSED if type(exc).__name__ == "EofStream"
-                             else WSMsgType.ERROR, None, None)
+            return WSMessage(WSMsgType.CLOSED, None, None)
+        except Exception as exc:
+            self._drop()
+            return WSMessage(WSMsgType.ERROR, exc, None)
         if msg.type is WSMsgType.CLOSE:
             await self.close(code=msg.data if isinstance(msg.data, int) and msg.data else 1000)
         return cast(WSMessage, msg)
@@ -341,7 +343,7 @@ class SocketMoves:
         the hand-over's messages holds only over it)."""
         self.settings = settings
         self.node_id = settings.node_id
-        self.siblings = frozenset(settings.link_peers) - {settings.node_id}
+        self.siblings = settings.siblings
         self.enabled = bool(settings.socket_moves and settings.local_link
                             and settings.link_dir and self.siblings)
         self.hub = hub
@@ -354,7 +356,8 @@ class SocketMoves:
         self.forget: Serve | None = None
         self._post: socket.socket | None = None
         self._out: socket.socket | None = None
-        # our conn id -> (its id there, whether the socket was closed here meanwhile)
+        # Our sockets asked for: conn id -> (the socket, the answer: its id there, and
+        # whether it was closed here meanwhile).
         self._asked: dict[str, tuple[Connection, asyncio.Future[tuple[str, bool]]]] = {}
         self._arriving: dict[tuple[str, str], tuple[Connection, asyncio.TimerHandle]] = {}
         self._tasks: set[asyncio.Task[Any]] = set()
@@ -450,8 +453,7 @@ class SocketMoves:
                 or conn.shim is None or conn.shim.broken or to not in self.siblings \
                 or not conn.session.is_ready or conn.actor is None:
             return
-        if not self.link_up(to) or \
-                not self.homes.may_hand_over(message.player, conn.id, to, seated=message.seated):
+        if not self.link_up(to) or not self.homes.may_hand_over(conn.id, to):
             log.info("socket %s (%s) stays: link to %s %s", conn.id, conn.player, to,
                      self.link_up(to))
             self.metrics.socket_moves.labels("stayed").inc()
@@ -464,8 +466,7 @@ class SocketMoves:
         assert shim is not None and conn.actor is not None and conn.identity is not None
         if not seated and await self.homes.has_seat(conn.identity.player):
             # Summoned to watch by a player seated somewhere: the socket follows its seat.
-            conn.moving = False
-            self.metrics.socket_moves.labels("stayed").inc()
+            self._stay(conn, "stayed", release=False)
             return
         transport = conn.transport
         loop = asyncio.get_running_loop()
@@ -475,16 +476,12 @@ class SocketMoves:
                    and conn.received == shim.cursor.messages):
             if loop.time() > deadline or conn.closed or shim.broken \
                     or conn.received > shim.cursor.messages:
-                shim.release()
-                conn.moving = False
-                self.metrics.socket_moves.labels("stayed").inc()
+                self._stay(conn, "stayed")
                 return
             await asyncio.sleep(0.002)
         if transport is None or transport.is_closing() or len(shim.cursor.held) > HELD_MAX \
                 or conn.closed:
-            shim.release()
-            conn.moving = False
-            self.metrics.socket_moves.labels("stayed").inc()
+            self._stay(conn, "stayed")
             return
         # At rest: everything it sent is handled (forwarded to ``to`` in order). Ask.
         remaining_expiry: float | None = None
@@ -510,17 +507,13 @@ class SocketMoves:
             await self._failed(conn, "no answer to move_ask", to, notify=True)
             return
         if not new:  # refused: nothing changed there
-            shim.release()
-            conn.moving = False
-            self.metrics.socket_moves.labels("refused").inc()
+            self._stay(conn, "refused")
             return
         if closed_meanwhile or transport.is_closing() or conn.ws.closed:
             # Closed here while the owner made a socket ready (its token ended, say): not
             # handed over; its own close goes on (the shim lets the client's answer in).
             self.bus.send(to, ops.MoveCancel(node=self.node_id, old=conn.actor.conn))
-            self.metrics.socket_moves.labels("failed").inc()
-            shim.release()
-            conn.moving = False
+            self._stay(conn, "failed")
             return
         # From here the socket's frames go to ``to``'s ready socket (conn.closed is set).
         deadline = loop.time() + SEND_WAIT
@@ -556,6 +549,14 @@ class SocketMoves:
         conn.moved_to = to
         self.metrics.socket_moves.labels("moved").inc()
         transport.abort()
+
+    def _stay(self, conn: Connection, result: str, *, release: bool = True) -> None:
+        """The socket stays here and reads on (``release``: from what its shim held);
+        ``result`` is counted."""
+        if release and conn.shim is not None:
+            conn.shim.release()
+        conn.moving = False
+        self.metrics.socket_moves.labels(result).inc()
 
     async def _failed(self, conn: Connection, why: str, to: str | None = None, *,
                       notify: bool = False) -> None:
